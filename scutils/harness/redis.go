@@ -1,0 +1,156 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configures LaunchRedis. The zero value is an in-memory server.
+type RedisOptions struct {
+	// AppendOnly turns on the append-only file, so Restart keeps the data
+	// (for tests that restart Redis mid-work and expect nothing lost).
+	AppendOnly bool
+}
+
+// Redis is a real redis-server child process on 127.0.0.1.
+type Redis struct {
+	Host string
+	Port int
+	// Addr is "127.0.0.1:<port>".
+	Addr string
+
+	opts RedisOptions
+	dir  string
+	mu   sync.Mutex
+	proc *process
+}
+
+// StartRedis starts a redis-server for tb and stops it when tb ends.
+func StartRedis(tb testing.TB, opts ...RedisOptions) *Redis {
+	tb.Helper()
+	var o RedisOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	r, err := LaunchRedis(o)
+	if err != nil {
+		handleStartError(tb, "redis-server", err)
+	}
+	tb.Cleanup(r.Close)
+	return r
+}
+
+// LaunchRedis starts a redis-server on a free loopback port. Close stops it.
+func LaunchRedis(opts RedisOptions) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redis-server: %w (apt-get install redis-server)", ErrMissing)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "harness-redis-")
+	if err != nil {
+		return nil, err
+	}
+	r := &Redis{Host: "127.0.0.1", Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), opts: opts, dir: dir}
+	if err := r.start(bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Redis) start(bin string) error {
+	appendOnly := "no"
+	if r.opts.AppendOnly {
+		appendOnly = "yes"
+	}
+	p, err := startProcess("redis-server", r.dir, bin,
+		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.dir,
+		"--save", "", "--appendonly", appendOnly, "--appendfsync", "always",
+		"--daemonize", "no", "--protected-mode", "no")
+	if err != nil {
+		return err
+	}
+	err = p.waitReady(10*time.Second, func() error {
+		line, err := lineCommand(r.Addr, "PING\r\n", time.Second)
+		if err != nil {
+			return err
+		}
+		if line != "+PONG\r\n" {
+			return fmt.Errorf("PING answered %q", line)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.proc = p
+	r.mu.Unlock()
+	return nil
+}
+
+// Client returns a new go-redis client for this server. The caller closes it.
+func (r *Redis) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: r.Addr})
+}
+
+// TestClient returns a client closed when tb ends, with the database flushed first.
+func (r *Redis) TestClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	c := r.Client()
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// FlushAll empties the server (for tests that share one server).
+func (r *Redis) FlushAll(ctx context.Context) error {
+	c := r.Client()
+	defer c.Close()
+	return c.FlushAll(ctx).Err()
+}
+
+// Stop shuts the server down (SIGTERM; with AppendOnly the data stays on disk).
+func (r *Redis) Stop() {
+	r.mu.Lock()
+	p := r.proc
+	r.proc = nil
+	r.mu.Unlock()
+	p.stop(5 * time.Second)
+}
+
+// Kill ends the server at once with SIGKILL.
+func (r *Redis) Kill() {
+	r.mu.Lock()
+	p := r.proc
+	r.proc = nil
+	r.mu.Unlock()
+	p.kill()
+}
+
+// Restart stops the server if it runs and starts it again on the same port.
+func (r *Redis) Restart() error {
+	r.Stop()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return fmt.Errorf("redis-server: %w", ErrMissing)
+	}
+	return r.start(bin)
+}
+
+// Close stops the server and removes its files.
+func (r *Redis) Close() {
+	r.Kill()
+	os.RemoveAll(r.dir)
+}
