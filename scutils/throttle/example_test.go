@@ -1,0 +1,46 @@
+package throttle_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
+)
+
+// Five pops per ten seconds from a priority queue, shared by every process
+// using the same key: the sixth pop in the window is denied.
+func ExampleNew() {
+	mr := miniredis.NewMiniRedis() // or a real server
+	if err := mr.Start(); err != nil {
+		panic(err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	q := redisqueue.NewPriority[string](rdb, "link:example.com:queue")
+	t, err := throttle.New(rdb, q, throttle.Config{Window: 10 * time.Second, Limit: 5})
+	if err != nil {
+		panic(err)
+	}
+	for i := range 8 {
+		_ = t.PushPriority(ctx, fmt.Sprintf("item-%d", i), i)
+	}
+	for range 6 {
+		item, status, _ := t.TryPop(ctx)
+		fmt.Println(status, item)
+	}
+	// Output:
+	// popped item-7
+	// popped item-6
+	// popped item-5
+	// popped item-4
+	// popped item-3
+	// denied by window
+}

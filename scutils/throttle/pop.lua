@@ -1,0 +1,70 @@
+-- One atomic throttled pop. Checks the rolling window and the moderation
+-- gap, pops one item, and records the hit only when an item was popped.
+--
+-- KEYS[1] queue, KEYS[2] window sorted set, KEYS[3] moderation time key
+-- ARGV[1] window seconds        ARGV[2] limit (pops per window)
+-- ARGV[3] moderation seconds, 0 = not moderated
+-- ARGV[4] "1" when this client's elastic catch-up may break moderation
+-- ARGV[5] elastic buffer        ARGV[6] pop command: ZPOPMIN, RPOP or LPOP
+-- ARGV[7] unique hit id (window members must differ for concurrent pops)
+--
+-- Returns {status, item}: status 0 = denied by window, 1 = denied by
+-- moderation, 2 = allowed but queue empty, 3 = popped.
+-- Times are the Redis server's clock, so every crawler shares one clock.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local moderation = tonumber(ARGV[3])
+local ttl = math.max(1, math.floor(window * 2))
+local stamp = string.format('%.6f', now)
+
+-- Expired hits only make the count larger, so they are trimmed only when the
+-- count matters: at the limit, or for the elastic catch-up. Untrimmed, the
+-- window never holds more than limit members and expires with its key.
+local hits = redis.call('ZCARD', KEYS[2])
+local trimmed = false
+local function trim()
+  if not trimmed then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
+    hits = redis.call('ZCARD', KEYS[2])
+    trimmed = true
+  end
+end
+if hits >= limit then
+  trim()
+  if hits >= limit then
+    return {0, false}
+  end
+end
+
+if moderation > 0 then
+  local last = tonumber(redis.call('GET', KEYS[3])) or 0
+  if now - last < moderation then
+    local catch_up = false
+    if ARGV[4] == '1' then
+      trim()
+      catch_up = (limit - hits) > tonumber(ARGV[5])
+    end
+    if not catch_up then
+      return {1, false}
+    end
+  end
+end
+
+local item
+if ARGV[6] == 'ZPOPMIN' then
+  item = redis.call('ZPOPMIN', KEYS[1])[1]
+else
+  item = redis.call(ARGV[6], KEYS[1])
+end
+if not item then
+  return {2, false}
+end
+
+redis.call('ZADD', KEYS[2], stamp, stamp .. ':' .. ARGV[7])
+redis.call('EXPIRE', KEYS[2], ttl)
+if moderation > 0 then
+  redis.call('SET', KEYS[3], stamp, 'EX', ttl)
+end
+return {3, item}
