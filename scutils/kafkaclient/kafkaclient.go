@@ -1,0 +1,325 @@
+// Package kafkaclient builds Kafka producers, consumers and admin calls from
+// the shared settings, so every component (Kafka Monitor, Redis Monitor,
+// crawler, REST) talks to Kafka configured the same way. It wraps
+// github.com/segmentio/kafka-go.
+//
+// The settings (names and defaults as Scrapy Cluster 1.3; a component may
+// override a default in its own Defaults, e.g. the REST service reads from
+// 'latest'):
+//
+//	KAFKA_HOSTS                            "localhost:9092"  comma-separated brokers
+//	KAFKA_TOPIC_PREFIX                     "demo"            prefix of every cluster topic
+//	KAFKA_CONN_TIMEOUT                     5                 seconds to connect
+//	KAFKA_PRODUCER_BATCH_LINGER_MS         25                how long a producer batches
+//	KAFKA_PRODUCER_BUFFER_BYTES            4 MiB             TCP send buffer of producer connections
+//	KAFKA_PRODUCER_MAX_REQUEST_SIZE        1 MiB             largest produce batch (and so message)
+//	KAFKA_CONSUMER_AUTO_OFFSET_RESET       "earliest"        where a new consumer group starts
+//	KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES 10 MiB            largest fetch (and so message) consumed
+//	KAFKA_CONSUMER_TIMEOUT                 50                ms a fetch waits for new messages
+//	KAFKA_CONSUMER_COMMIT_INTERVAL_MS      5000              auto-commit interval
+//	KAFKA_CONSUMER_AUTO_COMMIT_ENABLE      true              commit periodically rather than per message
+//	KAFKA_TOPIC_PARTITIONS                 3                 partitions of topics this cluster creates
+//	KAFKA_TOPIC_REPLICATION_FACTOR         1                 replication of topics this cluster creates
+//
+// Components that must not lose messages (the Kafka Monitor) read with
+// auto-commit off and commit each message after handling it: at-least-once.
+package kafkaclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Defaults are the Kafka settings every component shares. A component adds
+// them to its own settings.Defaults (maps.Copy) and may override values.
+func Defaults() settings.Defaults {
+	return settings.Defaults{
+		"KAFKA_HOSTS":                            "localhost:9092",
+		"KAFKA_TOPIC_PREFIX":                     "demo",
+		"KAFKA_CONN_TIMEOUT":                     5,
+		"KAFKA_PRODUCER_BATCH_LINGER_MS":         25,
+		"KAFKA_PRODUCER_BUFFER_BYTES":            4 * 1024 * 1024,
+		"KAFKA_PRODUCER_MAX_REQUEST_SIZE":        1024 * 1024,
+		"KAFKA_CONSUMER_AUTO_OFFSET_RESET":       "earliest",
+		"KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES": 10 * 1024 * 1024,
+		"KAFKA_CONSUMER_TIMEOUT":                 50,
+		"KAFKA_CONSUMER_COMMIT_INTERVAL_MS":      5000,
+		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE":      true,
+		"KAFKA_TOPIC_PARTITIONS":                 3,
+		"KAFKA_TOPIC_REPLICATION_FACTOR":         1,
+	}
+}
+
+// Config is the Kafka part of a component's settings.
+type Config struct {
+	// Brokers are "host:port" addresses (KAFKA_HOSTS).
+	Brokers []string
+	// TopicPrefix prefixes the cluster's topics (KAFKA_TOPIC_PREFIX, "demo").
+	TopicPrefix string
+	// ConnTimeout bounds connecting to a broker (KAFKA_CONN_TIMEOUT, 5 s).
+	ConnTimeout time.Duration
+	// BatchLinger is how long a producer waits to fill a batch (25 ms).
+	BatchLinger time.Duration
+	// SendBufferBytes is the producer connections' TCP send buffer (4 MiB).
+	SendBufferBytes int
+	// MaxRequestBytes bounds one produce request (1 MiB).
+	MaxRequestBytes int
+	// StartAtEarliest: a consumer group without committed offsets starts at
+	// the oldest message (true) or only new ones (KAFKA_CONSUMER_AUTO_OFFSET_RESET).
+	StartAtEarliest bool
+	// FetchMaxBytes bounds one fetch, so also the largest message read (10 MiB).
+	FetchMaxBytes int
+	// FetchMaxWait is how long a fetch waits for new messages (50 ms).
+	FetchMaxWait time.Duration
+	// CommitInterval is the auto-commit period; 0 commits synchronously on
+	// each CommitMessages call (KAFKA_CONSUMER_AUTO_COMMIT_ENABLE false).
+	CommitInterval time.Duration
+	// Partitions and ReplicationFactor are used when this cluster creates a topic.
+	Partitions        int
+	ReplicationFactor int
+	// ClientID names the component to the brokers (default "scrapy-cluster").
+	ClientID string
+}
+
+// ConfigFromSettings reads the KAFKA_* settings. It fails with the setting's
+// name when a value is unusable.
+func ConfigFromSettings(s *settings.Settings) (Config, error) {
+	cfg := Config{
+		Brokers:           SplitHosts(s.String("KAFKA_HOSTS")),
+		TopicPrefix:       s.String("KAFKA_TOPIC_PREFIX"),
+		ConnTimeout:       s.Seconds("KAFKA_CONN_TIMEOUT"),
+		BatchLinger:       s.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS"),
+		SendBufferBytes:   s.Int("KAFKA_PRODUCER_BUFFER_BYTES"),
+		MaxRequestBytes:   s.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE"),
+		FetchMaxBytes:     s.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES"),
+		FetchMaxWait:      s.Millis("KAFKA_CONSUMER_TIMEOUT"),
+		Partitions:        s.Int("KAFKA_TOPIC_PARTITIONS"),
+		ReplicationFactor: s.Int("KAFKA_TOPIC_REPLICATION_FACTOR"),
+		ClientID:          "scrapy-cluster",
+	}
+	if s.Bool("KAFKA_CONSUMER_AUTO_COMMIT_ENABLE") {
+		cfg.CommitInterval = s.Millis("KAFKA_CONSUMER_COMMIT_INTERVAL_MS")
+	}
+	switch reset := strings.ToLower(s.String("KAFKA_CONSUMER_AUTO_OFFSET_RESET")); reset {
+	case "earliest", "smallest":
+		cfg.StartAtEarliest = true
+	case "latest", "largest":
+	default:
+		return cfg, fmt.Errorf("setting KAFKA_CONSUMER_AUTO_OFFSET_RESET: want 'earliest' or 'latest', got %q", reset)
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate reports the first unusable field.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return errors.New("setting KAFKA_HOSTS: no broker address given")
+	case c.ConnTimeout <= 0:
+		return errors.New("setting KAFKA_CONN_TIMEOUT: must be positive")
+	case c.BatchLinger < 0:
+		return errors.New("setting KAFKA_PRODUCER_BATCH_LINGER_MS: must not be negative")
+	case c.MaxRequestBytes <= 0:
+		return errors.New("setting KAFKA_PRODUCER_MAX_REQUEST_SIZE: must be positive")
+	case c.FetchMaxBytes <= 0:
+		return errors.New("setting KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES: must be positive")
+	case c.FetchMaxWait <= 0:
+		return errors.New("setting KAFKA_CONSUMER_TIMEOUT: must be positive")
+	case c.Partitions < 1:
+		return errors.New("setting KAFKA_TOPIC_PARTITIONS: must be at least 1")
+	case c.ReplicationFactor < 1:
+		return errors.New("setting KAFKA_TOPIC_REPLICATION_FACTOR: must be at least 1")
+	}
+	for _, b := range c.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			return fmt.Errorf("setting KAFKA_HOSTS: broker %q is not host:port: %w", b, err)
+		}
+	}
+	return nil
+}
+
+// SplitHosts reads "a:9092, b:9092" as a list of addresses.
+func SplitHosts(hosts string) []string {
+	var out []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Topic returns the cluster topic "<prefix>.<name>", e.g. Topic("crawled_firehose").
+func (c Config) Topic(name string) string { return c.TopicPrefix + "." + name }
+
+// transport dials with the connect timeout and the configured send buffer.
+func (c Config) transport() *kafka.Transport {
+	dialer := &net.Dialer{Timeout: c.ConnTimeout}
+	return &kafka.Transport{
+		DialTimeout: c.ConnTimeout,
+		ClientID:    c.clientID(),
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			if tcp, ok := conn.(*net.TCPConn); ok && c.SendBufferBytes > 0 {
+				_ = tcp.SetWriteBuffer(c.SendBufferBytes)
+			}
+			return conn, nil
+		},
+	}
+}
+
+func (c Config) clientID() string {
+	if c.ClientID == "" {
+		return "scrapy-cluster"
+	}
+	return c.ClientID
+}
+
+// NewWriter returns a batching producer. With topic "" each message names its
+// own topic. Writes wait for all in-sync replicas, so an acknowledged message
+// is not lost; topics are not auto-created (use EnsureTopics).
+func (c Config) NewWriter(topic string) *kafka.Writer {
+	return &kafka.Writer{
+		Addr:         kafka.TCP(c.Brokers...),
+		Topic:        topic,
+		Balancer:     &kafka.Hash{}, // same key, same partition; nil keys spread round-robin
+		BatchTimeout: max(c.BatchLinger, time.Millisecond),
+		BatchBytes:   int64(c.MaxRequestBytes),
+		RequiredAcks: kafka.RequireAll,
+		Transport:    c.transport(),
+	}
+}
+
+// NewGroupReader returns a consumer of topic in consumer group group. Offsets
+// are committed every CommitInterval, or synchronously by CommitMessages when
+// CommitInterval is 0 (at-least-once: commit after handling).
+func (c Config) NewGroupReader(topic, group string) *kafka.Reader {
+	return kafka.NewReader(c.readerConfig(topic, group))
+}
+
+// NewPartitionReader returns a consumer of one partition without a group,
+// starting at offset (kafka.FirstOffset, kafka.LastOffset or a number).
+func (c Config) NewPartitionReader(topic string, partition int, offset int64) (*kafka.Reader, error) {
+	r := kafka.NewReader(c.readerConfig(topic, "", partition))
+	if err := r.SetOffset(offset); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("set offset of %s/%d: %w", topic, partition, err)
+	}
+	return r, nil
+}
+
+func (c Config) readerConfig(topic, group string, partition ...int) kafka.ReaderConfig {
+	start := kafka.LastOffset
+	if c.StartAtEarliest {
+		start = kafka.FirstOffset
+	}
+	rc := kafka.ReaderConfig{
+		Brokers:        c.Brokers,
+		Topic:          topic,
+		GroupID:        group,
+		MinBytes:       1,
+		MaxBytes:       c.FetchMaxBytes,
+		MaxWait:        c.FetchMaxWait,
+		StartOffset:    start,
+		CommitInterval: c.CommitInterval,
+		Dialer:         &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
+		// Rebalances should not stall a small cluster for long.
+		HeartbeatInterval: time.Second,
+		SessionTimeout:    10 * time.Second,
+		RebalanceTimeout:  10 * time.Second,
+		JoinGroupBackoff:  500 * time.Millisecond,
+	}
+	if group == "" && len(partition) > 0 {
+		rc.Partition = partition[0]
+	}
+	return rc
+}
+
+func (c Config) admin() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Timeout: c.ConnTimeout, Transport: c.transport()}
+}
+
+// TopicSpec describes a topic to create. Zero Partitions or ReplicationFactor
+// take the Config's values.
+type TopicSpec struct {
+	Name              string
+	Partitions        int
+	ReplicationFactor int
+}
+
+// EnsureTopics creates the topics that do not exist yet, because production
+// clusters often disable auto-creation. Existing topics are left as they are.
+func (c Config) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
+	if len(topics) == 0 {
+		return nil
+	}
+	req := &kafka.CreateTopicsRequest{}
+	for _, t := range topics {
+		tc := kafka.TopicConfig{Topic: t.Name, NumPartitions: t.Partitions, ReplicationFactor: t.ReplicationFactor}
+		if tc.NumPartitions <= 0 {
+			tc.NumPartitions = c.Partitions
+		}
+		if tc.ReplicationFactor <= 0 {
+			tc.ReplicationFactor = c.ReplicationFactor
+		}
+		req.Topics = append(req.Topics, tc)
+	}
+	resp, err := c.admin().CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("create topics on %s: %w", strings.Join(c.Brokers, ","), err)
+	}
+	var errs []error
+	for name, terr := range resp.Errors {
+		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create topic %s: %w", name, terr))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TopicInfo is a topic and its partition count.
+type TopicInfo struct {
+	Name       string
+	Partitions int
+}
+
+// ListTopics returns the cluster's topics sorted by name (internal topics
+// such as __consumer_offsets excluded).
+func (c Config) ListTopics(ctx context.Context) ([]TopicInfo, error) {
+	resp, err := c.admin().Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list topics on %s: %w", strings.Join(c.Brokers, ","), err)
+	}
+	var out []TopicInfo
+	for _, t := range resp.Topics {
+		if t.Internal || strings.HasPrefix(t.Name, "__") {
+			continue
+		}
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+		out = append(out, TopicInfo{Name: t.Name, Partitions: len(t.Partitions)})
+	}
+	slices.SortFunc(out, func(a, b TopicInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Ping reports whether a broker answers, for health checks.
+func (c Config) Ping(ctx context.Context) error {
+	if _, err := c.admin().ApiVersions(ctx, &kafka.ApiVersionsRequest{}); err != nil {
+		return fmt.Errorf("reach kafka at %s: %w", strings.Join(c.Brokers, ","), err)
+	}
+	return nil
+}

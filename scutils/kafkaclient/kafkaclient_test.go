@@ -1,0 +1,188 @@
+package kafkaclient_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+func load(t *testing.T, environ ...string) (kafkaclient.Config, error) {
+	t.Helper()
+	d := settings.Defaults{"UNRELATED": 1}
+	maps.Copy(d, kafkaclient.Defaults())
+	s, err := settings.Load(d, settings.Options{Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kafkaclient.ConfigFromSettings(s)
+}
+
+func TestConfigFromSettingsReadsTheSpecsSettings(t *testing.T) {
+	cfg, err := load(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Brokers, ",") != "localhost:9092" || cfg.TopicPrefix != "demo" ||
+		cfg.BatchLinger != 25*time.Millisecond || cfg.SendBufferBytes != 4<<20 ||
+		cfg.FetchMaxBytes != 10<<20 || cfg.FetchMaxWait != 50*time.Millisecond ||
+		!cfg.StartAtEarliest || cfg.CommitInterval != 5*time.Second || cfg.ConnTimeout != 5*time.Second {
+		t.Fatalf("defaults: %+v", cfg)
+	}
+	if cfg.Topic("crawled_firehose") != "demo.crawled_firehose" {
+		t.Fatal(cfg.Topic("crawled_firehose"))
+	}
+	cfg, err = load(t, "KAFKA_HOSTS=k1:9092, k2:9093", "KAFKA_CONSUMER_AUTO_OFFSET_RESET=latest",
+		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE=false", "KAFKA_TOPIC_PREFIX=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Brokers, "|") != "k1:9092|k2:9093" || cfg.StartAtEarliest || cfg.CommitInterval != 0 ||
+		cfg.Topic("incoming") != "prod.incoming" {
+		t.Fatalf("overrides: %+v", cfg)
+	}
+}
+
+func TestConfigFromSettingsRejectsUnusableValues(t *testing.T) {
+	for _, env := range []string{
+		"KAFKA_CONSUMER_AUTO_OFFSET_RESET=middle",
+		"KAFKA_HOSTS=",
+		"KAFKA_HOSTS=no-port",
+		"KAFKA_TOPIC_PARTITIONS=0",
+		"KAFKA_CONN_TIMEOUT=0",
+	} {
+		name := strings.SplitN(env, "=", 2)[0]
+		if _, err := load(t, env); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want an error naming the setting", env, err)
+		}
+	}
+}
+
+func configFor(k *harness.Kafka) kafkaclient.Config {
+	return kafkaclient.Config{
+		Brokers: k.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: 5 * time.Millisecond,
+		SendBufferBytes: 1 << 20, MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 1 << 20,
+		FetchMaxWait: 50 * time.Millisecond, Partitions: 3, ReplicationFactor: 1,
+	}
+}
+
+func TestEnsureTopicsCreatesMissingTopicsOnceAndListTopicsSeesThem(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	specs := []kafkaclient.TopicSpec{{Name: "demo.incoming", Partitions: 6}, {Name: "demo.crawled_firehose"}}
+	if err := cfg.EnsureTopics(ctx, specs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.EnsureTopics(ctx, specs...); err != nil {
+		t.Fatalf("second EnsureTopics: %v", err)
+	}
+	topics, err := cfg.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(topics) != "[{demo.crawled_firehose 3} {demo.incoming 6}]" {
+		t.Fatalf("topics = %v", topics)
+	}
+}
+
+func TestWriterAndGroupReaderDeliverAtLeastOnce(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "demo.incoming"
+	if err := cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: topic, Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.NewWriter(topic)
+	defer w.Close()
+	var msgs []kafka.Message
+	for i := range 5 {
+		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"n":%d}`, i)})
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	// First consumer handles two messages, commits them, then dies after
+	// fetching a third it never committed.
+	r1 := cfg.NewGroupReader(topic, "demo-group")
+	for i := range 3 {
+		m, err := r1.FetchMessage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprintf(`{"n":%d}`, i); string(m.Value) != want {
+			t.Fatalf("got %s, want %s", m.Value, want)
+		}
+		if i < 2 {
+			if err := r1.CommitMessages(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r1.Close()
+
+	// The next consumer in the group gets the uncommitted message again.
+	r2 := cfg.NewGroupReader(topic, "demo-group")
+	defer r2.Close()
+	m, err := r2.FetchMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(m.Value) != `{"n":2}` {
+		t.Fatalf("after restart got %s, want the uncommitted {\"n\":2}", m.Value)
+	}
+}
+
+func TestPartitionReaderStartsWhereAsked(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{"demo.outbound_firehose"}})
+	cfg := configFor(k)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := cfg.NewWriter("demo.outbound_firehose")
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte("a")}, kafka.Message{Value: []byte("b")}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := cfg.NewPartitionReader("demo.outbound_firehose", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	m, err := r.ReadMessage(ctx)
+	if err != nil || string(m.Value) != "b" {
+		t.Fatalf("got %q, %v; want b at offset 1", m.Value, err)
+	}
+}
+
+func TestPingTellsAReachableBrokerFromADeadOne(t *testing.T) {
+	k := harness.StartKafka(t)
+	cfg := configFor(k)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cfg.Ping(ctx); err != nil {
+		t.Fatalf("ping live broker: %v", err)
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
+	cfg.ConnTimeout = 500 * time.Millisecond
+	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel2()
+	if err := cfg.Ping(short); err == nil {
+		t.Fatal("ping of a closed port succeeded")
+	}
+}
