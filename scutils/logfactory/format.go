@@ -1,0 +1,512 @@
+package logfactory
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sirupsen/logrus"
+)
+
+const (
+	// textTimeLayout is Python logging's asctime: local time, milliseconds
+	// after a comma.
+	textTimeLayout = "2006-01-02 15:04:05,000"
+	// jsonTimeLayout is the original's datetime.utcnow().strftime(
+	// '%Y-%m-%dT%H:%M:%S.%fZ'): UTC with microseconds.
+	jsonTimeLayout = "2006-01-02T15:04:05.000000Z"
+
+	// loggerKey is the entry field that carries the logger name to the
+	// formatter; it is also the JSON key of the name.
+	loggerKey = "logger"
+
+	// clashPrefix is put before an extra field whose key is one of the
+	// fields every line carries, as logrus does for its own clashes.
+	clashPrefix = "fields."
+
+	// maxDepth bounds how deep a value is walked when it has to be rendered
+	// by reflection, so self-referencing values cannot recurse forever.
+	maxDepth = 32
+)
+
+// reservedKeys are the fields every JSON line carries.
+var reservedKeys = map[string]bool{"message": true, loggerKey: true, "timestamp": true, "level": true}
+
+// formatter renders logrus entries in the original's text or JSON layout.
+// Entry.Data holds the extras (clashing keys already renamed) plus the logger
+// name under loggerKey.
+type formatter struct {
+	json         bool
+	includeExtra bool
+}
+
+// Format implements logrus.Formatter.
+func (f *formatter) Format(e *logrus.Entry) ([]byte, error) {
+	b := e.Buffer
+	if b == nil {
+		b = new(bytes.Buffer)
+	}
+	name, _ := e.Data[loggerKey].(string)
+	level := levelFromLogrus(e.Level).String()
+	keys := extraKeys(e.Data)
+	if f.json {
+		f.formatJSON(b, e, name, level, keys)
+	} else {
+		f.formatText(b, e, name, level, keys)
+	}
+	return b.Bytes(), nil
+}
+
+// extraKeys lists the extra fields of an entry in sorted order: Go maps have
+// no order, and a stable one keeps lines comparable.
+func extraKeys(data logrus.Fields) []string {
+	if len(data) <= 1 {
+		return nil
+	}
+	keys := make([]string, 0, len(data)-1)
+	for k := range data {
+		if k != loggerKey {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (f *formatter) formatText(b *bytes.Buffer, e *logrus.Entry, name, level string, keys []string) {
+	b.WriteString(e.Time.Local().Format(textTimeLayout))
+	b.WriteString(" [")
+	b.WriteString(name)
+	b.WriteString("] ")
+	b.WriteString(level)
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	if f.includeExtra && len(keys) > 0 {
+		// str(dict) of the extras, as the original appends them.
+		b.WriteString(" {")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyRepr(b, normalize(e.Data[k], 0, false))
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('\n')
+}
+
+func (f *formatter) formatJSON(b *bytes.Buffer, e *logrus.Entry, name, level string, keys []string) {
+	// Python's json.dumps separators (", " and ": ") so lines look like the
+	// original's; any JSON reader (Logstash's json codec) accepts both.
+	b.WriteString(`{"message": `)
+	writeJSONString(b, e.Message)
+	b.WriteString(`, "logger": `)
+	writeJSONString(b, name)
+	b.WriteString(`, "timestamp": "`)
+	b.WriteString(e.Time.UTC().Format(jsonTimeLayout))
+	b.WriteString(`", "level": "`)
+	b.WriteString(level)
+	b.WriteByte('"')
+	for _, k := range keys {
+		b.WriteString(", ")
+		writeJSONString(b, k)
+		b.WriteString(": ")
+		writeJSONValue(b, e.Data[k])
+	}
+	b.WriteString("}\n")
+}
+
+// writeJSONValue encodes one extra value. A value encoding/json refuses
+// (channels, functions, NaN, cycles, failing MarshalJSON) is rendered by
+// reflection instead, so a line is never lost to a bad field.
+func writeJSONValue(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case string:
+		writeJSONString(b, x)
+		return
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+		return
+	case int:
+		b.WriteString(strconv.Itoa(x))
+		return
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+		return
+	case nil:
+		b.WriteString("null")
+		return
+	}
+	if e, ok := v.(error); ok {
+		// encoding/json would write most errors as {}; Python writes str(e).
+		if _, custom := v.(json.Marshaler); !custom {
+			if s, ok := safeText(func() (string, error) { return e.Error(), nil }); ok {
+				writeJSONString(b, s)
+				return
+			}
+		}
+	}
+	enc, err := marshalJSON(v)
+	if err != nil {
+		// normalize leaves only values encoding/json accepts.
+		enc, err = marshalJSON(normalize(v, 0, true))
+		if err != nil {
+			enc, _ = marshalJSON(fmt.Sprintf("<%T>", v))
+		}
+	}
+	writeSpaced(b, enc)
+}
+
+// marshalJSON is json.Marshal without HTML escaping, and without letting a
+// panicking MarshalJSON method take the caller down.
+func marshalJSON(v any) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("marshal %T: panic: %v", v, r)
+		}
+	}()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// writeSpaced copies compact JSON, adding a space after each ',' and ':'
+// outside strings, as Python's json.dumps writes nested values.
+func writeSpaced(b *bytes.Buffer, compact []byte) {
+	inString, escaped := false, false
+	for _, c := range compact {
+		b.WriteByte(c)
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ',' || c == ':'):
+			b.WriteByte(' ')
+		}
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// writeJSONString writes s as a JSON string. It keeps UTF-8 as is, escapes
+// control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
+// U+FFFD, as encoding/json does without its HTML escaping.
+func writeJSONString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c == '\n':
+				b.WriteString(`\n`)
+			case c == '\r':
+				b.WriteString(`\r`)
+			case c == '\t':
+				b.WriteString(`\t`)
+			case c < 0x20:
+				b.WriteString(`\u00`)
+				b.WriteByte(hexDigits[c>>4])
+				b.WriteByte(hexDigits[c&0xf])
+			default:
+				b.WriteByte(c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	b.WriteByte('"')
+}
+
+// normalize turns any value into a tree of nil, bool, int64, uint64, float64,
+// string, map[string]any, []any (and, for JSON, json.RawMessage), walking at
+// most maxDepth levels. Errors and, for text, fmt.Stringers become their
+// text; structs become maps of their exported fields (named by json tags);
+// channels and functions become "<type>". For JSON, non-finite floats become
+// the strings "NaN", "Infinity" and "-Infinity" (the words Python writes).
+func normalize(v any, depth int, forJSON bool) any {
+	if v == nil {
+		return nil
+	}
+	if depth > maxDepth {
+		return "..."
+	}
+	if forJSON {
+		if m, ok := v.(json.Marshaler); ok {
+			if enc, err := marshalJSON(m); err == nil {
+				return json.RawMessage(enc)
+			}
+		}
+		if m, ok := v.(encoding.TextMarshaler); ok {
+			if s, ok := safeText(func() (string, error) {
+				t, err := m.MarshalText()
+				return string(t), err
+			}); ok {
+				return s
+			}
+		}
+	}
+	if e, ok := v.(error); ok {
+		if s, ok := safeText(func() (string, error) { return e.Error(), nil }); ok {
+			return s
+		}
+	}
+	if s, ok := v.(fmt.Stringer); ok && !forJSON {
+		if s, ok := safeText(func() (string, error) { return s.String(), nil }); ok {
+			return s
+		}
+	}
+
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Bool:
+		return rv.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return rv.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return rv.Uint()
+	case reflect.Float32, reflect.Float64:
+		f := rv.Float()
+		if forJSON {
+			switch {
+			case math.IsNaN(f):
+				return "NaN"
+			case math.IsInf(f, 1):
+				return "Infinity"
+			case math.IsInf(f, -1):
+				return "-Infinity"
+			}
+		}
+		return f
+	case reflect.Complex64, reflect.Complex128:
+		return fmt.Sprint(rv.Complex())
+	case reflect.String:
+		return rv.String()
+	case reflect.Map:
+		if rv.IsNil() {
+			return nil
+		}
+		m := make(map[string]any, rv.Len())
+		it := rv.MapRange()
+		for it.Next() {
+			m[mapKey(it.Key())] = normalizeValue(it.Value(), depth+1, forJSON)
+		}
+		return m
+	case reflect.Slice:
+		if rv.IsNil() {
+			return nil
+		}
+		if rv.Type().Elem().Kind() == reflect.Uint8 {
+			return string(rv.Bytes())
+		}
+		fallthrough
+	case reflect.Array:
+		s := make([]any, rv.Len())
+		for i := range s {
+			s[i] = normalizeValue(rv.Index(i), depth+1, forJSON)
+		}
+		return s
+	case reflect.Pointer, reflect.Interface:
+		if rv.IsNil() {
+			return nil
+		}
+		return normalizeValue(rv.Elem(), depth+1, forJSON)
+	case reflect.Struct:
+		m := make(map[string]any)
+		t := rv.Type()
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			name := sf.Name
+			if tag, _, _ := strings.Cut(sf.Tag.Get("json"), ","); tag == "-" {
+				continue
+			} else if tag != "" {
+				name = tag
+			}
+			m[name] = normalizeValue(rv.Field(i), depth+1, forJSON)
+		}
+		return m
+	default: // channels, functions, unsafe pointers
+		return "<" + rv.Type().String() + ">"
+	}
+}
+
+func normalizeValue(rv reflect.Value, depth int, forJSON bool) any {
+	if !rv.IsValid() || !rv.CanInterface() {
+		return nil
+	}
+	return normalize(rv.Interface(), depth, forJSON)
+}
+
+// mapKey renders a map key as encoding/json would, falling back to fmt.
+func mapKey(k reflect.Value) string {
+	switch k.Kind() {
+	case reflect.String:
+		return k.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(k.Int(), 10)
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return strconv.FormatUint(k.Uint(), 10)
+	}
+	if k.CanInterface() {
+		if s, ok := safeText(func() (string, error) { return fmt.Sprint(k.Interface()), nil }); ok {
+			return s
+		}
+	}
+	return "<" + k.Type().String() + ">"
+}
+
+// safeText calls a user method that yields text, treating an error or a
+// panic (say, a method on a nil pointer) as "no text".
+func safeText(f func() (string, error)) (s string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			s, ok = "", false
+		}
+	}()
+	s, err := f()
+	return s, err == nil
+}
+
+// writePyRepr writes a normalized value as Python's repr() would write the
+// equivalent Python value: None, True, 4, 4.0, 'text', [..], {'k': v}.
+func writePyRepr(b *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case bool:
+		if x {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case uint64:
+		b.WriteString(strconv.FormatUint(x, 10))
+	case float64:
+		b.WriteString(pyFloat(x))
+	case string:
+		writePyString(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyRepr(b, e)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePyString(b, k)
+			b.WriteString(": ")
+			writePyRepr(b, x[k])
+		}
+		b.WriteByte('}')
+	default: // not produced by normalize; kept total all the same
+		writePyString(b, fmt.Sprintf("<%T>", v))
+	}
+}
+
+// pyFloat formats a float as Python's repr: shortest round-trip digits,
+// always with a '.0' or an exponent, exponent form below 1e-4 and from 1e16.
+func pyFloat(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	// The decimal exponent of the shortest digits decides the form. Go's 'e'
+	// format already writes at least two exponent digits, like Python:
+	// 1e+16, 1.5e-05.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	if exp, err := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:]); err == nil && (exp < -4 || exp >= 16) {
+		return e
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// writePyString writes s as Python's repr() of a str: single quotes unless
+// the text holds a single quote and no double quote, backslash escapes for
+// the quote, backslash, \t \n \r and for characters that are not printable.
+func writePyString(b *bytes.Buffer, s string) {
+	quote := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		quote = '"'
+	}
+	b.WriteByte(quote)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(b, `\x%02x`, s[i])
+		case r == '\\' || r == rune(quote):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case unicode.IsPrint(r): // includes ' ', excludes DEL
+			b.WriteString(s[i : i+size])
+		case r <= 0xff:
+			fmt.Fprintf(b, `\x%02x`, r)
+		case r <= 0xffff:
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(b, `\U%08x`, r)
+		}
+		i += size
+	}
+	b.WriteByte(quote)
+}
