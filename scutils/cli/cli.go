@@ -1,0 +1,107 @@
+// Package cli gives every Scrapy Cluster binary the same command-line
+// surface for settings: --settings FILE (YAML, the localsettings.py role),
+// repeatable --set NAME=VALUE, the log flags (--log-level, --log-json,
+// --log-file), and a `settings` sub-command that prints the effective
+// settings and where each came from.
+package cli
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// SettingsFlags holds the settings-related flags of one command tree.
+type SettingsFlags struct {
+	file     string
+	set      settings.SetFlag
+	bindings map[string]string // flag name -> setting name
+	cmd      *cobra.Command
+}
+
+// AddSettingsFlags adds --settings, --set and the log flags to cmd as
+// persistent flags, so every sub-command has them.
+func AddSettingsFlags(cmd *cobra.Command) *SettingsFlags {
+	f := &SettingsFlags{set: settings.SetFlag{}, bindings: map[string]string{}, cmd: cmd}
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&f.file, "settings", "s", "", "YAML settings file overriding the built-in defaults (environment variables and flags override it)")
+	pf.Var(f.set, "set", "override any setting, e.g. --set REDIS_HOST=redis (repeatable; lists as a,b or JSON)")
+	pf.String("log-level", "", "log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (setting LOG_LEVEL)")
+	pf.Bool("log-json", false, "write logs as JSON lines (setting LOG_JSON)")
+	pf.Bool("log-file", false, "write logs to the rotating file LOG_DIR/LOG_FILE instead of stdout (setting LOG_STDOUT=false)")
+	f.Bind("log-level", "LOG_LEVEL")
+	f.Bind("log-json", "LOG_JSON")
+	return f
+}
+
+// Bind makes flag (already defined on the command) override setting.
+func (f *SettingsFlags) Bind(flag, setting string) { f.bindings[flag] = setting }
+
+// Load loads defaults with the file, environment and flags the user gave.
+func (f *SettingsFlags) Load(defaults settings.Defaults) (*settings.Settings, error) {
+	flags := settings.FlagValues(f.cmd.Flags(), f.bindings)
+	if lf := f.cmd.Flags().Lookup("log-file"); lf != nil && lf.Changed {
+		toFile, _ := strconv.ParseBool(lf.Value.String())
+		flags["LOG_STDOUT"] = strconv.FormatBool(!toFile)
+	}
+	for name, value := range f.set {
+		if _, bound := flags[name]; !bound {
+			flags[name] = value
+		}
+	}
+	return settings.Load(defaults, settings.Options{File: f.file, Flags: flags})
+}
+
+// SettingsCommand returns a `settings` sub-command printing the effective
+// settings as YAML, each with its source, so an operator can see what a
+// process will run with.
+func SettingsCommand(defaults settings.Defaults, f *SettingsFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "settings",
+		Short: "Print the effective settings and where each value comes from",
+		Long: "Print every setting as YAML with the source of its value (default, file, env or flag).\n" +
+			"The output is a valid settings file: edit it and pass it back with --settings.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.Load(defaults)
+			if err != nil {
+				return err
+			}
+			return PrintSettings(cmd.OutOrStdout(), s)
+		},
+	}
+}
+
+// PrintSettings writes s as YAML with a comment naming each value's source.
+func PrintSettings(w io.Writer, s *settings.Settings) error {
+	for _, name := range s.Names() {
+		v, _ := s.Get(name)
+		out, err := yaml.Marshal(map[string]any{name: v})
+		if err != nil {
+			return fmt.Errorf("print setting %s: %w", name, err)
+		}
+		text := strings.TrimRight(string(out), "\n")
+		lines := strings.Split(text, "\n")
+		lines[0] += "  # " + string(s.Source(name))
+		if _, err := fmt.Fprintln(w, strings.Join(lines, "\n")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Merge combines several Defaults into one; later ones override earlier ones.
+func Merge(parts ...settings.Defaults) settings.Defaults {
+	out := settings.Defaults{}
+	for _, p := range parts {
+		maps.Copy(out, p)
+	}
+	return out
+}

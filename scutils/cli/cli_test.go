@@ -1,0 +1,61 @@
+package cli_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+func run(t *testing.T, defaults settings.Defaults, args ...string) (string, error) {
+	t.Helper()
+	root := &cobra.Command{Use: "x", SilenceUsage: true, SilenceErrors: true}
+	f := cli.AddSettingsFlags(root)
+	root.PersistentFlags().Int("redis-port", 0, "")
+	f.Bind("redis-port", "REDIS_PORT")
+	root.AddCommand(cli.SettingsCommand(defaults, f))
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestSettingsCommandShowsValuesAndSources(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "local.yaml")
+	if err := os.WriteFile(file, []byte("REDIS_HOST: from-file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("LOG_JSON", "true")
+	defaults := cli.Merge(
+		settings.Defaults{"REDIS_HOST": "localhost", "REDIS_PORT": 6379, "LOG_LEVEL": "INFO", "LOG_JSON": false, "LOG_STDOUT": true},
+		settings.Defaults{"REDIS_PORT": 7000, "PLUGINS": map[string]int{"a": 1}},
+	)
+	out, err := run(t, defaults, "settings", "--settings", file, "--redis-port", "7001",
+		"--log-level", "DEBUG", "--log-file", "--set", "PLUGINS={b: 2}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"REDIS_HOST: from-file  # file", "REDIS_PORT: 7001  # flag", "LOG_LEVEL: DEBUG  # flag",
+		"LOG_JSON: true  # env", "LOG_STDOUT: false  # flag", "PLUGINS:  # flag\n    a: 1\n    b: 2",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBadSettingValueFailsTheCommand(t *testing.T) {
+	_, err := run(t, settings.Defaults{"REDIS_PORT": 6379}, "settings", "--set", "REDIS_PORT=x")
+	if err == nil || !strings.Contains(err.Error(), "REDIS_PORT") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Version is the release of this Scrapy Cluster implementation.
+const Version = "0.1.0-dev"
+
+// NewRoot returns a binary's root command with the settings flags, the
+// `settings` sub-command and --version. Sub-commands load settings with
+// flags.Load(defaults).
+func NewRoot(name, short, long string, defaults settings.Defaults) (*cobra.Command, *SettingsFlags) {
+	root := &cobra.Command{
+		Use:           name,
+		Short:         short,
+		Long:          long,
+		Version:       Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	flags := AddSettingsFlags(root)
+	root.AddCommand(SettingsCommand(defaults, flags))
+	return root, flags
+}
+
+// Execute runs root with a context cancelled by SIGINT or SIGTERM, prints an
+// error to stderr, and returns the process exit code.
+func Execute(root *cobra.Command) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", root.Name(), err)
+		return 1
+	}
+	return 0
+}
