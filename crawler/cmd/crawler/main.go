@@ -1,0 +1,21 @@
+// Command crawler: Scrapy Cluster crawler: throttled, distributed fetching from Redis queues to Kafka.
+package main
+
+import (
+	"os"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+)
+
+func main() {
+	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("sc_crawler.log"))
+	root, _ := cli.NewRoot("crawler", "Scrapy Cluster crawler: throttled, distributed fetching from Redis queues to Kafka", `The crawler pops requests from Redis per-domain queues under a cluster-wide throttle, fetches
+and parses pages, follows links and publishes every page to the crawled firehose topic.
+
+This build has the shared settings machinery only: crawling arrives with the crawler issue.
+'crawler settings' prints the effective settings.`, defaults)
+	os.Exit(cli.Execute(root))
+}
