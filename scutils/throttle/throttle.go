@@ -115,7 +115,7 @@ type Queue[T any] struct {
 	hitPrefix  string
 	// The script's fixed arguments, formatted once.
 	windowArg, limitArg, moderationArg, bufferArg string
-	hitSeq     atomic.Uint64
+	hitSeq                                        atomic.Uint64
 	// kickIn counts this client's pops up to Limit; elastic catch-up starts
 	// only after it reaches Limit, as the original.
 	kickIn atomic.Int64
