@@ -6,7 +6,8 @@
 -- ARGV[3] moderation seconds, 0 = not moderated
 -- ARGV[4] "1" when this client's elastic catch-up may break moderation
 -- ARGV[5] elastic buffer        ARGV[6] pop command: ZPOPMIN, RPOP or LPOP
--- ARGV[7] unique hit id (window members must differ for concurrent pops)
+-- ARGV[7] unique hit id: the window member (members must differ for
+--         concurrent pops; readers only count them, the score is the time)
 --
 -- Returns {status, item}: status 0 = denied by window, 1 = denied by
 -- moderation, 2 = allowed but queue empty, 3 = popped.
@@ -19,33 +20,16 @@ local moderation = tonumber(ARGV[3])
 local ttl = math.max(1, math.floor(window * 2))
 local stamp = string.format('%.6f', now)
 
--- Expired hits only make the count larger, so they are trimmed only when the
--- count matters: at the limit, or for the elastic catch-up. Untrimmed, the
--- window never holds more than limit members and expires with its key.
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
 local hits = redis.call('ZCARD', KEYS[2])
-local trimmed = false
-local function trim()
-  if not trimmed then
-    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-    hits = redis.call('ZCARD', KEYS[2])
-    trimmed = true
-  end
-end
 if hits >= limit then
-  trim()
-  if hits >= limit then
-    return {0, false}
-  end
+  return {0, false}
 end
 
 if moderation > 0 then
   local last = tonumber(redis.call('GET', KEYS[3])) or 0
   if now - last < moderation then
-    local catch_up = false
-    if ARGV[4] == '1' then
-      trim()
-      catch_up = (limit - hits) > tonumber(ARGV[5])
-    end
+    local catch_up = ARGV[4] == '1' and (limit - hits) > tonumber(ARGV[5])
     if not catch_up then
       return {1, false}
     end
@@ -62,7 +46,7 @@ if not item then
   return {2, false}
 end
 
-redis.call('ZADD', KEYS[2], stamp, stamp .. ':' .. ARGV[7])
+redis.call('ZADD', KEYS[2], stamp, ARGV[7])
 redis.call('EXPIRE', KEYS[2], ttl)
 if moderation > 0 then
   redis.call('SET', KEYS[3], stamp, 'EX', ttl)
