@@ -138,7 +138,8 @@ func (p *process) waitReady(timeout time.Duration, probe func() error) error {
 	return fmt.Errorf("%s not ready after %s: %v; output:\n%s", p.name, timeout, last, p.out.String())
 }
 
-// fourLetterWord sends a ZooKeeper/Redis-style one-line command and returns the reply.
+// lineCommand sends a one-line command (a Redis inline command or a ZooKeeper
+// four-letter word) and returns the first line of the reply.
 func lineCommand(addr, command string, timeout time.Duration) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {

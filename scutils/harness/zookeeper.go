@@ -94,12 +94,14 @@ func (z *ZooKeeper) start() error {
 		return err
 	}
 	err = p.waitReady(60*time.Second, func() error {
-		line, err := lineCommand(z.Addr, "ruok", time.Second)
+		// "ruok" says imok before the server takes sessions; "srvr" says
+		// "not currently serving requests" until it does.
+		line, err := lineCommand(z.Addr, "srvr", time.Second)
 		if err != nil {
 			return err
 		}
-		if !strings.HasPrefix(line, "imok") {
-			return fmt.Errorf("ruok answered %q", line)
+		if !strings.HasPrefix(line, "Zookeeper version") {
+			return fmt.Errorf("srvr answered %q", line)
 		}
 		return nil
 	})
