@@ -2,7 +2,10 @@ module github.com/scrapycluster/scrapy-cluster-go/crawler
 
 go 1.26.8
 
-require github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
+require (
+	github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
+	github.com/spf13/cobra v1.10.2
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -11,10 +14,11 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/segmentio/kafka-go v0.4.51 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 

@@ -4,6 +4,8 @@ package main
 import (
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -11,6 +13,11 @@ import (
 )
 
 func main() {
+	os.Exit(cli.Execute(newRoot()))
+}
+
+// newRoot builds the command tree; main runs it.
+func newRoot() *cobra.Command {
 	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("kafka_monitor.log"))
 	root, _ := cli.NewRoot("kafka-monitor", "Scrapy Cluster Kafka Monitor: validates requests from Kafka and queues them in Redis", `The Kafka Monitor consumes JSON crawl, action, stats and zookeeper requests from the
 incoming Kafka topic, validates them against its plugins' schemas and hands each to its plugin,
@@ -18,5 +25,5 @@ which writes it to Redis for the crawlers and the Redis Monitor.
 
 This build has the shared settings machinery only: 'run' and 'feed' arrive with the Kafka Monitor
 issue. 'kafka-monitor settings' prints the effective settings.`, defaults)
-	os.Exit(cli.Execute(root))
+	return root
 }

@@ -4,6 +4,8 @@ package main
 import (
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -11,11 +13,16 @@ import (
 )
 
 func main() {
+	os.Exit(cli.Execute(newRoot()))
+}
+
+// newRoot builds the command tree; main runs it.
+func newRoot() *cobra.Command {
 	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("rest_service.log"))
 	root, _ := cli.NewRoot("rest", "Scrapy Cluster REST service: HTTP gateway to the cluster (/, /feed, /poll)", `The REST service accepts crawl, action and stats requests over HTTP, feeds them to Kafka and
 returns the Redis Monitor's answers.
 
 This build has the shared settings machinery only: the endpoints arrive with the REST issue.
 'rest settings' prints the effective settings.`, defaults)
-	os.Exit(cli.Execute(root))
+	return root
 }
