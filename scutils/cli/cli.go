@@ -15,6 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -95,6 +98,13 @@ func PrintSettings(w io.Writer, s *settings.Settings) error {
 		}
 	}
 	return nil
+}
+
+// ComponentDefaults are the settings every component shares: REDIS_*,
+// KAFKA_* and LOG_*, with logFile as its LOG_FILE. A component merges its own
+// settings over them.
+func ComponentDefaults(logFile string) settings.Defaults {
+	return Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults(logFile))
 }
 
 // Merge combines several Defaults into one; later ones override earlier ones.

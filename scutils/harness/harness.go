@@ -179,3 +179,42 @@ func (b *tailBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+// RunWithRedis is a TestMain body for packages whose tests share one
+// redis-server: it launches the server into *server, runs the tests, stops
+// the server and returns the exit code. A missing redis-server skips the
+// package (or fails it when CI=true).
+//
+//	var server *harness.Redis
+//	func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
+func RunWithRedis(m *testing.M, server **Redis) int {
+	r, err := LaunchRedis(RedisOptions{})
+	if err != nil {
+		return reportLaunchError("redis-server", err)
+	}
+	defer r.Close()
+	*server = r
+	return m.Run()
+}
+
+// RunWithZooKeeper is RunWithRedis for a shared ZooKeeper server.
+func RunWithZooKeeper(m *testing.M, server **ZooKeeper) int {
+	z, err := LaunchZooKeeper()
+	if err != nil {
+		return reportLaunchError("zookeeper", err)
+	}
+	defer z.Close()
+	*server = z
+	return m.Run()
+}
+
+// reportLaunchError turns a failed launch in TestMain into an exit code:
+// 0 (skipped) for a missing service outside CI, 1 otherwise.
+func reportLaunchError(service string, err error) int {
+	if errors.Is(err, ErrMissing) && !InCI() {
+		fmt.Printf("skipping: %s: %v (set CI=true to make this a failure)\n", service, err)
+		return 0
+	}
+	fmt.Printf("start %s: %v\n", service, err)
+	return 1
+}

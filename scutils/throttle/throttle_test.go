@@ -20,21 +20,7 @@ import (
 
 var server *harness.Redis
 
-func TestMain(m *testing.M) {
-	r, err := harness.LaunchRedis(harness.RedisOptions{})
-	if err != nil {
-		if errors.Is(err, harness.ErrMissing) && !harness.InCI() {
-			fmt.Println("skipping throttle tests:", err)
-			os.Exit(0)
-		}
-		fmt.Println(err)
-		os.Exit(1)
-	}
-	server = r
-	code := m.Run()
-	r.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
 
 func client(tb testing.TB) *redis.Client {
 	tb.Helper()

@@ -7,9 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 )
 
 func main() {
@@ -18,7 +15,7 @@ func main() {
 
 // newRoot builds the command tree; main runs it.
 func newRoot() *cobra.Command {
-	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("sc_crawler.log"))
+	defaults := cli.ComponentDefaults("sc_crawler.log")
 	root, _ := cli.NewRoot("crawler", "Scrapy Cluster crawler: throttled, distributed fetching from Redis queues to Kafka", `The crawler pops requests from Redis per-domain queues under a cluster-wide throttle, fetches
 and parses pages, follows links and publishes every page to the crawled firehose topic.
 

@@ -7,9 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 )
 
 func main() {
@@ -18,7 +15,7 @@ func main() {
 
 // newRoot builds the command tree; main runs it.
 func newRoot() *cobra.Command {
-	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("kafka_monitor.log"))
+	defaults := cli.ComponentDefaults("kafka_monitor.log")
 	root, _ := cli.NewRoot("kafka-monitor", "Scrapy Cluster Kafka Monitor: validates requests from Kafka and queues them in Redis", `The Kafka Monitor consumes JSON crawl, action, stats and zookeeper requests from the
 incoming Kafka topic, validates them against its plugins' schemas and hands each to its plugin,
 which writes it to Redis for the crawlers and the Redis Monitor.

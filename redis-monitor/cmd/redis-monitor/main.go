@@ -7,9 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 )
 
 func main() {
@@ -18,7 +15,7 @@ func main() {
 
 // newRoot builds the command tree; main runs it.
 func newRoot() *cobra.Command {
-	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("redis_monitor.log"))
+	defaults := cli.ComponentDefaults("redis_monitor.log")
 	root, _ := cli.NewRoot("redis-monitor", "Scrapy Cluster Redis Monitor: answers info, stop, expire, stats and zookeeper requests", `The Redis Monitor watches Redis for request keys written by the Kafka Monitor, acts on them
 (info, stop, expire, stats, zookeeper) and publishes answers to the outbound Kafka topic.
 

@@ -7,9 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 )
 
 func main() {
@@ -18,7 +15,7 @@ func main() {
 
 // newRoot builds the command tree; main runs it.
 func newRoot() *cobra.Command {
-	defaults := cli.Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults("rest_service.log"))
+	defaults := cli.ComponentDefaults("rest_service.log")
 	root, _ := cli.NewRoot("rest", "Scrapy Cluster REST service: HTTP gateway to the cluster (/, /feed, /poll)", `The REST service accepts crawl, action and stats requests over HTTP, feeds them to Kafka and
 returns the Redis Monitor's answers.
 
