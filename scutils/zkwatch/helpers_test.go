@@ -1,0 +1,251 @@
+package zkwatch_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
+)
+
+// shared is one ZooKeeper server for the tests that do not stop it; each
+// test works under its own path.
+var shared *harness.ZooKeeper
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
+
+// sharedZK returns the shared server, skipping (or failing in CI) when
+// ZooKeeper is not installed.
+func sharedZK(t *testing.T) *harness.ZooKeeper {
+	t.Helper()
+	return shared
+}
+
+// base is a node path unique to the test run (-count may repeat a test
+// against the same server); call it once per test.
+func base(t *testing.T) string {
+	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "_")
+	return fmt.Sprintf("/%s-%d", name, runSeq.Add(1))
+}
+
+var runSeq atomic.Int64
+
+// client is a plain ZooKeeper client the test uses to change nodes.
+func client(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := zkwatch.Dial(ctx, []string{addr}, 10*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// put writes data at path, creating it and its parents if needed; it retries
+// while the client reconnects after a server restart.
+func put(t *testing.T, conn *zk.Conn, path, data string) {
+	t.Helper()
+	waitFor(t, "write "+path, func() bool {
+		parent := path[:strings.LastIndex(path, "/")]
+		if parent != "" {
+			if err := zkwatch.EnsurePath(conn, parent); err != nil {
+				return false
+			}
+		}
+		_, err := conn.Create(path, []byte(data), 0, zk.WorldACL(zk.PermAll))
+		if errors.Is(err, zk.ErrNodeExists) {
+			_, err = conn.Set(path, []byte(data), -1)
+		}
+		return err == nil
+	})
+}
+
+func del(t *testing.T, conn *zk.Conn, path string) {
+	t.Helper()
+	if err := conn.Delete(path, -1); err != nil {
+		t.Fatalf("delete %s: %v", path, err)
+	}
+}
+
+// waitFor polls cond until it holds or 30 s pass (generous: the test machine
+// may be busy).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recorder keeps every handler call in order.
+type recorder struct {
+	mu      sync.Mutex
+	configs []string
+	valids  []bool
+	errs    []string
+}
+
+// hook sets cfg's handlers to record into r.
+func (r *recorder) hook(cfg zkwatch.Config) zkwatch.Config {
+	cfg.OnConfig = func(s string) { r.mu.Lock(); r.configs = append(r.configs, s); r.mu.Unlock() }
+	cfg.OnValid = func(v bool) { r.mu.Lock(); r.valids = append(r.valids, v); r.mu.Unlock() }
+	cfg.OnError = func(m string) { r.mu.Lock(); r.errs = append(r.errs, m); r.mu.Unlock() }
+	return cfg
+}
+
+func (r *recorder) snapshot() (configs []string, valids []bool, errs []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.configs), slices.Clone(r.valids), slices.Clone(r.errs)
+}
+
+// expect fails unless the calls recorded so far are exactly these.
+func (r *recorder) expect(t *testing.T, configs []string, valids []bool, errs []string) {
+	t.Helper()
+	c, v, e := r.snapshot()
+	if !slices.Equal(c, configs) {
+		t.Errorf("OnConfig calls = %q, want %q", c, configs)
+	}
+	if !slices.Equal(v, valids) {
+		t.Errorf("OnValid calls = %v, want %v", v, valids)
+	}
+	if !slices.Equal(e, errs) {
+		t.Errorf("OnError calls = %q, want %q", e, errs)
+	}
+}
+
+// lastConfig reports whether the latest OnConfig call carried s.
+func (r *recorder) lastConfig(s string) func() bool {
+	return func() bool {
+		c, _, _ := r.snapshot()
+		return len(c) > 0 && c[len(c)-1] == s
+	}
+}
+
+// start runs a watcher that is closed when the test ends.
+func start(t *testing.T, cfg zkwatch.Config) *zkwatch.Watcher {
+	t.Helper()
+	w, err := zkwatch.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
+}
+
+// state waits until the watcher is (in)valid with the given contents.
+func state(t *testing.T, w *zkwatch.Watcher, valid bool, contents string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("valid=%v contents=%q", valid, contents), func() bool {
+		return w.IsValid() == valid && w.GetFileContents() == contents
+	})
+}
+
+// proxy is a TCP proxy in front of ZooKeeper that a test can cut, to take the
+// server away from one client without stopping it.
+type proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go p.accept()
+	t.Cleanup(func() {
+		ln.Close()
+		p.Cut()
+	})
+	return p
+}
+
+func (p *proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		p.mu.Unlock()
+		if cut {
+			in.Close()
+			continue
+		}
+		out, err := net.Dial("tcp", p.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[in], p.conns[out] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		go pipe(in, out)
+		go pipe(out, in)
+	}
+}
+
+// Cut closes every proxied connection and refuses new ones until Restore.
+func (p *proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// Restore lets connections through again.
+func (p *proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+// fourLetter sends a ZooKeeper four-letter command and returns the answer.
+func fourLetter(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(c)
+	return string(b), err
+}
