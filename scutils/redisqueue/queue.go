@@ -95,7 +95,7 @@ func WithCodec(c Codec) Option { return func(o *options) { o.codec = c } }
 // Queue is a Redis queue of items of type T. It is safe for concurrent use
 // and across processes.
 type Queue[T any] struct {
-	rdb   redis.UniversalClient
+	rdb   redis.Cmdable
 	key   string
 	kind  Kind
 	codec Codec
@@ -108,7 +108,7 @@ type Entry[T any] struct {
 }
 
 // New returns a queue of the given kind at key.
-func New[T any](rdb redis.UniversalClient, key string, kind Kind, opts ...Option) *Queue[T] {
+func New[T any](rdb redis.Cmdable, key string, kind Kind, opts ...Option) *Queue[T] {
 	o := options{codec: JSONCodec{}}
 	for _, opt := range opts {
 		opt(&o)
@@ -117,17 +117,17 @@ func New[T any](rdb redis.UniversalClient, key string, kind Kind, opts ...Option
 }
 
 // NewFIFO returns a first-in first-out queue at key (the original's RedisQueue).
-func NewFIFO[T any](rdb redis.UniversalClient, key string, opts ...Option) *Queue[T] {
+func NewFIFO[T any](rdb redis.Cmdable, key string, opts ...Option) *Queue[T] {
 	return New[T](rdb, key, FIFO, opts...)
 }
 
 // NewStack returns a last-in first-out queue at key (the original's RedisStack).
-func NewStack[T any](rdb redis.UniversalClient, key string, opts ...Option) *Queue[T] {
+func NewStack[T any](rdb redis.Cmdable, key string, opts ...Option) *Queue[T] {
 	return New[T](rdb, key, Stack, opts...)
 }
 
 // NewPriority returns a priority queue at key (the original's RedisPriorityQueue).
-func NewPriority[T any](rdb redis.UniversalClient, key string, opts ...Option) *Queue[T] {
+func NewPriority[T any](rdb redis.Cmdable, key string, opts ...Option) *Queue[T] {
 	return New[T](rdb, key, Priority, opts...)
 }
 

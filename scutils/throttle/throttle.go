@@ -105,7 +105,7 @@ func (s Status) String() string {
 
 // Queue is a throttled view of a redisqueue.Queue. It is safe for concurrent use.
 type Queue[T any] struct {
-	rdb        redis.UniversalClient
+	rdb        redis.Cmdable
 	queue      *redisqueue.Queue[T]
 	cfg        Config
 	windowKey  string
@@ -123,7 +123,7 @@ type Queue[T any] struct {
 
 // New wraps q in a throttle. rdb is the client the pops go through (it may be
 // the one q uses).
-func New[T any](rdb redis.UniversalClient, q *redisqueue.Queue[T], cfg Config) (*Queue[T], error) {
+func New[T any](rdb redis.Cmdable, q *redisqueue.Queue[T], cfg Config) (*Queue[T], error) {
 	if cfg.Window <= 0 {
 		return nil, fmt.Errorf("throttle %s: window must be positive, got %s", q.Key(), cfg.Window)
 	}
