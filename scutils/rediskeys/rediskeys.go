@@ -1,0 +1,125 @@
+// Package rediskeys builds every Redis key and channel name the cluster's
+// components share, in the exact formats of Scrapy Cluster 1.3 (the spec's
+// "Redis Keys" section), so Go and Python components find each other's data.
+// Build keys only through these functions.
+package rediskeys
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/publicsuffix"
+)
+
+// QueueKey is a spider's priority queue for one domain:
+// "<spiderid>:<domain>:queue", e.g. "link:example.com:queue".
+func QueueKey(spiderID, domain string) string { return spiderID + ":" + domain + ":queue" }
+
+// QueueKeyForURL is QueueKey for the domain of rawURL.
+func QueueKeyForURL(spiderID, rawURL string) (string, error) {
+	d, err := DomainOfURL(rawURL)
+	if err != nil {
+		return "", err
+	}
+	return QueueKey(spiderID, d), nil
+}
+
+// QueueChannel is the pub/sub channel on which a new domain queue of a spider
+// is announced (the message is the queue key), so crawlers start on it at
+// once instead of waiting for their next scan of "<spiderid>:*:queue".
+func QueueChannel(spiderID string) string { return spiderID + ":queue-announce" }
+
+// TimeoutKey holds the expiry (epoch seconds) of a crawl:
+// "timeout:<spiderid>:<appid>:<crawlid>".
+func TimeoutKey(spiderID, appID, crawlID string) string {
+	return "timeout:" + spiderID + ":" + appID + ":" + crawlID
+}
+
+// ActionKey is an info or stop request for the Redis Monitor:
+// "<action>:<spiderid>:<appid>" or, with a crawlid, "<action>:<spiderid>:<appid>:<crawlid>".
+func ActionKey(action, spiderID, appID, crawlID string) string {
+	k := action + ":" + spiderID + ":" + appID
+	if crawlID != "" {
+		k += ":" + crawlID
+	}
+	return k
+}
+
+// StatsRequestKey is a stats request for the Redis Monitor: "statsrequest:<stats>:<appid>".
+func StatsRequestKey(stats, appID string) string { return "statsrequest:" + stats + ":" + appID }
+
+// ZooKeeperKey is a domain/blacklist change for the Redis Monitor: "zk:<action>:<domain>:<appid>".
+func ZooKeeperKey(action, domain, appID string) string {
+	return "zk:" + action + ":" + domain + ":" + appID
+}
+
+// BlacklistKey is the set of "<appid>||<crawlid>" a spider must no longer crawl.
+func BlacklistKey(spiderID string) string { return spiderID + ":blacklist" }
+
+// HeartbeatKey is a component's self-report: "stats:<component>:self:<host>:<id>"
+// (component "kafka-monitor", "redis-monitor" or "rest").
+func HeartbeatKey(component, host, id string) string {
+	return "stats:" + component + ":self:" + host + ":" + id
+}
+
+// StatsKey is a component's stats key: "stats:<component>:<name>", to which
+// the stats package appends ":<window>" or ":lifetime".
+func StatsKey(component, name string) string { return "stats:" + component + ":" + name }
+
+// DomainOfURL returns the registered domain of an http(s) URL as the
+// original's tldextract produces it ("<domain>.<suffix>"): the queue's domain
+// part. It fails for URLs that are not absolute http(s) URLs with a host.
+func DomainOfURL(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", fmt.Errorf("invalid url %q: %w", rawURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("invalid url %q: scheme must be http or https", rawURL)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("invalid url %q: no host", rawURL)
+	}
+	return Domain(u.Hostname()), nil
+}
+
+// Domain returns "<domain>.<suffix>" for a host, using only the ICANN section
+// of the public suffix list as tldextract does by default:
+//
+//	www.example.co.uk -> example.co.uk
+//	foo.github.io     -> github.io      (private suffixes ignored)
+//	127.0.0.1         -> 127.0.0.1.     (no suffix: the dot stays)
+//	localhost         -> localhost.
+//	a.b.internal      -> internal.      (unlisted top-level domain)
+func Domain(host string) string {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if net.ParseIP(host) != nil {
+		return host + "."
+	}
+	suffix := icannSuffix(host)
+	rest := host
+	if suffix != "" {
+		if host == suffix {
+			return "." + suffix
+		}
+		rest = strings.TrimSuffix(host, "."+suffix)
+	}
+	domain := rest[strings.LastIndexByte(rest, '.')+1:]
+	return domain + "." + suffix
+}
+
+// icannSuffix is the longest ICANN public suffix of host, or "" when its
+// top-level domain is not listed.
+func icannSuffix(host string) string {
+	suffix, icann := publicsuffix.PublicSuffix(host)
+	for !icann {
+		i := strings.IndexByte(suffix, '.')
+		if i < 0 {
+			return ""
+		}
+		suffix, icann = publicsuffix.PublicSuffix(suffix[i+1:])
+	}
+	return suffix
+}

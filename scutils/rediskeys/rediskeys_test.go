@@ -1,0 +1,68 @@
+package rediskeys_test
+
+import (
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+func TestDomainMatchesTLDExtract(t *testing.T) {
+	for host, want := range map[string]string{
+		"www.example.com":      "example.com",
+		"example.com":          "example.com",
+		"WWW.Example.COM":      "example.com",
+		"news.bbc.co.uk":       "bbc.co.uk",
+		"foo.github.io":        "github.io",
+		"shop.blogspot.com":    "blogspot.com",
+		"127.0.0.1":            "127.0.0.1.",
+		"::1":                  "::1.",
+		"localhost":            "localhost.",
+		"a.b.internal":         "internal.",
+		"co.uk":                ".co.uk",
+		"istresearch.com.":     "istresearch.com",
+		"dmoz.org":             "dmoz.org",
+		"city.kawasaki.jp":     "city.kawasaki.jp",
+		"www.city.kawasaki.jp": "city.kawasaki.jp",
+	} {
+		if got := rediskeys.Domain(host); got != want {
+			t.Errorf("Domain(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+func TestQueueKeyForURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://istresearch.com":             "link:istresearch.com:queue",
+		"https://www.dmoz.org/path?q=1#frag": "link:dmoz.org:queue",
+		"http://127.0.0.1:8080/page":         "link:127.0.0.1.:queue",
+		"http://[::1]:8080/":                 "link:::1.:queue",
+		"http://localhost/":                  "link:localhost.:queue",
+	} {
+		got, err := rediskeys.QueueKeyForURL("link", raw)
+		if err != nil || got != want {
+			t.Errorf("QueueKeyForURL(%q) = %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "not a url", "ftp://example.com", "http://", "/relative/path", "http://%zz", "mailto:a@b.com"} {
+		if got, err := rediskeys.QueueKeyForURL("link", bad); err == nil {
+			t.Errorf("QueueKeyForURL(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestKeyFormats(t *testing.T) {
+	for got, want := range map[string]string{
+		rediskeys.TimeoutKey("link", "testapp", "abc"):                   "timeout:link:testapp:abc",
+		rediskeys.ActionKey("info", "link", "testapp", ""):               "info:link:testapp",
+		rediskeys.ActionKey("stop", "link", "testapp", "abc"):            "stop:link:testapp:abc",
+		rediskeys.StatsRequestKey("kafka-monitor", "testapp"):            "statsrequest:kafka-monitor:testapp",
+		rediskeys.ZooKeeperKey("domain-update", "dmoz.org", "testapp"):   "zk:domain-update:dmoz.org:testapp",
+		rediskeys.BlacklistKey("link"):                                   "link:blacklist",
+		rediskeys.HeartbeatKey("kafka-monitor", "host1", "e2be29329410"): "stats:kafka-monitor:self:host1:e2be29329410",
+		rediskeys.StatsKey("kafka-monitor", "total"):                     "stats:kafka-monitor:total",
+	} {
+		if got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+}
