@@ -23,28 +23,44 @@ type rollingSet struct {
 
 // increment records one hit in every key in a single round trip.
 func (r *rollingSet) increment(ctx context.Context) error {
-	score, member := newHit(r.clock())
-	z := redis.Z{Score: score, Member: member}
 	var err error
 	switch {
-	case len(r.keys) == 1 && r.lifetimeKey == "":
-		err = r.rdb.ZAdd(ctx, r.keys[0], z).Err()
 	case len(r.keys) == 0 && r.lifetimeKey == "":
 		return nil
+	case len(r.keys) == 1 && r.lifetimeKey == "":
+		score, member := newHit(r.clock())
+		err = r.rdb.ZAdd(ctx, r.keys[0], redis.Z{Score: score, Member: member}).Err()
 	default:
 		pipe := r.rdb.Pipeline()
-		for _, k := range r.keys {
-			pipe.ZAdd(ctx, k, z)
-		}
-		if r.lifetimeKey != "" {
-			pipe.PFAdd(ctx, r.lifetimeKey, member)
-		}
+		r.queue(ctx, pipe, 1)
 		_, err = pipe.Exec(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("record hit in %s: %w", r.name, err)
 	}
 	return nil
+}
+
+// queue adds n hits to every key on pipe: one ZADD per window and one PFADD,
+// whatever n is.
+func (r *rollingSet) queue(ctx context.Context, pipe redis.Pipeliner, n int) {
+	if n <= 0 {
+		return
+	}
+	now := r.clock()
+	zs := make([]redis.Z, n)
+	members := make([]any, n)
+	for i := range zs {
+		score, member := newHit(now)
+		zs[i] = redis.Z{Score: score, Member: member}
+		members[i] = member
+	}
+	for _, k := range r.keys {
+		pipe.ZAdd(ctx, k, zs...)
+	}
+	if r.lifetimeKey != "" {
+		pipe.PFAdd(ctx, r.lifetimeKey, members...)
+	}
 }
 
 // count returns the hits of the last window seconds in key: those the
@@ -188,6 +204,12 @@ func NewWindowSet(ctx context.Context, rdb redis.Cmdable, base string, windows [
 // adds a value unique to the event to the HyperLogLog: one round trip.
 func (s *WindowSet) Increment(ctx context.Context) error {
 	return s.set.increment(ctx)
+}
+
+// AddTo queues n events on pipe, for callers that write a batch of work and
+// its stats in one round trip; pipe.Exec sends them.
+func (s *WindowSet) AddTo(ctx context.Context, pipe redis.Pipeliner, n int) {
+	s.set.queue(ctx, pipe, n)
 }
 
 // Value returns the number of events within the last window seconds; window

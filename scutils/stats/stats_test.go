@@ -921,3 +921,30 @@ func TestHitMembersAreUnique(t *testing.T) {
 		seen[m] = true
 	}
 }
+
+func TestWindowSetAddToQueuesManyEventsOnTheCallersPipeline(t *testing.T) {
+	ctx := context.Background()
+	c := harness.StartRedis(t).TestClient(t)
+	ws, err := NewWindowSet(ctx, c, "stats:test:batch", []int{60, 3600}, true, WithCycleTime(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	pipe := c.Pipeline()
+	ws.AddTo(ctx, pipe, 250)
+	ws.AddTo(ctx, pipe, 0)
+	if pipe.Len() != 3 {
+		t.Fatalf("queued %d commands, want one ZADD per window and one PFADD", pipe.Len())
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []int{60, 3600} {
+		if n, err := ws.Value(ctx, w); err != nil || n != 250 {
+			t.Errorf("window %d = %d, %v; want 250", w, n, err)
+		}
+	}
+	if n, err := ws.LifetimeValue(ctx); err != nil || n < 245 || n > 255 {
+		t.Errorf("lifetime = %d, %v; want about 250", n, err)
+	}
+}
