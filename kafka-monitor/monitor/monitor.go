@@ -1,0 +1,473 @@
+// Package monitor is the Kafka Monitor: it consumes requests from the
+// incoming Kafka topic, validates each against the enabled plugins' schemas
+// in rank order and lets the first matching plugin store it in Redis.
+//
+// Delivery is at-least-once: requests are handled in batches, a batch's
+// Redis writes go in one pipelined round trip, and its Kafka offsets are
+// committed only after Redis accepted them. When Redis is down the batch is
+// retried with back-off (nothing is skipped, nothing committed) until it
+// succeeds or the monitor is stopped; plugin writes are idempotent, so a
+// batch stored twice leaves the same state.
+//
+// Bad input (not JSON, not an object, no schema matches, too large, a
+// request a plugin rejects) is logged with its cause, counted in
+// stats:kafka-monitor:fail:*, and committed; it never stops the monitor.
+package monitor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
+)
+
+// batchLinger is how long a batch waits for more messages once one arrived.
+const batchLinger = 2 * time.Millisecond
+
+// Monitor is one Kafka Monitor process.
+type Monitor struct {
+	settings *settings.Settings
+	log      *logfactory.Logger
+	rdb      *redis.Client
+	kafka    kafkaclient.Config
+	plugins  []plugin.Loaded
+
+	host, id  string
+	maxBytes  int
+	batchSize int
+
+	processed atomic.Int64 // messages handled (stored or failed), for tests and benchmarks
+
+	total, fail *stats.WindowSet
+	perPlugin   map[string]*stats.WindowSet
+	windows     []int
+}
+
+// New loads and sets up the enabled plugins and the stats collectors.
+// rdb is the Redis client the monitor writes through; the caller closes it.
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Monitor, error) {
+	kcfg, err := kafkaclient.ConfigFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	plugins, err := LoadPlugins(s)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	m := &Monitor{
+		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
+		host: host, id: newID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
+		perPlugin: map[string]*stats.WindowSet{},
+	}
+	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
+	for _, p := range plugins {
+		if err := p.Plugin.Setup(ctx, env); err != nil {
+			return nil, fmt.Errorf("set up plugin %s: %w", p.Key, err)
+		}
+		log.Debug("Loaded plugin", logfactory.Extra{"plugin": p.Key, "rank": p.Rank})
+	}
+	if err := m.setupStats(ctx); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadPlugins compiles the plugins the PLUGINS setting enables, in rank order.
+func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
+	plugins, err := plugin.Load(s.Map("PLUGINS"))
+	if err != nil {
+		return nil, err
+	}
+	if len(plugins) == 0 {
+		return nil, errors.New("setting PLUGINS: no plugin enabled")
+	}
+	return plugins, nil
+}
+
+// newID is a 12-hex-digit process id, like the original's uuid4 tail.
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (m *Monitor) setupStats(ctx context.Context) error {
+	for _, name := range m.settings.Strings("STATS_TIMES") {
+		w, ok := stats.WindowByName(name)
+		if !ok {
+			m.log.Warning("Unable to find Stats Time '" + name + "'")
+			continue
+		}
+		m.windows = append(m.windows, w)
+	}
+	cycle := stats.WithCycleTime(m.settings.Seconds("STATS_CYCLE"))
+	onErr := stats.WithErrorHandler(func(err error) {
+		m.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
+	})
+	newSet := func(name string) (*stats.WindowSet, error) {
+		return stats.NewWindowSet(ctx, m.rdb, rediskeys.StatsKey("kafka-monitor", name), m.windows, true, cycle, onErr)
+	}
+	var err error
+	if m.settings.Bool("STATS_TOTAL") {
+		if m.total, err = newSet("total"); err != nil {
+			return err
+		}
+		if m.fail, err = newSet("fail"); err != nil {
+			return err
+		}
+	}
+	if m.settings.Bool("STATS_PLUGINS") {
+		for _, p := range m.plugins {
+			if m.perPlugin[p.Plugin.Name()], err = newSet(p.Plugin.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Processed returns how many messages this monitor has handled, stored or failed.
+func (m *Monitor) Processed() int64 { return m.processed.Load() }
+
+// Close stops the stats collectors. It does not close the Redis client.
+func (m *Monitor) Close() {
+	for _, ws := range m.allStats() {
+		ws.Close()
+	}
+}
+
+func (m *Monitor) allStats() []*stats.WindowSet {
+	var out []*stats.WindowSet
+	if m.total != nil {
+		out = append(out, m.total, m.fail)
+	}
+	for _, p := range m.plugins {
+		if ws := m.perPlugin[p.Plugin.Name()]; ws != nil {
+			out = append(out, ws)
+		}
+	}
+	return out
+}
+
+// Run consumes the incoming topic until ctx is cancelled, then finishes the
+// batch in hand (when Redis is reachable), commits it and returns nil.
+func (m *Monitor) Run(ctx context.Context) error {
+	topic := m.settings.String("KAFKA_INCOMING_TOPIC")
+	if err := m.ensureTopic(ctx, topic); err != nil {
+		return nil // cancelled while Kafka was unreachable
+	}
+	reader := m.kafka.NewGroupReader(topic, m.settings.String("KAFKA_GROUP"))
+	defer reader.Close()
+
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	go m.heartbeatLoop(bg)
+	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
+		go m.dumpLoop(bg, every)
+	}
+	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.settings.String("KAFKA_GROUP"), "id": m.id})
+
+	for {
+		batch, err := m.fetchBatch(ctx, reader)
+		if len(batch) > 0 {
+			if perr := m.Process(ctx, batch); perr != nil {
+				m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
+				return nil
+			}
+			m.commit(ctx, reader, batch)
+		}
+		if ctx.Err() != nil {
+			m.log.Info("Closing Kafka Monitor")
+			return nil
+		}
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			m.log.Error("Failed to read from Kafka", logfactory.Extra{"error": err.Error()})
+			sleep(ctx, time.Second)
+		}
+	}
+}
+
+// ensureTopic creates the incoming topic if needed, retrying while Kafka is
+// unreachable; it fails only when ctx is cancelled.
+func (m *Monitor) ensureTopic(ctx context.Context, topic string) error {
+	backoff := time.Second
+	for {
+		tctx, cancel := context.WithTimeout(ctx, m.kafka.ConnTimeout)
+		err := m.kafka.EnsureTopics(tctx, kafkaclient.TopicSpec{Name: topic, Partitions: m.settings.Int("KAFKA_INCOMING_PARTITIONS")})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		m.log.Error("Couldn't reach Kafka to set up the incoming topic; retrying", logfactory.Extra{"error": err.Error(), "topic": topic})
+		if !sleep(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// fetchBatch waits for one message, then takes what else arrives within
+// batchLinger, up to BATCH_SIZE.
+func (m *Monitor) fetchBatch(ctx context.Context, r *kafka.Reader) ([]kafka.Message, error) {
+	first, err := r.FetchMessage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := []kafka.Message{first}
+	lctx, cancel := context.WithTimeout(ctx, batchLinger)
+	defer cancel()
+	for len(batch) < m.batchSize {
+		msg, err := r.FetchMessage(lctx)
+		if err != nil {
+			break
+		}
+		batch = append(batch, msg)
+	}
+	return batch, nil
+}
+
+// commit marks the batch consumed; a failure only means redelivery.
+func (m *Monitor) commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := r.CommitMessages(cctx, batch...); err != nil {
+		m.log.Error("Failed to commit offsets; the batch will be delivered again", logfactory.Extra{"error": err.Error(), "messages": len(batch)})
+	}
+}
+
+// request is one message on its way through a batch.
+type request struct {
+	raw     []byte
+	plugin  *plugin.Loaded // nil for a failed request
+	req     plugin.Request
+	logMsg  string
+	failed  bool
+	failLog func()
+}
+
+// Process handles a batch of raw messages: validation, one pipelined Redis
+// write for all accepted requests (retried with back-off while Redis fails),
+// stats and logs. It returns an error only when ctx was cancelled before the
+// writes succeeded; the caller must then not commit the batch.
+func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
+	reqs := make([]request, len(batch))
+	for i, msg := range batch {
+		reqs[i] = m.classify(msg.Value)
+	}
+	if err := m.store(ctx, reqs); err != nil {
+		return err
+	}
+	m.recordStats(ctx, reqs)
+	m.processed.Add(int64(len(reqs)))
+	for i := range reqs {
+		r := &reqs[i]
+		switch {
+		case r.failed:
+			r.failLog()
+		case m.log.Enabled(logfactory.LevelInfo):
+			extra := logfactory.Extra{}
+			for k, v := range r.req {
+				extra[k] = v
+			}
+			extra["parsed"], extra["valid"] = true, true
+			m.log.Info(r.logMsg, extra)
+		}
+	}
+	return nil
+}
+
+// classify decodes and validates one message.
+func (m *Monitor) classify(raw []byte) request {
+	r := request{raw: raw}
+	if len(raw) > m.maxBytes {
+		return m.failed(r, logfactory.LevelWarning, "Request too large", logfactory.Extra{
+			"parsed": false, "valid": false, "size": len(raw), "max_bytes": m.maxBytes, "data": preview(raw)})
+	}
+	v, err := plugin.DecodeJSON(raw)
+	if err != nil {
+		return m.failed(r, logfactory.LevelWarning, "Unparseable JSON Received", logfactory.Extra{
+			"parsed": false, "valid": false, "data": preview(raw), "error": err.Error()})
+	}
+	p, req, errs := plugin.Match(m.plugins, v)
+	if p == nil {
+		return m.failed(r, logfactory.LevelWarning, "Did not find schema to validate request", logfactory.Extra{
+			"parsed": true, "valid": false, "data": preview(raw), "error": plugin.JoinErrors(errs)})
+	}
+	r.plugin, r.req = p, req
+	return r
+}
+
+func (m *Monitor) failed(r request, lvl logfactory.Level, msg string, extra logfactory.Extra) request {
+	r.failed, r.plugin = true, nil
+	r.failLog = func() { m.log.Log(lvl, msg, extra) }
+	return r
+}
+
+// preview keeps log lines of huge or binary requests readable.
+func preview(raw []byte) string {
+	const n = 1000
+	if len(raw) > n {
+		return string(raw[:n]) + "...(" + strconv.Itoa(len(raw)) + " bytes)"
+	}
+	return string(raw)
+}
+
+// store runs the accepted requests' plugins on one pipeline and executes it,
+// retrying with back-off while Redis fails.
+func (m *Monitor) store(ctx context.Context, reqs []request) error {
+	work := context.WithoutCancel(ctx) // a started write finishes on shutdown
+	backoff := 100 * time.Millisecond
+	for {
+		err := m.storeOnce(work, reqs)
+		if err == nil {
+			return nil
+		}
+		m.log.Error("Failed to store requests in Redis; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+		if !sleep(ctx, backoff) {
+			return ctx.Err()
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (m *Monitor) storeOnce(ctx context.Context, reqs []request) error {
+	pipe := m.rdb.Pipeline()
+	for i := range reqs {
+		r := &reqs[i]
+		if r.plugin == nil {
+			continue
+		}
+		logMsg, err := r.plugin.Plugin.Handle(ctx, r.req, pipe)
+		if plugin.IsReject(err) {
+			extra := logfactory.Extra{"parsed": true, "valid": false, "plugin": r.plugin.Plugin.Name(), "error": err.Error(), "data": preview(r.raw)}
+			*r = m.failed(*r, logfactory.LevelError, "Request rejected by plugin", extra)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("plugin %s: %w", r.plugin.Plugin.Name(), err)
+		}
+		r.logMsg = logMsg
+	}
+	if pipe.Len() == 0 {
+		return nil
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// recordStats writes the batch's counts in one round trip; stats are
+// best-effort, so a failure is logged and not retried.
+func (m *Monitor) recordStats(ctx context.Context, reqs []request) {
+	if m.total == nil && len(m.perPlugin) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	pipe := m.rdb.Pipeline()
+	failed := 0
+	perPlugin := map[string]int{}
+	for _, r := range reqs {
+		if r.failed {
+			failed++
+		} else {
+			perPlugin[r.plugin.Plugin.Name()]++
+		}
+	}
+	if m.total != nil {
+		m.total.AddTo(ctx, pipe, len(reqs))
+		m.fail.AddTo(ctx, pipe, failed)
+	}
+	for name, n := range perPlugin {
+		if ws := m.perPlugin[name]; ws != nil {
+			ws.AddTo(ctx, pipe, n)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
+	}
+}
+
+// heartbeatLoop keeps stats:kafka-monitor:self:<host>:<id> alive so the
+// Redis Monitor can count running Kafka Monitors.
+func (m *Monitor) heartbeatLoop(ctx context.Context) {
+	timeout := m.settings.Seconds("HEARTBEAT_TIMEOUT")
+	key := rediskeys.HeartbeatKey("kafka-monitor", m.host, m.id)
+	every := max(timeout/4, 100*time.Millisecond)
+	for {
+		now := float64(time.Now().UnixNano()) / 1e9
+		if err := m.rdb.Set(ctx, key, strconv.FormatFloat(now, 'f', 6, 64), timeout).Err(); err != nil && ctx.Err() == nil {
+			m.log.Debug("Failed to report self", logfactory.Extra{"error": err.Error()})
+		}
+		if !sleep(ctx, every) {
+			return
+		}
+	}
+}
+
+// dumpLoop logs the stats every STATS_DUMP seconds.
+func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
+	for sleep(ctx, every) {
+		snapshot := m.StatsSnapshot(ctx)
+		if m.settings.Bool("LOG_JSON") {
+			m.log.Info("Kafka Monitor Stats Dump", snapshot)
+			continue
+		}
+		text, _ := json.MarshalIndent(snapshot, "", "    ")
+		m.log.Info("Kafka Monitor Stats Dump:\n" + string(text))
+	}
+}
+
+// StatsSnapshot returns the current counts as the original's dump names
+// them: total_<window>, fail_<window>, plugin_<Name>_<window>, with
+// "lifetime" as a window.
+func (m *Monitor) StatsSnapshot(ctx context.Context) logfactory.Extra {
+	out := logfactory.Extra{}
+	add := func(prefix string, ws *stats.WindowSet) {
+		if ws == nil {
+			return
+		}
+		for _, w := range m.windows {
+			if n, err := ws.Value(ctx, w); err == nil {
+				out[prefix+strconv.Itoa(w)] = n
+			}
+		}
+		if n, err := ws.LifetimeValue(ctx); err == nil {
+			out[prefix+"lifetime"] = n
+		}
+	}
+	add("total_", m.total)
+	add("fail_", m.fail)
+	for _, p := range m.plugins {
+		add("plugin_"+p.Plugin.Name()+"_", m.perPlugin[p.Plugin.Name()])
+	}
+	return out
+}
+
+// sleep waits d or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

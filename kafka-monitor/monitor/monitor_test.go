@@ -1,0 +1,348 @@
+package monitor_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// cluster is a monitor's surroundings: real Redis, a kfake broker, settings
+// pointing at them and a log captured in memory.
+type cluster struct {
+	redis *harness.Redis
+	kafka *harness.Kafka
+	rdb   *redis.Client
+	s     *settings.Settings
+	log   *logfactory.Logger
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *cluster {
+	t.Helper()
+	r := harness.StartRedis(t, redisOpts)
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	flags := map[string]string{
+		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port), "REDIS_SOCKET_TIMEOUT": "2",
+		"KAFKA_HOSTS": k.Hosts(), "KAFKA_INCOMING_PARTITIONS": "2", "STATS_DUMP": "0",
+		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE": "false", "LOG_JSON": "true",
+	}
+	for _, kv := range extra {
+		name, value, _ := strings.Cut(kv, "=")
+		flags[name] = value
+	}
+	s, err := settings.Load(monitor.Defaults(), settings.Options{NoEnv: true, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	cfg := logfactory.ConfigFromSettings(s, "kafka-monitor")
+	cfg.Output = logs
+	log, err := logfactory.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{redis: r, kafka: k, rdb: r.TestClient(t), s: s, log: log, logs: logs}
+}
+
+// start runs a monitor until the test ends; stop cancels it and waits.
+func (c *cluster) start(t testing.TB) (m *monitor.Monitor, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := monitor.New(ctx, c.s, c.log, c.rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run returned %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("Run did not return after cancel")
+			}
+			m.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return m, stop
+}
+
+func (c *cluster) produce(t testing.TB, values ...string) {
+	t.Helper()
+	kcfg, err := kafkaclient.ConfigFromSettings(c.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kcfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: "demo.incoming", Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	w := kcfg.NewWriter("demo.incoming")
+	defer w.Close()
+	msgs := make([]kafka.Message, len(values))
+	for i, v := range values {
+		msgs[i] = kafka.Message{Value: []byte(v)}
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{})
+	m, _ := c.start(t)
+	ctx := context.Background()
+	c.produce(t,
+		`{"url": "http://www.istresearch.com/about", "appid":"testapp", "crawlid":"ABC123"}`,
+		`not json at all`,
+		`{"uuid":"u1", "appid":"testapp", "spiderid":"link", "action":"info"}`,
+		`{"uuid":"u2", "appid":"testapp", "spiderid":"link", "action":"stop", "crawlid":"ABC123"}`,
+		`[1, 2, 3]`,
+		`{"uuid":"u3", "appid":"testapp"}`,
+		`{"uuid":"u4", "appid":"testapp", "action":"domain-update", "domain":"dmoz.org", "hits":60, "window":60, "scale":0.9}`,
+		`{"uuid":"u5", "appid":"testapp", "action":"domain-update", "domain":"dmoz.org"}`,
+		`{"url": "http://dmoz.org/", "appid":"testapp", "crawlid":"xyz", "priority": 101}`,
+		`{"url": "ftp://dmoz.org/", "appid":"testapp", "crawlid":"xyz"}`,
+		`{"url": "http://dmoz.org/", "appid":"testapp", "crawlid":"last", "priority": 90, "expires": 1423591888, "maxdepth": 2}`,
+	)
+	waitFor(t, "11 messages handled", func() bool { return m.Processed() == 11 })
+
+	// The crawl request, with every default filled in, scored -priority.
+	zs := c.rdb.ZRangeWithScores(ctx, "link:istresearch.com:queue", 0, -1).Val()
+	if len(zs) != 1 || zs[0].Score != -1 {
+		t.Fatalf("istresearch queue = %v", zs)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(zs[0].Member.(string)), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"url": "http://www.istresearch.com/about", "appid": "testapp", "crawlid": "ABC123",
+		"spiderid": "link", "priority": 1.0, "maxdepth": 0.0, "domain_max_pages": nil, "allowed_domains": nil,
+		"allow_regex": nil, "deny_regex": nil, "deny_extensions": nil, "expires": 0.0, "useragent": nil,
+		"cookie": nil, "attrs": nil}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("queued request\n got %v\nwant %v", got, want)
+	}
+	dmoz := c.rdb.ZRangeWithScores(ctx, "link:dmoz.org:queue", 0, -1).Val()
+	if len(dmoz) != 1 || dmoz[0].Score != -90 || !strings.Contains(dmoz[0].Member.(string), `"crawlid":"last"`) {
+		t.Errorf("dmoz queue = %v (the priority-101 and ftp requests must not be there)", dmoz)
+	}
+	for key, want := range map[string]string{
+		"timeout:link:testapp:last":         "1423591888",
+		"info:link:testapp":                 "u1",
+		"stop:link:testapp:ABC123":          "u2",
+		"statsrequest:all:testapp":          "u3",
+		"zk:domain-update:dmoz.org:testapp": `{"domain":"dmoz.org","hits":60,"scale":0.9,"uuid":"u4","window":60}`,
+	} {
+		if v := c.rdb.Get(ctx, key).Val(); v != want {
+			t.Errorf("%s = %q, want %q", key, v, want)
+		}
+	}
+	if c.rdb.Exists(ctx, "timeout:link:testapp:ABC123").Val() != 0 {
+		t.Error("timeout key written for a crawl without expires")
+	}
+
+	// Stats: 11 received, 5 failed (not JSON, array, no hits/window, priority 101, ftp).
+	counts := map[string]int64{
+		"stats:kafka-monitor:total:900": 11, "stats:kafka-monitor:fail:900": 5,
+		"stats:kafka-monitor:ScraperHandler:900": 2, "stats:kafka-monitor:ActionHandler:900": 2,
+		"stats:kafka-monitor:StatsHandler:900": 1, "stats:kafka-monitor:ZookeeperHandler:900": 1,
+	}
+	for key, want := range counts {
+		if n := c.rdb.ZCard(ctx, key).Val(); n != want {
+			t.Errorf("ZCARD %s = %d, want %d", key, n, want)
+		}
+	}
+	if n := c.rdb.PFCount(ctx, "stats:kafka-monitor:total:lifetime").Val(); n != 11 {
+		t.Errorf("total lifetime = %d, want 11", n)
+	}
+	snap := m.StatsSnapshot(ctx)
+	if snap["total_900"] != int64(11) || snap["fail_lifetime"] != int64(5) || snap["plugin_ScraperHandler_604800"] != int64(2) {
+		t.Errorf("stats snapshot = %v", snap)
+	}
+
+	// Each failure is logged once with its cause.
+	logs := c.logs.String()
+	for _, want := range []string{
+		`"message": "Unparseable JSON Received"`, `"message": "Did not find schema to validate request"`,
+		`'hits' and 'window' not set for domain update`, `scheme must be http or https`, `"message": "Added crawl to Redis"`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	// The self-heartbeat, expiring.
+	keys := c.rdb.Keys(ctx, "stats:kafka-monitor:self:*").Val()
+	if len(keys) != 1 || c.rdb.TTL(ctx, keys[0]).Val() <= 0 {
+		t.Errorf("heartbeat keys %v", keys)
+	}
+}
+
+func TestNewDomainQueueIsAnnouncedOnce(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{})
+	sub := c.rdb.Subscribe(context.Background(), "link:queue-announce")
+	defer sub.Close()
+	if _, err := sub.Receive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := c.start(t)
+	c.produce(t,
+		`{"url": "http://a.example.com/", "appid":"testapp", "crawlid":"c1"}`,
+		`{"url": "http://b.example.com/", "appid":"testapp", "crawlid":"c1"}`,
+		`{"url": "http://other.org/", "appid":"testapp", "crawlid":"c1"}`)
+	waitFor(t, "3 messages", func() bool { return m.Processed() == 3 })
+	var got []string
+	for range 2 {
+		select {
+		case msg := <-sub.Channel():
+			got = append(got, msg.Payload)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("announcements so far: %v", got)
+		}
+	}
+	select {
+	case msg := <-sub.Channel():
+		t.Fatalf("extra announcement %q", msg.Payload)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if strings.Join(got, ",") != "link:example.com:queue,link:other.org:queue" &&
+		strings.Join(got, ",") != "link:other.org:queue,link:example.com:queue" {
+		t.Fatalf("announced %v", got)
+	}
+}
+
+func TestRedisOutageLosesNoRequest(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{AppendOnly: true})
+	m, _ := c.start(t)
+	const n = 300
+	reqs := make([]string, n)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf(`{"url": "http://outage.com/page/%d", "appid":"testapp", "crawlid":"c%d"}`, i, i)
+	}
+	c.produce(t, reqs[:100]...)
+	waitFor(t, "the first 100", func() bool { return m.Processed() >= 100 })
+
+	c.redis.Kill()
+	c.produce(t, reqs[100:200]...)
+	// The monitor keeps retrying the batch in hand and reads nothing more.
+	waitFor(t, "a logged Redis failure", func() bool {
+		return strings.Contains(c.logs.String(), "Failed to store requests in Redis; retrying")
+	})
+	if err := c.redis.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c.produce(t, reqs[200:]...)
+	ctx := context.Background()
+	waitFor(t, "every request in Redis", func() bool { return c.rdb.ZCard(ctx, "link:outage.com:queue").Val() == n })
+	members := c.rdb.ZRange(ctx, "link:outage.com:queue", 0, -1).Val()
+	seen := map[string]bool{}
+	for _, mem := range members {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(mem), &r); err != nil {
+			t.Fatal(err)
+		}
+		seen[r["crawlid"].(string)] = true
+	}
+	for i := range n {
+		if !seen[fmt.Sprintf("c%d", i)] {
+			t.Fatalf("request c%d lost", i)
+		}
+	}
+}
+
+func TestStoppedMonitorCommitsWhatItStoredAndTheNextOneResumes(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{})
+	m1, stop := c.start(t)
+	c.produce(t, `{"url": "http://resume.com/1", "appid":"testapp", "crawlid":"a"}`)
+	waitFor(t, "the first request", func() bool { return m1.Processed() == 1 })
+	stop()
+
+	c.produce(t, `{"url": "http://resume.com/2", "appid":"testapp", "crawlid":"b"}`)
+	m2, _ := c.start(t)
+	waitFor(t, "the second request", func() bool { return m2.Processed() >= 1 })
+	// Give a redelivery of the first request the chance to show up.
+	time.Sleep(300 * time.Millisecond)
+	if got := m2.Processed(); got != 1 {
+		t.Fatalf("second monitor handled %d messages; the committed one was delivered again", got)
+	}
+	if n := c.rdb.ZCard(context.Background(), "link:resume.com:queue").Val(); n != 2 {
+		t.Fatalf("queue holds %d requests, want 2", n)
+	}
+}
+
+func TestFeedValidatesLocallyAndSendsOnlyValidRequests(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{})
+	ctx := context.Background()
+	err := monitor.Feed(ctx, c.s, c.log, []byte(`{"url": "http://feed.com", "appid":"testapp"}`))
+	if !errors.Is(err, monitor.ErrInvalidRequest) || !strings.Contains(err.Error(), "crawlid") {
+		t.Fatalf("invalid feed: %v", err)
+	}
+	if err := monitor.Feed(ctx, c.s, c.log, []byte(`{not json`)); !errors.Is(err, monitor.ErrInvalidRequest) {
+		t.Fatalf("non-JSON feed: %v", err)
+	}
+	if err := monitor.Feed(ctx, c.s, c.log, []byte(`{"url": "http://feed.com", "appid":"testapp", "crawlid":"f1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Exactly the valid request is on the topic.
+	m, _ := c.start(t)
+	waitFor(t, "the fed request", func() bool { return m.Processed() == 1 })
+	if n := c.rdb.ZCard(ctx, "link:feed.com:queue").Val(); n != 1 {
+		t.Fatalf("queue holds %d; logs:\n%s", n, c.logs.String())
+	}
+	logs := c.logs.String()
+	if !strings.Contains(logs, "Feeding JSON into demo.incoming") || !strings.Contains(logs, "Successfully fed item to Kafka") {
+		t.Fatalf("feed logs:\n%s", logs)
+	}
+}

@@ -1,0 +1,191 @@
+// Package plugin is the Kafka Monitor's extension point. A plugin owns a
+// JSON Schema and handles the requests that validate against it, exactly as
+// the original's plugins do: the monitor tries the enabled plugins in rank
+// order (lowest first) and the first whose schema accepts a request handles
+// it, after the schema's defaults are filled in.
+//
+// Plugins register by name in init() and are enabled and ranked by the
+// PLUGINS setting (name: rank, or null to disable). The built-in plugins use
+// the original's names (e.g. "plugins.scraper_handler.ScraperHandler"), so a
+// PLUGINS setting written for the Python monitor works unchanged. To add
+// one, write a type implementing Plugin, register it, and build your own
+// kafka-monitor main that imports your package (see examples/customplugin).
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Request is a validated request with its schema's defaults filled in.
+// Numbers are json.Number, so integers keep their exact text.
+type Request = map[string]any
+
+// Env is what a plugin gets at Setup.
+type Env struct {
+	Settings *settings.Settings
+	Logger   *logfactory.Logger
+	// Redis is the monitor's client, for plugins that read Redis; writes
+	// belong on the pipeline Handle receives.
+	Redis redis.Cmdable
+}
+
+// Plugin validates and handles one kind of request.
+type Plugin interface {
+	// Name is the plugin's stats name, e.g. "ScraperHandler"
+	// (stats:kafka-monitor:<Name>:<window>).
+	Name() string
+	// Schema is the JSON Schema (Draft 4) of the requests it handles.
+	Schema() []byte
+	// Setup prepares the plugin before the first request.
+	Setup(ctx context.Context, env Env) error
+	// Handle queues the Redis writes for one valid request on tx and
+	// returns the message logged once they are stored. The monitor runs the
+	// pipeline for a whole batch of requests and runs Handle again if Redis
+	// failed, so Handle must only queue writes that may be repeated.
+	// Return Reject(...) for a request that can never be handled; any other
+	// error is retried.
+	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
+}
+
+// RejectError marks a request a plugin refuses for good: it is logged,
+// counted as a failure and its message committed.
+type RejectError struct{ Reason string }
+
+func (e *RejectError) Error() string { return e.Reason }
+
+// Reject returns a *RejectError with a formatted reason.
+func Reject(format string, args ...any) error {
+	return &RejectError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsReject reports whether err is (or wraps) a *RejectError.
+func IsReject(err error) bool {
+	var r *RejectError
+	return errors.As(err, &r)
+}
+
+// Factory makes a new instance of a plugin.
+type Factory func() Plugin
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]Factory{}
+)
+
+// Register makes a plugin available under name for the PLUGINS setting.
+// It panics if the name is taken, as two plugins under one name is a
+// programming error found at start-up.
+func Register(name string, f Factory) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[name]; dup {
+		panic("plugin: " + name + " registered twice")
+	}
+	registry[name] = f
+}
+
+// Registered returns the registered plugin names, sorted.
+func Registered() []string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return slices.Sorted(maps.Keys(registry))
+}
+
+// Loaded is an enabled plugin with its rank and compiled schema.
+type Loaded struct {
+	Key    string // the PLUGINS name
+	Rank   int
+	Plugin Plugin
+	Schema *Schema
+}
+
+// Load instantiates the plugins the PLUGINS setting enables (name: rank;
+// a null rank disables one) and compiles their schemas, sorted by rank.
+// Unknown names, non-integer ranks and duplicate ranks are errors.
+func Load(enabled map[string]any) ([]Loaded, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var out []Loaded
+	ranks := map[int]string{}
+	for _, key := range slices.Sorted(maps.Keys(enabled)) {
+		raw := enabled[key]
+		if raw == nil {
+			continue
+		}
+		rank, ok := asInt(raw)
+		if !ok {
+			return nil, fmt.Errorf("setting PLUGINS: rank of %s must be an integer or null, got %v", key, raw)
+		}
+		if other, dup := ranks[rank]; dup {
+			return nil, fmt.Errorf("setting PLUGINS: %s and %s share rank %d", other, key, rank)
+		}
+		ranks[rank] = key
+		factory, ok := registry[key]
+		if !ok {
+			return nil, fmt.Errorf("setting PLUGINS: no plugin named %s (registered: %v)", key, slices.Sorted(maps.Keys(registry)))
+		}
+		p := factory()
+		schema, err := CompileSchema(p.Name(), p.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("plugin %s: %w", key, err)
+		}
+		out = append(out, Loaded{Key: key, Rank: rank, Plugin: p, Schema: schema})
+	}
+	slices.SortFunc(out, func(a, b Loaded) int { return a.Rank - b.Rank })
+	return out, nil
+}
+
+func asInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		if n == float64(int(n)) {
+			return int(n), true
+		}
+	}
+	return 0, false
+}
+
+// JoinErrors writes Match's errors on one line, separated by " | ".
+func JoinErrors(errs []error) string {
+	parts := make([]string, len(errs))
+	for i, err := range errs {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, " | ")
+}
+
+// Match returns the first plugin (in rank order) whose schema accepts req,
+// with req's defaults filled in, or the validation errors of every plugin.
+func Match(plugins []Loaded, req any) (*Loaded, Request, []error) {
+	var errs []error
+	for i := range plugins {
+		p := &plugins[i]
+		if err := p.Schema.Validate(req); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Plugin.Name(), err))
+			continue
+		}
+		obj, ok := req.(map[string]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s: request is not a JSON object", p.Plugin.Name()))
+			continue
+		}
+		p.Schema.ApplyDefaults(obj)
+		return p, obj, nil
+	}
+	return nil, nil, errs
+}

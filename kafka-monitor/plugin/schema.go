@@ -1,0 +1,179 @@
+package plugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled request schema with the original's Draft 4 meaning.
+type Schema struct {
+	name     string
+	compiled *jsonschema.Schema
+	doc      map[string]any
+}
+
+// CompileSchema compiles a Draft 4 JSON Schema (a "$schema" in the document
+// may say so; without one Draft 4 is assumed, as the original validates).
+func CompileSchema(name string, doc []byte) (*Schema, error) {
+	parsed, err := DecodeJSON(doc)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	obj, ok := parsed.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("schema %s: not a JSON object", name)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft4)
+	loc := "mem://schemas/" + name + ".json"
+	if err := c.AddResource(loc, obj); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	compiled, err := c.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	return &Schema{name: name, compiled: compiled, doc: obj}, nil
+}
+
+// Name is the name the schema was compiled under.
+func (s *Schema) Name() string { return s.name }
+
+// DecodeJSON parses one JSON document with numbers as json.Number; trailing
+// data after it is an error.
+func DecodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("invalid JSON: data after the JSON value")
+	}
+	return v, nil
+}
+
+// Validate reports why v (as DecodeJSON returns it) does not match, in one line.
+func (s *Schema) Validate(v any) error {
+	if err := s.compiled.Validate(v); err != nil {
+		return errors.New(oneLine(err))
+	}
+	// Draft 4 as the original runs it: an integer is a number written
+	// without fraction or exponent (1.0 is a number, not an integer).
+	if loc := nonIntegerAt(s.doc, v, ""); loc != "" {
+		return fmt.Errorf("at '%s': got number, want integer", loc)
+	}
+	return nil
+}
+
+// oneLine flattens the validator's tree of errors into "at '/x': ...; ...".
+func oneLine(err error) string {
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "- ") {
+			lines = append(lines, strings.TrimPrefix(l, "- "))
+		}
+	}
+	if len(lines) == 0 {
+		return err.Error()
+	}
+	return strings.Join(lines, "; ")
+}
+
+// nonIntegerAt returns the location of a number with a fraction or exponent
+// where the schema asks for an integer, or "".
+func nonIntegerAt(schema map[string]any, v any, loc string) string {
+	if wantsIntegerOnly(schema["type"]) {
+		if n, ok := v.(json.Number); ok && strings.ContainsAny(string(n), ".eE") {
+			return loc
+		}
+	}
+	switch val := v.(type) {
+	case map[string]any:
+		props, _ := schema["properties"].(map[string]any)
+		for k, child := range val {
+			if sub, ok := props[k].(map[string]any); ok {
+				if l := nonIntegerAt(sub, child, loc+"/"+k); l != "" {
+					return l
+				}
+			} else if sub, ok := schema["additionalProperties"].(map[string]any); ok {
+				if l := nonIntegerAt(sub, child, loc+"/"+k); l != "" {
+					return l
+				}
+			}
+		}
+	case []any:
+		if sub, ok := schema["items"].(map[string]any); ok {
+			for i, child := range val {
+				if l := nonIntegerAt(sub, child, fmt.Sprintf("%s/%d", loc, i)); l != "" {
+					return l
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func wantsIntegerOnly(t any) bool {
+	switch tt := t.(type) {
+	case string:
+		return tt == "integer"
+	case []any:
+		hasInt, hasNumber := false, false
+		for _, x := range tt {
+			hasInt = hasInt || x == "integer"
+			hasNumber = hasNumber || x == "number"
+		}
+		return hasInt && !hasNumber
+	}
+	return false
+}
+
+// ApplyDefaults sets every property the schema gives a default for and obj
+// lacks, recursively into nested objects, as the original's validator
+// extension does. Defaults are copied, so requests never share them.
+func (s *Schema) ApplyDefaults(obj map[string]any) { applyDefaults(s.doc, obj) }
+
+func applyDefaults(schema map[string]any, obj map[string]any) {
+	props, _ := schema["properties"].(map[string]any)
+	for name, raw := range props {
+		sub, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, present := obj[name]; !present {
+			if def, has := sub["default"]; has {
+				obj[name] = deepCopy(def)
+			}
+		}
+		if child, ok := obj[name].(map[string]any); ok {
+			applyDefaults(sub, child)
+		}
+	}
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = deepCopy(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = deepCopy(x)
+		}
+		return out
+	}
+	return v
+}

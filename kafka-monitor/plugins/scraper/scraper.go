@@ -1,0 +1,97 @@
+// Package scraper is the Kafka Monitor's crawl request plugin (the original's
+// ScraperHandler): it queues a valid crawl request in its spider's domain
+// queue, sets the crawl's timeout key when it expires, and announces a new
+// domain queue to crawlers at once.
+package scraper
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+//go:embed scraper_schema.json
+var schema []byte
+
+// Key is the plugin's name in the PLUGINS setting.
+const Key = "plugins.scraper_handler.ScraperHandler"
+
+// AnnounceInterval is how often one monitor process re-announces a domain
+// queue it keeps pushing to; a queue it has not pushed to for this long is
+// announced again on its next push.
+const AnnounceInterval = 10 * time.Second
+
+func init() { plugin.Register(Key, func() plugin.Plugin { return &Handler{} }) }
+
+// Handler queues crawl requests.
+type Handler struct {
+	mu        sync.Mutex
+	announced map[string]time.Time
+}
+
+// Name is the stats name.
+func (h *Handler) Name() string { return "ScraperHandler" }
+
+// Schema is the crawl request schema.
+func (h *Handler) Schema() []byte { return schema }
+
+// Setup needs nothing.
+func (h *Handler) Setup(context.Context, plugin.Env) error { return nil }
+
+// Handle queues the request at <spiderid>:<domain>:queue with score -priority.
+func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
+	url, _ := req["url"].(string)
+	spider, _ := req["spiderid"].(string)
+	key, err := rediskeys.QueueKeyForURL(spider, url)
+	if err != nil {
+		return "", plugin.Reject("%v", err)
+	}
+	priority, err := req["priority"].(json.Number).Int64()
+	if err != nil {
+		return "", plugin.Reject("priority: %v", err)
+	}
+	member, err := json.Marshal(req)
+	if err != nil {
+		return "", plugin.Reject("encode request: %v", err)
+	}
+	tx.ZAdd(ctx, key, redis.Z{Score: -float64(priority), Member: member})
+	if expires, ok := req["expires"].(json.Number); ok && expires != "0" {
+		appid, _ := req["appid"].(string)
+		crawlid, _ := req["crawlid"].(string)
+		tx.Set(ctx, rediskeys.TimeoutKey(spider, appid, crawlid), string(expires), 0)
+	}
+	if h.shouldAnnounce(key) {
+		tx.Publish(ctx, rediskeys.QueueChannel(spider), key)
+	}
+	return "Added crawl to Redis", nil
+}
+
+// shouldAnnounce reports whether key was not announced in the last
+// AnnounceInterval, and remembers it; old entries are forgotten as it goes.
+func (h *Handler) shouldAnnounce(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.announced == nil {
+		h.announced = map[string]time.Time{}
+	}
+	now := time.Now()
+	if last, ok := h.announced[key]; ok && now.Sub(last) < AnnounceInterval {
+		return false
+	}
+	if len(h.announced) > 10000 {
+		for k, t := range h.announced {
+			if now.Sub(t) >= AnnounceInterval {
+				delete(h.announced, k)
+			}
+		}
+	}
+	h.announced[key] = now
+	return true
+}
