@@ -22,7 +22,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,9 +38,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
-
-// batchLinger is how long a batch waits for more messages once one arrived.
-const batchLinger = 2 * time.Millisecond
 
 // Monitor is one Kafka Monitor process.
 type Monitor struct {
@@ -185,22 +184,62 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.settings.String("KAFKA_GROUP"), "id": m.id})
 
+	// A fetcher fills a channel while a batch is processed; a batch is the
+	// first waiting message plus whatever else is already waiting.
+	msgs := make(chan kafka.Message, m.batchSize)
+	go m.fetchLoop(ctx, reader, msgs)
 	for {
-		batch, err := m.fetchBatch(ctx, reader)
-		if len(batch) > 0 {
-			if perr := m.Process(ctx, batch); perr != nil {
-				m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
-				return nil
-			}
-			m.commit(ctx, reader, batch)
+		first, ok := <-msgs
+		if !ok {
+			m.log.Info("Closing Kafka Monitor")
+			return nil
 		}
+		batch := []kafka.Message{first}
+	drain:
+		for len(batch) < m.batchSize {
+			select {
+			case msg, ok := <-msgs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, msg)
+			default:
+				break drain
+			}
+		}
+		if err := m.Process(ctx, batch); err != nil {
+			m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
+			return nil
+		}
+		m.commit(ctx, reader, batch)
 		if ctx.Err() != nil {
 			m.log.Info("Closing Kafka Monitor")
 			return nil
 		}
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	}
+}
+
+// fetchLoop reads messages into msgs until ctx is done, then closes it.
+// Messages left in msgs at shutdown were never committed and are delivered
+// again to the next monitor.
+func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, msgs chan<- kafka.Message) {
+	defer close(msgs)
+	for {
+		msg, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			m.log.Error("Failed to read from Kafka", logfactory.Extra{"error": err.Error()})
-			sleep(ctx, time.Second)
+			if !sleep(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		select {
+		case msgs <- msg:
+		case <-ctx.Done():
+			return
 		}
 	}
 }
@@ -224,26 +263,6 @@ func (m *Monitor) ensureTopic(ctx context.Context, topic string) error {
 	}
 }
 
-// fetchBatch waits for one message, then takes what else arrives within
-// batchLinger, up to BATCH_SIZE.
-func (m *Monitor) fetchBatch(ctx context.Context, r *kafka.Reader) ([]kafka.Message, error) {
-	first, err := r.FetchMessage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	batch := []kafka.Message{first}
-	lctx, cancel := context.WithTimeout(ctx, batchLinger)
-	defer cancel()
-	for len(batch) < m.batchSize {
-		msg, err := r.FetchMessage(lctx)
-		if err != nil {
-			break
-		}
-		batch = append(batch, msg)
-	}
-	return batch, nil
-}
-
 // commit marks the batch consumed; a failure only means redelivery.
 func (m *Monitor) commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -263,35 +282,57 @@ type request struct {
 	failLog func()
 }
 
-// Process handles a batch of raw messages: validation, one pipelined Redis
-// write for all accepted requests (retried with back-off while Redis fails),
-// stats and logs. It returns an error only when ctx was cancelled before the
-// writes succeeded; the caller must then not commit the batch.
+// Process handles a batch of raw messages: validation, pipelined Redis
+// writes for the accepted requests (retried with back-off while Redis
+// fails), stats and logs. The batch is split among GOMAXPROCS workers, each
+// with its own pipeline. It returns an error only when ctx was cancelled
+// before every write succeeded; the caller must then not commit the batch
+// (stored requests are stored again on redelivery, which changes nothing).
 func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
 	reqs := make([]request, len(batch))
-	for i, msg := range batch {
-		reqs[i] = m.classify(msg.Value)
+	workers := min(runtime.GOMAXPROCS(0), (len(batch)+minChunk-1)/minChunk)
+	chunk := (len(batch) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(batch))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := reqs[lo:hi]
+			for i, msg := range batch[lo:hi] {
+				part[i] = m.classify(msg.Value)
+			}
+			if errs[w] = m.store(ctx, part); errs[w] == nil {
+				m.logOutcomes(part)
+			}
+		}()
 	}
-	if err := m.store(ctx, reqs); err != nil {
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return err
 	}
 	m.recordStats(ctx, reqs)
 	m.processed.Add(int64(len(reqs)))
+	return nil
+}
+
+// minChunk is the smallest share of a batch worth a worker of its own.
+const minChunk = 32
+
+// logOutcomes logs each request's result, as the original does.
+func (m *Monitor) logOutcomes(reqs []request) {
+	info := m.log.Enabled(logfactory.LevelInfo)
 	for i := range reqs {
 		r := &reqs[i]
 		switch {
 		case r.failed:
 			r.failLog()
-		case m.log.Enabled(logfactory.LevelInfo):
-			extra := logfactory.Extra{}
-			for k, v := range r.req {
-				extra[k] = v
-			}
-			extra["parsed"], extra["valid"] = true, true
-			m.log.Info(r.logMsg, extra)
+		case info:
+			r.req["parsed"], r.req["valid"] = true, true // already stored
+			m.log.Info(r.logMsg, r.req)
 		}
 	}
-	return nil
 }
 
 // classify decodes and validates one message.

@@ -234,6 +234,8 @@ func (c Config) readerConfig(topic, group string, partition ...int) kafka.Reader
 		MaxWait:        c.FetchMaxWait,
 		StartOffset:    start,
 		CommitInterval: c.CommitInterval,
+		// Room for large batches: consumers hand messages over in batches.
+		QueueCapacity: 1000,
 		Dialer:         &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
 		// Rebalances should not stall a small cluster for long.
 		HeartbeatInterval: time.Second,

@@ -1,0 +1,53 @@
+package monitor_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+)
+
+// BenchmarkIngestCrawlRequests measures valid crawl requests per second from
+// demo.incoming into Redis for one monitor process, configured as in
+// production: INFO log line per request, total and per-plugin stats over the
+// six default windows, offsets committed every 5 s. The requests are in Kafka
+// (kfake, in this process) before the clock starts; it stops when the last is
+// stored. Redis and the broker share the machine's cores with the monitor.
+func BenchmarkIngestCrawlRequests(b *testing.B) { benchIngest(b) }
+
+// BenchmarkIngestWithoutStats is the same without STATS_TOTAL/STATS_PLUGINS.
+func BenchmarkIngestWithoutStats(b *testing.B) {
+	benchIngest(b, "STATS_TOTAL=false", "STATS_PLUGINS=false")
+}
+
+// BenchmarkIngestWarningLogs is the same with LOG_LEVEL=WARNING (no line per request).
+func BenchmarkIngestWarningLogs(b *testing.B) { benchIngest(b, "LOG_LEVEL=WARNING") }
+
+func benchIngest(b *testing.B, extra ...string) {
+	settings := append([]string{"LOG_LEVEL=INFO", "KAFKA_INCOMING_PARTITIONS=6",
+		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE=true"}, extra...)
+	c := newCluster(b, harness.RedisOptions{}, settings...)
+	reqs := make([]string, 0, 1000)
+	for i := range b.N {
+		reqs = append(reqs, fmt.Sprintf(`{"url": "http://site%d.example.com/page/%d", "appid": "benchapp", "crawlid": "crawl%d", "priority": %d, "maxdepth": 1}`, i%50, i, i%10, 1+i%100))
+		if len(reqs) == cap(reqs) {
+			c.produce(b, reqs...)
+			reqs = reqs[:0]
+		}
+	}
+	if len(reqs) > 0 {
+		c.produce(b, reqs...)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	m, _ := c.start(b)
+	deadline := time.Now().Add(10 * time.Minute)
+	for m.Processed() < int64(b.N) {
+		if time.Now().After(deadline) {
+			b.Fatalf("handled %d of %d", m.Processed(), b.N)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "requests/s")
+}
