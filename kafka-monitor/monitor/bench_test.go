@@ -25,7 +25,7 @@ func BenchmarkIngestWithoutStats(b *testing.B) {
 func BenchmarkIngestWarningLogs(b *testing.B) { benchIngest(b, "LOG_LEVEL=WARNING") }
 
 func benchIngest(b *testing.B, extra ...string) {
-	settings := append([]string{"LOG_LEVEL=INFO", "KAFKA_INCOMING_PARTITIONS=6",
+	settings := append([]string{"LOG_LEVEL=INFO", "LOG_JSON=false", "KAFKA_INCOMING_PARTITIONS=6",
 		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE=true"}, extra...)
 	c := newCluster(b, harness.RedisOptions{}, settings...)
 	reqs := make([]string, 0, 1000)

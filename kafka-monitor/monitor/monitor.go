@@ -53,6 +53,9 @@ type Monitor struct {
 
 	processed atomic.Int64 // messages handled (stored or failed), for tests and benchmarks
 
+	statsCh   chan statsDelta
+	statsDone chan struct{}
+
 	total, fail *stats.WindowSet
 	perPlugin   map[string]*stats.WindowSet
 	windows     []int
@@ -86,6 +89,8 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		m.Close()
 		return nil, err
 	}
+	m.statsCh, m.statsDone = make(chan statsDelta, 64), make(chan struct{})
+	go m.statsLoop(context.WithoutCancel(ctx))
 	return m, nil
 }
 
@@ -146,8 +151,14 @@ func (m *Monitor) setupStats(ctx context.Context) error {
 // Processed returns how many messages this monitor has handled, stored or failed.
 func (m *Monitor) Processed() int64 { return m.processed.Load() }
 
-// Close stops the stats collectors. It does not close the Redis client.
+// Close writes the pending stats and stops the stats collectors. It does
+// not close the Redis client. Process must not be called after Close.
 func (m *Monitor) Close() {
+	if m.statsCh != nil {
+		close(m.statsCh)
+		<-m.statsDone
+		m.statsCh = nil
+	}
 	for _, ws := range m.allStats() {
 		ws.Close()
 	}
@@ -312,7 +323,7 @@ func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	m.recordStats(ctx, reqs)
+	m.recordStats(reqs)
 	m.processed.Add(int64(len(reqs)))
 	return nil
 }
@@ -414,28 +425,65 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) error {
 	return err
 }
 
-// recordStats writes the batch's counts in one round trip; stats are
-// best-effort, so a failure is logged and not retried.
-func (m *Monitor) recordStats(ctx context.Context, reqs []request) {
+// statsDelta is what one or more batches add to the stats counters.
+type statsDelta struct {
+	total, failed int
+	perPlugin     map[string]int
+}
+
+func (d *statsDelta) add(o statsDelta) {
+	d.total += o.total
+	d.failed += o.failed
+	for name, n := range o.perPlugin {
+		d.perPlugin[name] += n
+	}
+}
+
+// recordStats hands the batch's counts to the stats writer. Stats are
+// best-effort and written off the request path; when Redis is slow the
+// counts of several batches go in one round trip.
+func (m *Monitor) recordStats(reqs []request) {
 	if m.total == nil && len(m.perPlugin) == 0 {
 		return
 	}
-	ctx = context.WithoutCancel(ctx)
-	pipe := m.rdb.Pipeline()
-	failed := 0
-	perPlugin := map[string]int{}
+	d := statsDelta{total: len(reqs), perPlugin: map[string]int{}}
 	for _, r := range reqs {
 		if r.failed {
-			failed++
+			d.failed++
 		} else {
-			perPlugin[r.plugin.Plugin.Name()]++
+			d.perPlugin[r.plugin.Plugin.Name()]++
 		}
 	}
-	if m.total != nil {
-		m.total.AddTo(ctx, pipe, len(reqs))
-		m.fail.AddTo(ctx, pipe, failed)
+	m.statsCh <- d
+}
+
+// statsLoop writes stats until statsCh is closed.
+func (m *Monitor) statsLoop(ctx context.Context) {
+	defer close(m.statsDone)
+	for d := range m.statsCh {
+	merge:
+		for {
+			select {
+			case more, ok := <-m.statsCh:
+				if !ok {
+					break merge
+				}
+				d.add(more)
+			default:
+				break merge
+			}
+		}
+		m.writeStats(ctx, d)
 	}
-	for name, n := range perPlugin {
+}
+
+func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {
+	pipe := m.rdb.Pipeline()
+	if m.total != nil {
+		m.total.AddTo(ctx, pipe, d.total)
+		m.fail.AddTo(ctx, pipe, d.failed)
+	}
+	for name, n := range d.perPlugin {
 		if ws := m.perPlugin[name]; ws != nil {
 			ws.AddTo(ctx, pipe, n)
 		}

@@ -131,13 +131,21 @@ func (c *cluster) produce(t testing.TB, values ...string) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	if !waitUntil(30*time.Second, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil polls cond until it holds or timeout passes; it reports cond's last value.
+func waitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
@@ -200,13 +208,19 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 		"stats:kafka-monitor:ScraperHandler:900": 2, "stats:kafka-monitor:ActionHandler:900": 2,
 		"stats:kafka-monitor:StatsHandler:900": 1, "stats:kafka-monitor:ZookeeperHandler:900": 1,
 	}
-	for key, want := range counts {
-		if n := c.rdb.ZCard(ctx, key).Val(); n != want {
-			t.Errorf("ZCARD %s = %d, want %d", key, n, want)
+	// Stats are written off the request path: wait for all of them.
+	statsMatch := func() bool {
+		for key, want := range counts {
+			if c.rdb.ZCard(ctx, key).Val() != want {
+				return false
+			}
 		}
+		return c.rdb.PFCount(ctx, "stats:kafka-monitor:total:lifetime").Val() == 11
 	}
-	if n := c.rdb.PFCount(ctx, "stats:kafka-monitor:total:lifetime").Val(); n != 11 {
-		t.Errorf("total lifetime = %d, want 11", n)
+	if waitUntil(30*time.Second, statsMatch); !statsMatch() {
+		for key, want := range counts {
+			t.Errorf("ZCARD %s = %d, want %d", key, c.rdb.ZCard(ctx, key).Val(), want)
+		}
 	}
 	snap := m.StatsSnapshot(ctx)
 	if snap["total_900"] != int64(11) || snap["fail_lifetime"] != int64(5) || snap["plugin_ScraperHandler_604800"] != int64(2) {

@@ -100,6 +100,9 @@ type core struct {
 	level  Level
 	now    func() time.Time
 	closer io.Closer // the rotating file, nil for stdout and Output
+	// printsExtras is false for text lines without IncludeExtra, whose
+	// formatter never reads the extras: Log then does not copy them.
+	printsExtras bool
 
 	cbMu      sync.RWMutex
 	callbacks [LevelCritical + 1][]callback // copy on write
@@ -173,9 +176,10 @@ func New(cfg Config) (*Logger, error) {
 				// Never reached (we call no Fatal method); a safety net.
 				ExitFunc: func(int) {},
 			},
-			level:  level,
-			now:    now,
-			closer: closer,
+			level:        level,
+			now:          now,
+			closer:       closer,
+			printsExtras: cfg.JSON || cfg.IncludeExtra,
 		},
 		name: name,
 	}
@@ -252,6 +256,12 @@ func (l *Logger) Log(lvl Level, msg string, extra ...Extra) {
 	lvl = min(lvl, LevelCritical)
 	merged := l.merge(extra)
 
+	if !c.printsExtras {
+		entry := &logrus.Entry{Logger: c.lg, Data: logrus.Fields{loggerKey: l.name}, Time: c.now()}
+		entry.Log(lvl.logrusLevel(), msg)
+		c.fire(lvl, msg, merged)
+		return
+	}
 	data := make(logrus.Fields, len(merged)+1)
 	for k, v := range merged {
 		key := k

@@ -10,15 +10,17 @@ import (
 
 // Sorted-set members must be unique per event: the original uses the float
 // timestamp as member, so two hits in the same microsecond count once.
-// A member here is "<unix seconds>:<process id>:<sequence>"; readers only
-// count members (ZCARD) or remove them by score, so the content is free.
+// A member here is "<process id><sequence>" (12 hex digits and a base-36
+// counter): the score holds the time, and readers only count members
+// (ZCARD) or remove them by score, so the content is free. Short members
+// keep Redis's work per hit small.
 var (
 	processID = newProcessID()
 	hitSeq    atomic.Uint64
 )
 
 func newProcessID() string {
-	var b [8]byte
+	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		// crypto/rand does not fail on supported platforms; fall back to
 		// the start time, which is unique enough among live processes.
@@ -34,14 +36,10 @@ func unixSeconds(t time.Time) float64 {
 
 // newHit returns the score and a unique member for an event at now.
 func newHit(now time.Time) (float64, string) {
-	score := unixSeconds(now)
-	b := make([]byte, 0, 48)
-	b = strconv.AppendFloat(b, score, 'f', 6, 64)
-	b = append(b, ':')
+	b := make([]byte, 0, 24)
 	b = append(b, processID...)
-	b = append(b, ':')
 	b = strconv.AppendUint(b, hitSeq.Add(1), 36)
-	return score, string(b)
+	return unixSeconds(now), string(b)
 }
 
 // formatScore writes a score bound for ZCOUNT/ZREMRANGEBYSCORE.
