@@ -1,0 +1,78 @@
+package customplugin_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/examples/customplugin"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// The example plugin, enabled beside the built-in ones, handles its requests
+// through a running monitor.
+func TestNewPluginStoresItsRequestsThroughTheMonitor(t *testing.T) {
+	r := harness.StartRedis(t)
+	k := harness.StartKafka(t)
+	s, err := settings.Load(monitor.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{
+		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port), "KAFKA_HOSTS": k.Hosts(),
+		"STATS_DUMP": "0", "LOG_LEVEL": "WARNING",
+		"PLUGINS": `{"` + customplugin.Key + `": 500}`,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.Map("PLUGINS")); got != 5 {
+		t.Fatalf("PLUGINS has %d entries, want the 4 defaults plus the example", got)
+	}
+	log, err := logfactory.New(logfactory.ConfigFromSettings(s, "kafka-monitor"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := r.TestClient(t)
+	m, err := monitor.New(ctx, s, log, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	// Sent with feed, which validates against the same plugins.
+	if err := monitor.Feed(ctx, s, log, []byte(`{"uuid": "abc", "my_string": "hello"}`)); err != nil {
+		t.Fatal(err)
+	}
+	kcfg, _ := kafkaclient.ConfigFromSettings(s)
+	w := kcfg.NewWriter("demo.incoming")
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(`{"uuid": "def", "my_string": ""}`)}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Processed() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("processed %d of 2", m.Processed())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := rdb.Get(ctx, "custom:abc").Val(); got != "hello" {
+		t.Fatalf("custom:abc = %q", got)
+	}
+	if rdb.Exists(ctx, "custom:def").Val() != 0 {
+		t.Fatal("a request with an empty my_string (minLength 1) was stored")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
