@@ -331,15 +331,20 @@ func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
 // minChunk is the smallest share of a batch worth a worker of its own.
 const minChunk = 32
 
-// logOutcomes logs each request's result, as the original does.
+// logOutcomes tells observing plugins their requests were stored and logs
+// each request's result, as the original does.
 func (m *Monitor) logOutcomes(reqs []request) {
 	info := m.log.Enabled(logfactory.LevelInfo)
 	for i := range reqs {
 		r := &reqs[i]
-		switch {
-		case r.failed:
+		if r.failed {
 			r.failLog()
-		case info:
+			continue
+		}
+		if obs, ok := r.plugin.Plugin.(plugin.StoreObserver); ok {
+			obs.Stored(r.req)
+		}
+		if info {
 			r.req["parsed"], r.req["valid"] = true, true // already stored
 			m.log.Info(r.logMsg, r.req)
 		}
@@ -363,6 +368,9 @@ func (m *Monitor) classify(raw []byte) request {
 		return m.failed(r, logfactory.LevelWarning, "Did not find schema to validate request", logfactory.Extra{
 			"parsed": true, "valid": false, "data": preview(raw), "error": plugin.JoinErrors(errs)})
 	}
+	// As the original, the request carries the time it was received (its
+	// queue entry too, so a crawl fed twice is queued twice).
+	req["ts"] = json.Number(plugin.PythonFloat(float64(time.Now().UnixMicro()) / 1e6))
 	r.plugin, r.req = p, req
 	return r
 }

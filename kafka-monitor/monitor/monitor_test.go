@@ -176,6 +176,11 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 	if err := json.Unmarshal([]byte(zs[0].Member.(string)), &got); err != nil {
 		t.Fatal(err)
 	}
+	// As the original, the request carries the time it was received.
+	if ts, ok := got["ts"].(float64); !ok || time.Since(time.Unix(int64(ts), 0)) > time.Minute {
+		t.Errorf("queued request ts = %v, want the receive time", got["ts"])
+	}
+	delete(got, "ts")
 	want := map[string]any{"url": "http://www.istresearch.com/about", "appid": "testapp", "crawlid": "ABC123",
 		"spiderid": "link", "priority": 1.0, "maxdepth": 0.0, "domain_max_pages": nil, "allowed_domains": nil,
 		"allow_regex": nil, "deny_regex": nil, "deny_extensions": nil, "expires": 0.0, "useragent": nil,

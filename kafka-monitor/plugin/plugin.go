@@ -58,6 +58,13 @@ type Plugin interface {
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
 }
 
+// StoreObserver is implemented by plugins that need to know when a
+// request's writes were stored: the monitor calls Stored after the pipeline
+// holding them succeeded (Handle may run again before that, on a retry).
+type StoreObserver interface {
+	Stored(req Request)
+}
+
 // RejectError marks a request a plugin refuses for good: it is logged,
 // counted as a failure and its message committed.
 type RejectError struct{ Reason string }

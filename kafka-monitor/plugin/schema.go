@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -45,8 +46,12 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 // Name is the name the schema was compiled under.
 func (s *Schema) Name() string { return s.name }
 
-// DecodeJSON parses one JSON document with numbers as json.Number; trailing
-// data after it is an error.
+// DecodeJSON parses one JSON document as Python's json.loads reads it: an
+// integer literal is a json.Number keeping its exact digits ("-0" reads as
+// 0), a literal with a fraction or exponent is a float64 (Python's float,
+// so 1.00000000000000000001 is 1.0 and 1e400 is +Inf). Trailing data after
+// the document is an error. Unlike Python, NaN and Infinity literals are not
+// JSON and are rejected.
 func DecodeJSON(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -57,7 +62,31 @@ func DecodeJSON(data []byte) (any, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("invalid JSON: data after the JSON value")
 	}
-	return v, nil
+	return pythonNumbers(v), nil
+}
+
+// pythonNumbers converts number literals as json.loads would.
+func pythonNumbers(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		if !strings.ContainsAny(string(t), ".eE") {
+			if t == "-0" {
+				return json.Number("0")
+			}
+			return t
+		}
+		f, _ := strconv.ParseFloat(string(t), 64) // out of range: ±Inf or ±0, as Python
+		return f
+	case map[string]any:
+		for k, x := range t {
+			t[k] = pythonNumbers(x)
+		}
+	case []any:
+		for i, x := range t {
+			t[i] = pythonNumbers(x)
+		}
+	}
+	return v
 }
 
 // Validate reports why v (as DecodeJSON returns it) does not match, in one line.
@@ -66,7 +95,7 @@ func (s *Schema) Validate(v any) error {
 		return errors.New(oneLine(err))
 	}
 	// Draft 4 as the original runs it: an integer is a number written
-	// without fraction or exponent (1.0 is a number, not an integer).
+	// without fraction or exponent (1.0 is a float, not an integer).
 	if loc := nonIntegerAt(s.doc, v, ""); loc != "" {
 		return fmt.Errorf("at '%s': got number, want integer", loc)
 	}
@@ -92,7 +121,7 @@ func oneLine(err error) string {
 // where the schema asks for an integer, or "".
 func nonIntegerAt(schema map[string]any, v any, loc string) string {
 	if wantsIntegerOnly(schema["type"]) {
-		if n, ok := v.(json.Number); ok && strings.ContainsAny(string(n), ".eE") {
+		if _, isFloat := v.(float64); isFloat {
 			return loc
 		}
 	}

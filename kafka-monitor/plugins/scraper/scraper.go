@@ -33,7 +33,8 @@ func init() { plugin.Register(Key, func() plugin.Plugin { return &Handler{} }) }
 // Handler queues crawl requests.
 type Handler struct {
 	mu        sync.Mutex
-	announced map[string]time.Time
+	announced map[string]time.Time // queue key -> when its announcement was stored
+	pending   map[string]bool      // announced on a pipeline not stored yet
 }
 
 // Name is the stats name.
@@ -47,9 +48,7 @@ func (h *Handler) Setup(context.Context, plugin.Env) error { return nil }
 
 // Handle queues the request at <spiderid>:<domain>:queue with score -priority.
 func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
-	url, _ := req["url"].(string)
-	spider, _ := req["spiderid"].(string)
-	key, err := rediskeys.QueueKeyForURL(spider, url)
+	key, spider, err := queueKey(req)
 	if err != nil {
 		return "", plugin.Reject("%v", err)
 	}
@@ -57,7 +56,7 @@ func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipel
 	if err != nil {
 		return "", plugin.Reject("priority: %v", err)
 	}
-	member, err := json.Marshal(req)
+	member, err := plugin.MarshalPython(req)
 	if err != nil {
 		return "", plugin.Reject("encode request: %v", err)
 	}
@@ -67,24 +66,56 @@ func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipel
 		crawlid, _ := req["crawlid"].(string)
 		tx.Set(ctx, rediskeys.TimeoutKey(spider, appid, crawlid), string(expires), 0)
 	}
-	if h.shouldAnnounce(key) {
+	if h.announceDue(key) {
 		tx.Publish(ctx, rediskeys.QueueChannel(spider), key)
 	}
 	return "Added crawl to Redis", nil
 }
 
-// shouldAnnounce reports whether key was not announced in the last
-// AnnounceInterval, and remembers it; old entries are forgotten as it goes.
-func (h *Handler) shouldAnnounce(key string) bool {
+func queueKey(req plugin.Request) (key, spider string, err error) {
+	url, _ := req["url"].(string)
+	spider, _ = req["spiderid"].(string)
+	key, err = rediskeys.QueueKeyForURL(spider, url)
+	return key, spider, err
+}
+
+// announceDue reports whether key needs announcing: not announced (and
+// stored) within AnnounceInterval. It stays due until Stored confirms it.
+func (h *Handler) announceDue(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if last, ok := h.announced[key]; ok && time.Since(last) < AnnounceInterval {
+		return false
+	}
+	if h.pending == nil {
+		h.pending = map[string]bool{}
+	}
+	h.pending[key] = true
+	return true
+}
+
+// Stored confirms the announcement of a stored request's queue, if one was pending.
+func (h *Handler) Stored(req plugin.Request) {
+	h.mu.Lock()
+	none := len(h.pending) == 0
+	h.mu.Unlock()
+	if none {
+		return
+	}
+	key, _, err := queueKey(req)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.pending[key] {
+		return
+	}
+	delete(h.pending, key)
 	if h.announced == nil {
 		h.announced = map[string]time.Time{}
 	}
 	now := time.Now()
-	if last, ok := h.announced[key]; ok && now.Sub(last) < AnnounceInterval {
-		return false
-	}
 	if len(h.announced) > 10000 {
 		for k, t := range h.announced {
 			if now.Sub(t) >= AnnounceInterval {
@@ -93,5 +124,4 @@ func (h *Handler) shouldAnnounce(key string) bool {
 		}
 	}
 	h.announced[key] = now
-	return true
 }

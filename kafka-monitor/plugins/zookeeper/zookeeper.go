@@ -48,7 +48,7 @@ func (Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeline
 		}
 		value["hits"], value["window"], value["scale"] = hits, window, req["scale"]
 	}
-	b, err := json.Marshal(value)
+	b, err := plugin.MarshalPython(value)
 	if err != nil {
 		return "", plugin.Reject("encode request: %v", err)
 	}

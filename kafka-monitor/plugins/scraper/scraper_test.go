@@ -1,0 +1,349 @@
+package scraper_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// request builds a request the way the monitor does: decode, then the
+// first (here: only) plugin whose schema accepts it, with defaults filled.
+func request(t *testing.T, raw string) plugin.Request {
+	t.Helper()
+	plugins, err := plugin.Load(map[string]any{scraper.Key: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := plugin.DecodeJSON([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, req, errs := plugin.Match(plugins, decoded)
+	if p == nil {
+		t.Fatalf("schema rejects %s: %v", raw, errs)
+	}
+	return req
+}
+
+// handle runs h on one pipeline, executes it and confirms the request was
+// stored (plugin.StoreObserver), as the monitor does. A rejected request
+// must not have queued anything.
+func handle(t *testing.T, h plugin.Plugin, c *redis.Client, req plugin.Request) error {
+	t.Helper()
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	if _, err := h.Handle(ctx, req, pipe); err != nil {
+		if n := pipe.Len(); n != 0 {
+			t.Errorf("Handle failed (%v) but queued %d writes", err, n)
+		}
+		return err
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if obs, ok := h.(plugin.StoreObserver); ok {
+		obs.Stored(req)
+	}
+	return nil
+}
+
+// dump is everything in Redis: strings by value, sorted sets as
+// "member @ score" in rank order.
+func dump(t *testing.T, c *redis.Client) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for _, k := range keys {
+		switch typ := c.Type(ctx, k).Val(); typ {
+		case "string":
+			out[k] = c.Get(ctx, k).Val()
+		case "zset":
+			var zs []string
+			for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
+				zs = append(zs, fmt.Sprintf("%v @ %v", z.Member, z.Score))
+			}
+			out[k] = zs
+		default:
+			out[k] = typ
+		}
+	}
+	return out
+}
+
+func decodeNumbers(t *testing.T, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("decode %s: %v", s, err)
+	}
+	return m
+}
+
+func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","priority":5}`)
+	if err := handle(t, &scraper.Handler{}, c, req); err != nil {
+		t.Fatal(err)
+	}
+
+	zs := c.ZRangeWithScores(context.Background(), "link:example.com:queue", 0, -1).Val()
+	if len(zs) != 1 || zs[0].Score != -5 {
+		t.Fatalf("link:example.com:queue = %v, want one member with score -5", zs)
+	}
+	member := zs[0].Member.(string)
+	want := decodeNumbers(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123",
+		"spiderid":"link","priority":5,"maxdepth":0,"domain_max_pages":null,"allowed_domains":null,
+		"allow_regex":null,"deny_regex":null,"deny_extensions":null,"expires":0,"useragent":null,
+		"cookie":null,"attrs":null}`)
+	if got := decodeNumbers(t, member); !reflect.DeepEqual(got, want) {
+		t.Errorf("member = %s\nwant the request with every default: %v", member, want)
+	}
+	if encoded, _ := json.Marshal(req); member != string(encoded) {
+		t.Errorf("member = %s, want the JSON of the filled request %s", member, encoded)
+	}
+	if keys := c.Keys(context.Background(), "*").Val(); len(keys) != 1 {
+		t.Errorf("keys = %v, want only the queue (expires 0 sets no timeout)", keys)
+	}
+}
+
+func TestHandleQueuesEveryFieldAsGiven(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	raw := `{"url":"https://www.example.com/a?b=c","appid":"testapp","crawlid":"abc123","spiderid":"wandering",
+		"priority":100,"maxdepth":3,"domain_max_pages":2000,"allowed_domains":["example.com","example.org"],
+		"allow_regex":[".*news.*"],"deny_regex":[".*login.*"],"deny_extensions":["pdf"],"expires":1893456000,
+		"useragent":"Mozilla/5.0 ☃","cookie":"a=b; c=d","attrs":{"nested":{"list":[1,2.5,null,"😀"]},"n":-7}}`
+	if err := handle(t, &scraper.Handler{}, c, request(t, raw)); err != nil {
+		t.Fatal(err)
+	}
+	zs := c.ZRangeWithScores(context.Background(), "wandering:example.com:queue", 0, -1).Val()
+	if len(zs) != 1 || zs[0].Score != -100 {
+		t.Fatalf("wandering:example.com:queue = %v, want one member with score -100", zs)
+	}
+	if got, want := decodeNumbers(t, zs[0].Member.(string)), decodeNumbers(t, raw); !reflect.DeepEqual(got, want) {
+		t.Errorf("member = %v\nwant exactly the request %v", got, want)
+	}
+	if got := c.Get(context.Background(), "timeout:wandering:testapp:abc123").Val(); got != "1893456000" {
+		t.Errorf("timeout:wandering:testapp:abc123 = %q, want 1893456000", got)
+	}
+}
+
+func TestHandleSetsTimeoutKeyOnlyWhenExpiresIsNotZero(t *testing.T) {
+	r := harness.StartRedis(t)
+	c := r.TestClient(t)
+	for _, tc := range []struct {
+		name, expires string
+		want          string // "" for no timeout key
+	}{
+		{"absent (default 0)", "", ""},
+		{"zero", "0", ""},
+		// The original reads -0 as the integer 0 and sets no key.
+		{"minus zero", "-0", ""},
+		{"epoch seconds", "1893456000", "1893456000"},
+		{"negative", "-1", "-1"},
+		{"beyond 64 bits, kept as written", "1000000000000000000000000000000", "1000000000000000000000000000000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := r.FlushAll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			raw := `{"url":"http://example.com","appid":"testapp","crawlid":"abc123"`
+			if tc.expires != "" {
+				raw += `,"expires":` + tc.expires
+			}
+			if err := handle(t, &scraper.Handler{}, c, request(t, raw+"}")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Get(context.Background(), rediskeys.TimeoutKey("link", "testapp", "abc123")).Result()
+			switch {
+			case tc.want == "" && err != redis.Nil:
+				t.Errorf("timeout:link:testapp:abc123 = %q (err %v), want no key", got, err)
+			case tc.want != "" && got != tc.want:
+				t.Errorf("timeout:link:testapp:abc123 = %q (err %v), want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestHandleOrdersTheQueueByPriority(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	h := &scraper.Handler{}
+	for _, p := range []string{"1", "100", "50"} {
+		raw := `{"url":"http://example.com/` + p + `","appid":"testapp","crawlid":"c` + p + `","priority":` + p + `}`
+		if err := handle(t, h, c, request(t, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, z := range c.ZRangeWithScores(context.Background(), "link:example.com:queue", 0, -1).Val() {
+		got = append(got, fmt.Sprintf("%s@%v", decodeNumbers(t, z.Member.(string))["crawlid"], z.Score))
+	}
+	if want := []string{"c100@-100", "c50@-50", "c1@-1"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("queue in pop order = %v, want %v", got, want)
+	}
+}
+
+func TestHandleKeysTheQueueByRegisteredDomain(t *testing.T) {
+	r := harness.StartRedis(t)
+	c := r.TestClient(t)
+	for _, tc := range []struct{ url, spider, key string }{
+		{"http://example.com", "", "link:example.com:queue"},
+		{"https://www.example.co.uk/path?q=1#f", "", "link:example.co.uk:queue"},
+		{"http://WWW.Example.COM/", "", "link:example.com:queue"},
+		{"http://127.0.0.1:8080/page", "", "link:127.0.0.1.:queue"},
+		{"http://localhost/", "", "link:localhost.:queue"},
+		{"http://example.com", "wandering", "wandering:example.com:queue"},
+	} {
+		t.Run(tc.key+" for "+tc.url, func(t *testing.T) {
+			if err := r.FlushAll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			raw := `{"url":"` + tc.url + `","appid":"testapp","crawlid":"abc123"`
+			if tc.spider != "" {
+				raw += `,"spiderid":"` + tc.spider + `"`
+			}
+			if err := handle(t, &scraper.Handler{}, c, request(t, raw+"}")); err != nil {
+				t.Fatal(err)
+			}
+			if keys := c.Keys(context.Background(), "*").Val(); !reflect.DeepEqual(keys, []string{tc.key}) {
+				t.Errorf("keys = %v, want [%s]", keys, tc.key)
+			}
+		})
+	}
+}
+
+func TestHandleRejectsURLsWithoutHTTPHost(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	for _, url := range []string{"ftp://example.com/file", "http://", "not a url", "", "/relative/path", "mailto:a@example.com", "http://%zz"} {
+		t.Run(strconv.Quote(url), func(t *testing.T) {
+			req := request(t, `{"url":"`+url+`","appid":"testapp","crawlid":"abc123","expires":1893456000}`)
+			err := handle(t, &scraper.Handler{}, c, req)
+			if !plugin.IsReject(err) {
+				t.Errorf("Handle(url %q) = %v, want a rejection", url, err)
+			}
+			if got := dump(t, c); len(got) != 0 {
+				t.Errorf("Redis holds %v after a rejected request, want nothing", got)
+			}
+		})
+	}
+}
+
+// subscribe listens on the spider's announce channel; the returned func
+// collects the messages published up to a marker the test publishes itself,
+// so no fixed wait is needed to know that nothing else came.
+func subscribe(t *testing.T, c *redis.Client, spider string) func() []string {
+	t.Helper()
+	ctx := context.Background()
+	channel := rediskeys.QueueChannel(spider)
+	ps := c.Subscribe(ctx, channel)
+	t.Cleanup(func() { ps.Close() })
+	if _, err := ps.Receive(ctx); err != nil { // the subscription confirmation
+		t.Fatal(err)
+	}
+	return func() []string {
+		t.Helper()
+		const marker = "--end of test messages--"
+		if err := c.Publish(ctx, channel, marker).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			msg, err := ps.ReceiveMessage(rctx)
+			cancel()
+			if err != nil {
+				t.Fatalf("receive on %s: %v (so far %v)", channel, err, got)
+			}
+			if msg.Payload == marker {
+				return got
+			}
+			got = append(got, msg.Payload)
+		}
+	}
+}
+
+func TestHandleAnnouncesANewQueueOnceWithinTheInterval(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	received := subscribe(t, c, "link")
+	h := &scraper.Handler{}
+	for _, raw := range []string{
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"c1"}`,
+		`{"url":"http://example.com/2","appid":"testapp","crawlid":"c2"}`,
+		`{"url":"http://example.org/","appid":"testapp","crawlid":"c3"}`,
+		`{"url":"http://www.example.com/3","appid":"testapp","crawlid":"c4"}`,
+		`{"url":"http://example.com/4","appid":"testapp","crawlid":"c5","spiderid":"wandering"}`,
+	} {
+		if err := handle(t, h, c, request(t, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"link:example.com:queue", "link:example.org:queue"}
+	if got := received(); !reflect.DeepEqual(got, want) {
+		t.Errorf("announced on %s: %v, want %v (each new queue once)", rediskeys.QueueChannel("link"), got, want)
+	}
+}
+
+// The monitor runs Handle again when the pipeline's write failed; the
+// queue the failed write would have announced must still be announced.
+func TestHandleAnnouncesAgainWhenTheFirstWriteFailed(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	received := subscribe(t, c, "link")
+	h := &scraper.Handler{}
+	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123"}`)
+
+	failed := c.Pipeline()
+	if _, err := h.Handle(context.Background(), req, failed); err != nil {
+		t.Fatal(err)
+	}
+	failed.Discard() // as if Redis had been unreachable: nothing was written
+
+	if err := handle(t, h, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := received(), []string{"link:example.com:queue"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("announced %v after the retry, want %v", got, want)
+	}
+}
+
+func TestHandleTwiceLeavesTheSameState(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	h := &scraper.Handler{}
+	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","priority":7,"expires":1893456000,"attrs":{"b":1,"a":[2]}}`)
+	if err := handle(t, h, c, req); err != nil {
+		t.Fatal(err)
+	}
+	first := dump(t, c)
+	if len(first) != 2 {
+		t.Fatalf("after one Handle Redis holds %v, want the queue and the timeout key", first)
+	}
+	if err := handle(t, h, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if second := dump(t, c); !reflect.DeepEqual(first, second) {
+		t.Errorf("after a repeated Handle Redis holds\n%v\nwant as after the first\n%v", second, first)
+	}
+	// A fresh handler (a restarted monitor) writes the same bytes too.
+	if err := handle(t, &scraper.Handler{}, c, request(t, `{"attrs":{"a":[2],"b":1},"expires":1893456000,"priority":7,"crawlid":"abc123","appid":"testapp","url":"http://example.com"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if third := dump(t, c); !reflect.DeepEqual(first, third) {
+		t.Errorf("the same request with its fields in another order left\n%v\nwant\n%v", third, first)
+	}
+}
