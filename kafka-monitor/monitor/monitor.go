@@ -408,9 +408,16 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	}
 }
 
-func (m *Monitor) storeOnce(ctx context.Context, reqs []request) error {
+func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	pipe := m.rdb.Pipeline()
+	handled := 0 // reqs[:handled] had Handle run in this attempt
+	defer func() {
+		if err != nil {
+			notStored(reqs[:handled])
+		}
+	}()
 	for i := range reqs {
+		handled = i + 1
 		r := &reqs[i]
 		if r.plugin == nil {
 			continue
@@ -429,8 +436,20 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) error {
 	if pipe.Len() == 0 {
 		return nil
 	}
-	_, err := pipe.Exec(ctx)
+	_, err = pipe.Exec(ctx)
 	return err
+}
+
+// notStored tells observing plugins the writes of reqs failed.
+func notStored(reqs []request) {
+	for _, r := range reqs {
+		if r.plugin == nil {
+			continue
+		}
+		if obs, ok := r.plugin.Plugin.(plugin.StoreObserver); ok {
+			obs.NotStored(r.req)
+		}
+	}
 }
 
 // statsDelta is what one or more batches add to the stats counters.

@@ -273,7 +273,7 @@ func TestNewDomainQueueIsAnnouncedOnce(t *testing.T) {
 	}
 	select {
 	case msg := <-sub.Channel():
-		t.Fatalf("extra announcement %q", msg.Payload)
+		t.Fatalf("extra announcement %q (handled %d messages)", msg.Payload, m.Processed())
 	case <-time.After(200 * time.Millisecond):
 	}
 	if strings.Join(got, ",") != "link:example.com:queue,link:other.org:queue" &&

@@ -58,11 +58,13 @@ type Plugin interface {
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
 }
 
-// StoreObserver is implemented by plugins that need to know when a
-// request's writes were stored: the monitor calls Stored after the pipeline
-// holding them succeeded (Handle may run again before that, on a retry).
+// StoreObserver is implemented by plugins that need to know whether a
+// request's writes were stored: after each attempt to run the pipeline
+// holding them, the monitor calls Stored when it succeeded, or NotStored
+// when it failed (Handle then runs again for the request).
 type StoreObserver interface {
 	Stored(req Request)
+	NotStored(req Request)
 }
 
 // RejectError marks a request a plugin refuses for good: it is logged,

@@ -106,7 +106,7 @@ func (r *Redis) Client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: r.Addr})
 }
 
-// TestClient returns a client closed when tb ends, with the database flushed first.
+// TestClient returns a client for this server, closed when tb ends.
 func (r *Redis) TestClient(tb testing.TB) *redis.Client {
 	tb.Helper()
 	c := r.Client()

@@ -236,7 +236,7 @@ func (c Config) readerConfig(topic, group string, partition ...int) kafka.Reader
 		CommitInterval: c.CommitInterval,
 		// Room for large batches: consumers hand messages over in batches.
 		QueueCapacity: 1000,
-		Dialer:         &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
+		Dialer:        &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
 		// Rebalances should not stall a small cluster for long.
 		HeartbeatInterval: time.Second,
 		SessionTimeout:    10 * time.Second,

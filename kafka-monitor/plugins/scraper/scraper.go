@@ -79,11 +79,14 @@ func queueKey(req plugin.Request) (key, spider string, err error) {
 	return key, spider, err
 }
 
-// announceDue reports whether key needs announcing: not announced (and
-// stored) within AnnounceInterval. It stays due until Stored confirms it.
+// announceDue reports whether key needs announcing: not announced within
+// AnnounceInterval, and no announcement of it waiting to be stored.
 func (h *Handler) announceDue(key string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.pending[key] {
+		return false
+	}
 	if last, ok := h.announced[key]; ok && time.Since(last) < AnnounceInterval {
 		return false
 	}
@@ -92,6 +95,22 @@ func (h *Handler) announceDue(key string) bool {
 	}
 	h.pending[key] = true
 	return true
+}
+
+// NotStored forgets a pending announcement whose write failed, so the
+// retry announces the queue again.
+func (h *Handler) NotStored(req plugin.Request) {
+	h.mu.Lock()
+	none := len(h.pending) == 0
+	h.mu.Unlock()
+	if none {
+		return
+	}
+	if key, _, err := queueKey(req); err == nil {
+		h.mu.Lock()
+		delete(h.pending, key)
+		h.mu.Unlock()
+	}
 }
 
 // Stored confirms the announcement of a stored request's queue, if one was pending.

@@ -313,6 +313,7 @@ func TestHandleAnnouncesAgainWhenTheFirstWriteFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed.Discard() // as if Redis had been unreachable: nothing was written
+	h.NotStored(req) // what the monitor says then
 
 	if err := handle(t, h, c, req); err != nil {
 		t.Fatal(err)
