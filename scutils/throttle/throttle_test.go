@@ -22,10 +22,19 @@ var server *harness.Redis
 
 func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
 
+// flushed records the tests that already emptied the shared server, so
+// each test starts from an empty Redis even when run with -count.
+var flushed sync.Map
+
 func client(tb testing.TB) *redis.Client {
 	tb.Helper()
 	c := server.Client()
 	tb.Cleanup(func() { c.Close() })
+	if _, done := flushed.LoadOrStore(tb, true); !done {
+		if err := c.FlushAll(context.Background()).Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return c
 }
 
