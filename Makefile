@@ -55,10 +55,12 @@ run: build
 	@echo "Built: $(BINARIES)"
 	@echo
 	@echo "The one-command local cluster is not built yet (see the local-cluster issue)."
-	@echo "Today each binary shows its effective settings, e.g.:"
-	@echo "    bin/kafka-monitor settings --set KAFKA_HOSTS=localhost:9092"
-	@echo "and file-pusher pushes a domain config into ZooKeeper:"
-	@echo "    bin/file-pusher --help"
+	@echo "Against your own Kafka and Redis, today you can run:"
+	@echo "    bin/kafka-monitor run --set KAFKA_HOSTS=localhost:9092 --set REDIS_HOST=localhost"
+	@echo "    bin/kafka-monitor feed '{\"url\": \"http://example.com\", \"appid\": \"testapp\", \"crawlid\": \"abc\"}'"
+	@echo "    bin/kafkadump list; bin/kafkadump dump -t demo.incoming -b -p"
+	@echo "Every binary prints its effective settings with '<binary> settings'; file-pusher pushes a"
+	@echo "domain config into ZooKeeper (bin/file-pusher --help)."
 
 clean:
 	rm -rf bin
