@@ -42,24 +42,40 @@ func (r *rollingSet) increment(ctx context.Context) error {
 }
 
 // queue adds n hits to every key on pipe: one ZADD per window and one PFADD,
-// whatever n is.
+// whatever n is. The arguments are built once and shared by every window.
 func (r *rollingSet) queue(ctx context.Context, pipe redis.Pipeliner, n int) {
 	if n <= 0 {
 		return
 	}
 	now := r.clock()
-	zs := make([]redis.Z, n)
-	members := make([]any, n)
-	for i := range zs {
-		score, member := newHit(now)
-		zs[i] = redis.Z{Score: score, Member: member}
-		members[i] = member
+	zadd := make([]any, 2, 2+2*n) // "zadd", key, score, member, ...
+	zadd[0] = "zadd"
+	var pfadd []any
+	if r.lifetimeKey != "" {
+		pfadd = make([]any, 2, 2+n)
+		pfadd[0], pfadd[1] = "pfadd", r.lifetimeKey
+	}
+	score := ""
+	for range n {
+		s, member := newHit(now)
+		if score == "" {
+			score = formatScore(s)
+		}
+		zadd = append(zadd, score, member)
+		if pfadd != nil {
+			pfadd = append(pfadd, member)
+		}
 	}
 	for _, k := range r.keys {
-		pipe.ZAdd(ctx, k, zs...)
+		args := zadd
+		if len(r.keys) > 1 {
+			args = slices.Clone(zadd)
+		}
+		args[1] = k
+		pipe.Do(ctx, args...)
 	}
-	if r.lifetimeKey != "" {
-		pipe.PFAdd(ctx, r.lifetimeKey, members...)
+	if pfadd != nil {
+		pipe.Do(ctx, pfadd...)
 	}
 }
 
