@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,25 +60,7 @@ func producer(t *testing.T, cfg kafkaclient.Config, topic string) func(partition
 	}
 }
 
-// syncBuffer is an output written by Dump while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger(t *testing.T, out *syncBuffer) *logfactory.Logger {
+func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
 	t.Helper()
 	log, err := logfactory.New(logfactory.Config{Name: "kafkadump", Level: "DEBUG", Output: out})
 	if err != nil {
@@ -212,7 +193,7 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, logs syncBuffer
+	var out, logs harness.OutputBuffer
 	type result struct {
 		sum Summary
 		err error

@@ -1,7 +1,6 @@
 package monitor_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,24 +30,7 @@ type cluster struct {
 	rdb   *redis.Client
 	s     *settings.Settings
 	log   *logfactory.Logger
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *harness.OutputBuffer
 }
 
 func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *cluster {
@@ -68,7 +50,7 @@ func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &harness.OutputBuffer{}
 	cfg := logfactory.ConfigFromSettings(s, "kafka-monitor")
 	cfg.Output = logs
 	log, err := logfactory.New(cfg)

@@ -218,3 +218,25 @@ func reportLaunchError(service string, err error) int {
 	fmt.Printf("start %s: %v\n", service, err)
 	return 1
 }
+
+// OutputBuffer collects output (a logger's, a child process's) while a test
+// reads it: Write and String are safe to call from different goroutines.
+type OutputBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+// Write appends p.
+func (o *OutputBuffer) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.b = append(o.b, p...)
+	return len(p), nil
+}
+
+// String returns everything written so far.
+func (o *OutputBuffer) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return string(o.b)
+}

@@ -13,50 +13,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// request builds a request the way the monitor does: decode, then the
-// first (here: only) plugin whose schema accepts it, with defaults filled.
+// request builds a request the way the monitor does.
 func request(t *testing.T, raw string) plugin.Request {
 	t.Helper()
-	plugins, err := plugin.Load(map[string]any{scraper.Key: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoded, err := plugin.DecodeJSON([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, req, errs := plugin.Match(plugins, decoded)
-	if p == nil {
-		t.Fatalf("schema rejects %s: %v", raw, errs)
-	}
-	return req
+	return plugintest.Request(t, &scraper.Handler{}, raw)
 }
 
 // handle runs h on one pipeline, executes it and confirms the request was
-// stored (plugin.StoreObserver), as the monitor does. A rejected request
-// must not have queued anything.
+// stored, as the monitor does.
 func handle(t *testing.T, h plugin.Plugin, c *redis.Client, req plugin.Request) error {
 	t.Helper()
-	ctx := context.Background()
-	pipe := c.Pipeline()
-	if _, err := h.Handle(ctx, req, pipe); err != nil {
-		if n := pipe.Len(); n != 0 {
-			t.Errorf("Handle failed (%v) but queued %d writes", err, n)
-		}
-		return err
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatalf("exec: %v", err)
-	}
-	if obs, ok := h.(plugin.StoreObserver); ok {
-		obs.Stored(req)
-	}
-	return nil
+	return plugintest.Handle(t, h, c, req)
 }
 
 // dump is everything in Redis: strings by value, sorted sets as

@@ -8,55 +8,29 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/stats"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
-// request builds a request the way the monitor does: decode, then the
-// first (here: only) plugin whose schema accepts it, with defaults filled.
+// request builds a request the way the monitor does.
 func request(t *testing.T, raw string) plugin.Request {
 	t.Helper()
-	plugins, err := plugin.Load(map[string]any{stats.Key: 300})
-	if err != nil {
-		t.Fatal(err)
-	}
-	decoded, err := plugin.DecodeJSON([]byte(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, req, errs := plugin.Match(plugins, decoded)
-	if p == nil {
-		t.Fatalf("schema rejects %s: %v", raw, errs)
-	}
-	return req
+	return plugintest.Request(t, stats.Handler{}, raw)
 }
 
 // handle runs Handle on one pipeline and executes it, as the monitor does.
 func handle(t *testing.T, c *redis.Client, req plugin.Request) {
 	t.Helper()
-	ctx := context.Background()
-	pipe := c.Pipeline()
-	if _, err := (stats.Handler{}).Handle(ctx, req, pipe); err != nil {
+	if err := plugintest.Handle(t, stats.Handler{}, c, req); err != nil {
 		t.Fatalf("Handle: %v", err)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatalf("exec: %v", err)
 	}
 }
 
 // stringKeys returns every key in Redis with its string value.
 func stringKeys(t *testing.T, c *redis.Client) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	out := map[string]string{}
-	for _, k := range c.Keys(ctx, "*").Val() {
-		v, err := c.Get(ctx, k).Result()
-		if err != nil {
-			t.Fatalf("GET %s: %v", k, err)
-		}
-		out[k] = v
-	}
-	return out
+	return plugintest.StringKeys(t, c)
 }
 
 func TestHandleWritesTheUUIDAtTheStatsRequestKey(t *testing.T) {

@@ -1,0 +1,75 @@
+// Package plugintest runs a Kafka Monitor plugin in tests the way the
+// monitor runs it: requests decoded and validated against the plugin's
+// schema with its defaults filled in, Handle on a pipeline that is then
+// executed, and the plugin told whether its writes were stored.
+package plugintest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+)
+
+// Request decodes raw and validates it against p's schema, with the
+// defaults filled in; it fails the test if the schema rejects it.
+func Request(t testing.TB, p plugin.Plugin, raw string) plugin.Request {
+	t.Helper()
+	schema, err := plugin.CompileSchema(p.Name(), p.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := plugin.DecodeJSON([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(decoded); err != nil {
+		t.Fatalf("%s schema rejects %s: %v", p.Name(), raw, err)
+	}
+	req, ok := decoded.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is not a JSON object", raw)
+	}
+	schema.ApplyDefaults(req)
+	return req
+}
+
+// Handle runs p.Handle for req on a new pipeline of c and executes it, then
+// tells an observing plugin the writes were stored. A Handle error is
+// returned (after checking that nothing was queued); an Exec error fails
+// the test.
+func Handle(t testing.TB, p plugin.Plugin, c redis.Cmdable, req plugin.Request) error {
+	t.Helper()
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	if _, err := p.Handle(ctx, req, pipe); err != nil {
+		if n := pipe.Len(); n != 0 {
+			t.Errorf("Handle failed (%v) but queued %d writes", err, n)
+		}
+		return err
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if obs, ok := p.(plugin.StoreObserver); ok {
+		obs.Stored(req)
+	}
+	return nil
+}
+
+// StringKeys returns every key in Redis with its string value.
+func StringKeys(t testing.TB, c redis.Cmdable) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	for _, k := range c.Keys(ctx, "*").Val() {
+		v, err := c.Get(ctx, k).Result()
+		if err != nil {
+			t.Fatalf("GET %s: %v", k, err)
+		}
+		out[k] = v
+	}
+	return out
+}
