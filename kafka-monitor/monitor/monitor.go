@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -422,7 +423,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		if r.plugin == nil {
 			continue
 		}
-		logMsg, err := r.plugin.Plugin.Handle(ctx, r.req, pipe)
+		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
 		if plugin.IsReject(err) {
 			extra := logfactory.Extra{"parsed": true, "valid": false, "plugin": r.plugin.Plugin.Name(), "error": err.Error(), "data": preview(r.raw)}
 			*r = m.failed(*r, logfactory.LevelError, "Request rejected by plugin", extra)
@@ -438,6 +439,17 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	}
 	_, err = pipe.Exec(ctx)
 	return err
+}
+
+// safeHandle runs p.Handle, turning a panic into a rejection of the request:
+// no request can stop the monitor.
+func safeHandle(ctx context.Context, p plugin.Plugin, req plugin.Request, pipe redis.Pipeliner) (msg string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = plugin.Reject("plugin %s panicked: %v\n%s", p.Name(), v, debug.Stack())
+		}
+	}()
+	return p.Handle(ctx, req, pipe)
 }
 
 // notStored tells observing plugins the writes of reqs failed.
