@@ -64,6 +64,44 @@ func HeartbeatKey(component, host, id string) string {
 	return "stats:" + component + ":self:" + host + ":" + id
 }
 
+// CrawlerHeartbeatKey is a crawler process's self-report (value: epoch
+// seconds, expiring): "stats:crawler:<host>:<spiderid>:<id>". The original's
+// crawlers write this form (not the documented stats:crawler:self:...), and
+// its Redis Monitor counts spiders by it.
+func CrawlerHeartbeatKey(host, spiderID, id string) string {
+	return "stats:crawler:" + host + ":" + spiderID + ":" + id
+}
+
+// CrawlerStatusKey is the base of a crawler host's response-code counters,
+// "stats:crawler:<host>:<spiderid>:<code>", to which the stats package
+// appends ":<window>" or ":lifetime".
+func CrawlerStatusKey(host, spiderID, code string) string {
+	return "stats:crawler:" + host + ":" + spiderID + ":" + code
+}
+
+// RestPollKey holds an answer a REST service caught after its /feed caller
+// stopped waiting, for a later /poll on any REST instance: "rest:poll:<uuid>".
+func RestPollKey(uuid string) string { return "rest:poll:" + uuid }
+
+// LockKey is the Redis Monitor's per-request lock, "lock:<key>", the name
+// python-redis-lock uses, so Go and Python monitors exclude each other.
+func LockKey(key string) string { return "lock:" + key }
+
+// FailuresKey counts failed attempts at a Redis Monitor request:
+// "lock:<key>:failures", as the original.
+func FailuresKey(key string) string { return "lock:" + key + ":failures" }
+
+// DomainConfigKey holds the domain configuration document (the YAML kept in
+// ZooKeeper at ZOOKEEPER_ASSIGN_PATH+ZOOKEEPER_ID) when the cluster runs
+// without ZooKeeper: "domainconfig:<path>", e.g.
+// "domainconfig:/scrapy-cluster/crawler/all". (Go; no Python equivalent.)
+func DomainConfigKey(path string) string { return "domainconfig:" + path }
+
+// DomainConfigChannel is the pub/sub channel on which a change of the
+// document at DomainConfigKey(path) is announced (the message is the new
+// document), so crawlers apply it at once.
+func DomainConfigChannel(path string) string { return DomainConfigKey(path) + ":changed" }
+
 // StatsKey is a component's stats key: "stats:<component>:<name>", to which
 // the stats package appends ":<window>" or ":lifetime".
 func StatsKey(component, name string) string { return "stats:" + component + ":" + name }

@@ -60,6 +60,13 @@ func TestKeyFormats(t *testing.T) {
 		rediskeys.BlacklistKey("link"):                                   "link:blacklist",
 		rediskeys.HeartbeatKey("kafka-monitor", "host1", "e2be29329410"): "stats:kafka-monitor:self:host1:e2be29329410",
 		rediskeys.StatsKey("kafka-monitor", "total"):                     "stats:kafka-monitor:total",
+		rediskeys.CrawlerHeartbeatKey("host1", "link", "abc"):            "stats:crawler:host1:link:abc",
+		rediskeys.CrawlerStatusKey("host1", "link", "200"):               "stats:crawler:host1:link:200",
+		rediskeys.RestPollKey("u1"):                                      "rest:poll:u1",
+		rediskeys.LockKey("info:link:app"):                               "lock:info:link:app",
+		rediskeys.FailuresKey("info:link:app"):                           "lock:info:link:app:failures",
+		rediskeys.DomainConfigKey("/scrapy-cluster/crawler/all"):         "domainconfig:/scrapy-cluster/crawler/all",
+		rediskeys.DomainConfigChannel("/scrapy-cluster/crawler/all"):     "domainconfig:/scrapy-cluster/crawler/all:changed",
 	} {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
