@@ -16,8 +16,6 @@ package monitor
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +31,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -76,7 +75,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	host, _ := os.Hostname()
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
-		host: host, id: newID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
+		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
 		perPlugin: map[string]*stats.WindowSet{},
 	}
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
@@ -105,13 +104,6 @@ func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
 		return nil, errors.New("setting PLUGINS: no plugin enabled")
 	}
 	return plugins, nil
-}
-
-// newID is a 12-hex-digit process id, like the original's uuid4 tail.
-func newID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func (m *Monitor) setupStats(ctx context.Context) error {
@@ -190,7 +182,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	go m.heartbeatLoop(bg)
+	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("kafka-monitor", m.host, m.id), m.settings.Seconds("HEARTBEAT_TIMEOUT"), m.log)
 	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
 		go m.dumpLoop(bg, every)
 	}
@@ -529,23 +521,6 @@ func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
-	}
-}
-
-// heartbeatLoop keeps stats:kafka-monitor:self:<host>:<id> alive so the
-// Redis Monitor can count running Kafka Monitors.
-func (m *Monitor) heartbeatLoop(ctx context.Context) {
-	timeout := m.settings.Seconds("HEARTBEAT_TIMEOUT")
-	key := rediskeys.HeartbeatKey("kafka-monitor", m.host, m.id)
-	every := max(timeout/4, 100*time.Millisecond)
-	for {
-		now := float64(time.Now().UnixNano()) / 1e9
-		if err := m.rdb.Set(ctx, key, strconv.FormatFloat(now, 'f', 6, 64), timeout).Err(); err != nil && ctx.Err() == nil {
-			m.log.Debug("Failed to report self", logfactory.Extra{"error": err.Error()})
-		}
-		if !sleep(ctx, every) {
-			return
-		}
 	}
 }
 
