@@ -16,14 +16,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -87,29 +85,15 @@ func IsReject(err error) bool {
 // Factory makes a new instance of a plugin.
 type Factory func() Plugin
 
-var (
-	registryMu sync.RWMutex
-	registry   = map[string]Factory{}
-)
+var plugins = registry.New[Plugin]("plugin")
 
 // Register makes a plugin available under name for the PLUGINS setting.
 // It panics if the name is taken, as two plugins under one name is a
 // programming error found at start-up.
-func Register(name string, f Factory) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	if _, dup := registry[name]; dup {
-		panic("plugin: " + name + " registered twice")
-	}
-	registry[name] = f
-}
+func Register(name string, f Factory) { plugins.Register(name, f) }
 
 // Registered returns the registered plugin names, sorted.
-func Registered() []string {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	return slices.Sorted(maps.Keys(registry))
-}
+func Registered() []string { return plugins.Names() }
 
 // Loaded is an enabled plugin with its rank and compiled schema.
 type Loaded struct {
@@ -123,50 +107,19 @@ type Loaded struct {
 // a null rank disables one) and compiles their schemas, sorted by rank.
 // Unknown names, non-integer ranks and duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	var out []Loaded
-	ranks := map[int]string{}
-	for _, key := range slices.Sorted(maps.Keys(enabled)) {
-		raw := enabled[key]
-		if raw == nil {
-			continue
-		}
-		rank, ok := asInt(raw)
-		if !ok {
-			return nil, fmt.Errorf("setting PLUGINS: rank of %s must be an integer or null, got %v", key, raw)
-		}
-		if other, dup := ranks[rank]; dup {
-			return nil, fmt.Errorf("setting PLUGINS: %s and %s share rank %d", other, key, rank)
-		}
-		ranks[rank] = key
-		factory, ok := registry[key]
-		if !ok {
-			return nil, fmt.Errorf("setting PLUGINS: no plugin named %s (registered: %v)", key, slices.Sorted(maps.Keys(registry)))
-		}
-		p := factory()
-		schema, err := CompileSchema(p.Name(), p.Schema())
+	ranked, err := plugins.Load("PLUGINS", enabled)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Loaded, len(ranked))
+	for i, r := range ranked {
+		schema, err := CompileSchema(r.Value.Name(), r.Value.Schema())
 		if err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", key, err)
+			return nil, fmt.Errorf("plugin %s: %w", r.Key, err)
 		}
-		out = append(out, Loaded{Key: key, Rank: rank, Plugin: p, Schema: schema})
+		out[i] = Loaded{Key: r.Key, Rank: r.Rank, Plugin: r.Value, Schema: schema}
 	}
-	slices.SortFunc(out, func(a, b Loaded) int { return a.Rank - b.Rank })
 	return out, nil
-}
-
-func asInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		if n == float64(int(n)) {
-			return int(n), true
-		}
-	}
-	return 0, false
 }
 
 // JoinErrors writes Match's errors on one line, separated by " | ".
