@@ -22,6 +22,9 @@ type KafkaOptions struct {
 	NoAutoCreate bool
 	// DataDir, when set, persists the broker's state there across restarts.
 	DataDir string
+	// Ports, when set, are the brokers' ports (one per broker), e.g. to start
+	// a broker again where clients expect it after Close.
+	Ports []int
 }
 
 // Kafka is an in-process kfake broker cluster speaking the real Kafka protocol
@@ -61,7 +64,11 @@ func LaunchKafka(o KafkaOptions) (*Kafka, error) {
 		parts = 1
 	}
 	ports := make([]int, brokers)
+	copy(ports, o.Ports)
 	for i := range ports {
+		if ports[i] != 0 {
+			continue
+		}
 		p, err := FreePort()
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package kafkaclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -184,5 +185,95 @@ func TestPingTellsAReachableBrokerFromADeadOne(t *testing.T) {
 	defer cancel2()
 	if err := cfg.Ping(short); err == nil {
 		t.Fatal("ping of a closed port succeeded")
+	}
+}
+
+func readAll(t *testing.T, cfg kafkaclient.Config, topic string, n int) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := cfg.NewPartitionReader(topic, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []string
+	for len(out) < n {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read %s: got %v, then %v", topic, out, err)
+		}
+		out = append(out, string(m.Value))
+	}
+	return out
+}
+
+func TestPublisherSendsToFirehoseAndAppIDTopicsItCreates(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	cfg.Partitions = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := cfg.NewPublisher("outbound", true, nil)
+	defer p.Close()
+	if err := p.Publish(ctx, "testapp", []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, "bad app/id", []byte(`{"n":2}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, cfg, "demo.outbound_firehose", 2); got[0] != `{"n":1}` || got[1] != `{"n":2}` {
+		t.Fatalf("firehose got %v", got)
+	}
+	if got := readAll(t, cfg, "demo.outbound_testapp", 1); got[0] != `{"n":1}` {
+		t.Fatalf("appid topic got %v", got)
+	}
+	if got := p.Topics("x"); len(got) != 2 || got[1] != "demo.outbound_x" {
+		t.Fatalf("topics %v", got)
+	}
+	if got := cfg.NewPublisher("crawled", false, nil).Topics("x"); len(got) != 1 || got[0] != "demo.crawled_firehose" {
+		t.Fatalf("topics without appid topics %v", got)
+	}
+}
+
+func TestPublisherWaitsForKafkaToComeBack(t *testing.T) {
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := configFor(&harness.Kafka{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	cfg.ConnTimeout = 500 * time.Millisecond
+	p := cfg.NewPublisher("outbound", false, nil)
+	p.MaxBackoff = 200 * time.Millisecond
+	defer p.Close()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		done <- p.Publish(ctx, "testapp", []byte("late"))
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Publish returned %v with no broker", err)
+	case <-time.After(700 * time.Millisecond):
+	}
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, configFor(k), "demo.outbound_firehose", 1); got[0] != "late" {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestPublisherGivesUpOnlyWhenCancelled(t *testing.T) {
+	port, _ := harness.FreePort()
+	cfg := configFor(&harness.Kafka{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	p := cfg.NewPublisher("outbound", false, nil)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := p.Publish(ctx, "a", []byte("x")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the context's error", err)
 	}
 }
