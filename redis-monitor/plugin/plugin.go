@@ -1,0 +1,98 @@
+// Package plugin is the Redis Monitor's extension point, as in the
+// original: each plugin owns a Redis key pattern; the monitor finds matching
+// keys with SCAN, asks the plugin whether the key is ready
+// (CheckPrecondition), lets it handle the key and its value, and then
+// deletes the key. A key whose handling fails is retried up to
+// RETRY_FAILURES_MAX times and then deleted with a log line and a fail stat.
+//
+// Plugins register by name in init() and are enabled and ranked by the
+// PLUGINS setting (name: rank, or null to disable); lower ranks run first.
+// The built-in plugins use the original's names (e.g.
+// "plugins.info_monitor.InfoMonitor"), so a PLUGINS setting written for the
+// Python monitor works unchanged. To add one, write a type implementing
+// Plugin (embed Base for the optional methods), register it, and build your
+// own redis-monitor main that imports your package (see examples/myplugin).
+package plugin
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Plugin acts on the Redis keys matching its pattern.
+type Plugin interface {
+	// Name is the plugin's stats name, e.g. "InfoMonitor"
+	// (stats:redis-monitor:<Name>:<window>).
+	Name() string
+	// Pattern is the key pattern in Redis SCAN MATCH (glob) syntax, e.g.
+	// "info:*:*". The original calls it the plugin's regex.
+	Pattern() string
+	// Setup prepares the plugin before the first key.
+	Setup(ctx context.Context, env Env) error
+	// CheckPrecondition reports whether key should be handled now. A key
+	// that is not ready stays in Redis and is checked again next cycle
+	// (the expire plugin waits for the crawl's expiry time this way).
+	CheckPrecondition(ctx context.Context, key, value string) (bool, error)
+	// Handle acts on one key. The monitor holds the key's lock meanwhile and
+	// deletes the key when Handle returns nil. An error counts as a failure
+	// (the key is retried, then dropped), except when it comes from ctx
+	// ending: then the key is left for the next monitor.
+	Handle(ctx context.Context, key, value string) error
+	// Close releases what Setup acquired; called once when the monitor stops.
+	Close() error
+}
+
+// Env is what a plugin gets at Setup.
+type Env struct {
+	Settings *settings.Settings
+	Logger   *logfactory.Logger
+	Redis    *redis.Client
+	// Publish sends an answer to <prefix>.outbound_firehose (and with
+	// KAFKA_APPID_TOPICS to <prefix>.outbound_<appid>, appid taken from
+	// answer["appid"]). It returns once Kafka acknowledged it, waiting
+	// while Kafka is unreachable; it fails only when ctx ends or the answer
+	// can never be sent.
+	Publish func(ctx context.Context, answer map[string]any) error
+	// Now is the clock (time.Now unless a test sets it).
+	Now func() time.Time
+}
+
+// Base gives a plugin the Env and the optional methods' defaults:
+// every key is ready, Close does nothing. Embed it and set it in Setup.
+type Base struct{ Env }
+
+// Setup keeps env.
+func (b *Base) Setup(_ context.Context, env Env) error {
+	b.Env = env
+	return nil
+}
+
+// CheckPrecondition accepts every key.
+func (*Base) CheckPrecondition(context.Context, string, string) (bool, error) { return true, nil }
+
+// Close does nothing.
+func (*Base) Close() error { return nil }
+
+// ServerTime is the answers' "server_time": whole epoch seconds of Now.
+func (b *Base) ServerTime() int64 { return b.Now().Unix() }
+
+var plugins = registry.New[Plugin]("plugin")
+
+// Register makes a plugin available under name for the PLUGINS setting. It
+// panics if the name is taken.
+func Register(name string, factory func() Plugin) { plugins.Register(name, factory) }
+
+// Registered returns the registered plugin names, sorted.
+func Registered() []string { return plugins.Names() }
+
+// Loaded is an enabled plugin with its rank.
+type Loaded = registry.Ranked[Plugin]
+
+// Load instantiates the plugins the PLUGINS setting enables, sorted by rank.
+func Load(enabled map[string]any) ([]Loaded, error) { return plugins.Load("PLUGINS", enabled) }
