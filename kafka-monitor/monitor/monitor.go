@@ -56,9 +56,7 @@ type Monitor struct {
 	statsCh   chan statsDelta
 	statsDone chan struct{}
 
-	total, fail *stats.WindowSet
-	perPlugin   map[string]*stats.WindowSet
-	windows     []int
+	stats *stats.MonitorStats
 }
 
 // New loads and sets up the enabled plugins and the stats collectors.
@@ -76,7 +74,6 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
 		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
-		perPlugin: map[string]*stats.WindowSet{},
 	}
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
 	for _, p := range plugins {
@@ -107,38 +104,23 @@ func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
 }
 
 func (m *Monitor) setupStats(ctx context.Context) error {
-	for _, name := range m.settings.Strings("STATS_TIMES") {
-		w, ok := stats.WindowByName(name)
-		if !ok {
-			m.log.Warning("Unable to find Stats Time '" + name + "'")
-			continue
-		}
-		m.windows = append(m.windows, w)
+	windows, unknown := stats.KnownWindows(m.settings.Strings("STATS_TIMES"))
+	for _, name := range unknown {
+		m.log.Warning("Unable to find Stats Time '" + name + "'")
 	}
-	cycle := stats.WithCycleTime(m.settings.Seconds("STATS_CYCLE"))
-	onErr := stats.WithErrorHandler(func(err error) {
-		m.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
-	})
-	newSet := func(name string) (*stats.WindowSet, error) {
-		return stats.NewWindowSet(ctx, m.rdb, rediskeys.StatsKey("kafka-monitor", name), m.windows, true, cycle, onErr)
-	}
-	var err error
-	if m.settings.Bool("STATS_TOTAL") {
-		if m.total, err = newSet("total"); err != nil {
-			return err
-		}
-		if m.fail, err = newSet("fail"); err != nil {
-			return err
-		}
-	}
+	cfg := stats.MonitorStatsConfig{Component: "kafka-monitor", Windows: windows, Total: m.settings.Bool("STATS_TOTAL")}
 	if m.settings.Bool("STATS_PLUGINS") {
 		for _, p := range m.plugins {
-			if m.perPlugin[p.Plugin.Name()], err = newSet(p.Plugin.Name()); err != nil {
-				return err
-			}
+			cfg.Plugins = append(cfg.Plugins, p.Plugin.Name())
 		}
 	}
-	return nil
+	var err error
+	m.stats, err = stats.NewMonitorStats(ctx, m.rdb, cfg,
+		stats.WithCycleTime(m.settings.Seconds("STATS_CYCLE")),
+		stats.WithErrorHandler(func(err error) {
+			m.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
+		}))
+	return err
 }
 
 // Processed returns how many messages this monitor has handled, stored or failed.
@@ -152,22 +134,9 @@ func (m *Monitor) Close() {
 		<-m.statsDone
 		m.statsCh = nil
 	}
-	for _, ws := range m.allStats() {
-		ws.Close()
+	if m.stats != nil {
+		m.stats.Close()
 	}
-}
-
-func (m *Monitor) allStats() []*stats.WindowSet {
-	var out []*stats.WindowSet
-	if m.total != nil {
-		out = append(out, m.total, m.fail)
-	}
-	for _, p := range m.plugins {
-		if ws := m.perPlugin[p.Plugin.Name()]; ws != nil {
-			out = append(out, ws)
-		}
-	}
-	return out
 }
 
 // Run consumes the incoming topic until ctx is cancelled, then finishes the
@@ -474,7 +443,7 @@ func (d *statsDelta) add(o statsDelta) {
 // best-effort and written off the request path; when Redis is slow the
 // counts of several batches go in one round trip.
 func (m *Monitor) recordStats(reqs []request) {
-	if m.total == nil && len(m.perPlugin) == 0 {
+	if !m.stats.Enabled() {
 		return
 	}
 	d := statsDelta{total: len(reqs), perPlugin: map[string]int{}}
@@ -509,17 +478,7 @@ func (m *Monitor) statsLoop(ctx context.Context) {
 }
 
 func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {
-	pipe := m.rdb.Pipeline()
-	if m.total != nil {
-		m.total.AddTo(ctx, pipe, d.total)
-		m.fail.AddTo(ctx, pipe, d.failed)
-	}
-	for name, n := range d.perPlugin {
-		if ws := m.perPlugin[name]; ws != nil {
-			ws.AddTo(ctx, pipe, n)
-		}
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := m.stats.Record(ctx, m.rdb, d.total, d.failed, d.perPlugin); err != nil {
 		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
 	}
 }
@@ -527,13 +486,7 @@ func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {
 // dumpLoop logs the stats every STATS_DUMP seconds.
 func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
 	for sleep(ctx, every) {
-		snapshot := m.StatsSnapshot(ctx)
-		if m.settings.Bool("LOG_JSON") {
-			m.log.Info("Kafka Monitor Stats Dump", snapshot)
-			continue
-		}
-		text, _ := json.MarshalIndent(snapshot, "", "    ")
-		m.log.Info("Kafka Monitor Stats Dump:\n" + string(text))
+		m.log.Dump("Kafka Monitor Stats Dump", m.StatsSnapshot(ctx))
 	}
 }
 
@@ -541,26 +494,7 @@ func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
 // them: total_<window>, fail_<window>, plugin_<Name>_<window>, with
 // "lifetime" as a window.
 func (m *Monitor) StatsSnapshot(ctx context.Context) logfactory.Extra {
-	out := logfactory.Extra{}
-	add := func(prefix string, ws *stats.WindowSet) {
-		if ws == nil {
-			return
-		}
-		for _, w := range m.windows {
-			if n, err := ws.Value(ctx, w); err == nil {
-				out[prefix+strconv.Itoa(w)] = n
-			}
-		}
-		if n, err := ws.LifetimeValue(ctx); err == nil {
-			out[prefix+"lifetime"] = n
-		}
-	}
-	add("total_", m.total)
-	add("fail_", m.fail)
-	for _, p := range m.plugins {
-		add("plugin_"+p.Plugin.Name()+"_", m.perPlugin[p.Plugin.Name()])
-	}
-	return out
+	return m.stats.Snapshot(ctx)
 }
 
 // sleep waits d or until ctx is done; it reports whether d passed.

@@ -1,6 +1,7 @@
 package logfactory
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -103,6 +104,7 @@ type core struct {
 	// printsExtras is false for text lines without IncludeExtra, whose
 	// formatter never reads the extras: Log then does not copy them.
 	printsExtras bool
+	json         bool // LOG_JSON: Dump writes fields, not text
 
 	cbMu      sync.RWMutex
 	callbacks [LevelCritical + 1][]callback // copy on write
@@ -180,6 +182,7 @@ func New(cfg Config) (*Logger, error) {
 			now:          now,
 			closer:       closer,
 			printsExtras: cfg.JSON || cfg.IncludeExtra,
+			json:         cfg.JSON,
 		},
 		name: name,
 	}
@@ -191,6 +194,24 @@ func New(cfg Config) (*Logger, error) {
 
 // Name returns the logger name.
 func (l *Logger) Name() string { return l.name }
+
+// Dump logs a block of figures at INFO as the original components' stats
+// dumps do: in JSON the figures are the line's fields; in text they follow
+// the title as indented JSON ("<title>:\n{...}").
+func (l *Logger) Dump(title string, figures map[string]any) {
+	if !l.Enabled(LevelInfo) {
+		return
+	}
+	if l.core.json {
+		l.Info(title, figures)
+		return
+	}
+	text, err := json.MarshalIndent(figures, "", "    ")
+	if err != nil {
+		text = []byte(fmt.Sprint(figures))
+	}
+	l.Info(title + ":\n" + string(text))
+}
 
 // Level returns the lowest level the logger writes.
 func (l *Logger) Level() Level { return l.core.level }

@@ -452,3 +452,27 @@ func TestConfigFromSettingsUsesTheLogSettings(t *testing.T) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }
+
+func TestDumpWritesFiguresAsFieldsOrIndentedText(t *testing.T) {
+	var text, js bytes.Buffer
+	lt, err := New(Config{Name: "redis-monitor", Output: &text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt.Dump("Redis Monitor Stats Dump", map[string]any{"total_900": 2, "fail_lifetime": 0})
+	if want := "[redis-monitor] INFO: Redis Monitor Stats Dump:\n{\n    \"fail_lifetime\": 0,\n    \"total_900\": 2\n}\n"; !strings.HasSuffix(text.String(), want) {
+		t.Fatalf("text dump %q, want suffix %q", text.String(), want)
+	}
+	lj, err := New(Config{Name: "redis-monitor", JSON: true, Output: &js})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lj.Dump("Queue Stats Dump", map[string]any{"total_backlog": 229})
+	var line map[string]any
+	if err := json.Unmarshal(js.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["message"] != "Queue Stats Dump" || line["total_backlog"] != 229.0 {
+		t.Fatalf("json dump %v", line)
+	}
+}
