@@ -1,0 +1,73 @@
+package monitor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// lock is a request's lock: "lock:<key>" set with NX to a token unique to
+// the holder and an expiry, the protocol python-redis-lock uses, so Go and
+// Python monitors exclude each other. While held it is renewed in the
+// background, so a long action keeps it; if the holder dies it expires after
+// REDIS_LOCK_EXPIRATION and another monitor takes the request over.
+type lock struct {
+	rdb   *redis.Client
+	name  string
+	token string
+	ttl   time.Duration
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+var (
+	// renewScript extends the lock only while we still hold it.
+	renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
+	// releaseScript deletes the lock only while we still hold it.
+	releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+)
+
+// tryLock takes the lock of key without waiting; ok is false when another
+// monitor holds it.
+func tryLock(ctx context.Context, rdb *redis.Client, key string, ttl time.Duration) (l *lock, ok bool, err error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	l = &lock{rdb: rdb, name: rediskeys.LockKey(key), token: hex.EncodeToString(b[:]), ttl: ttl, stop: make(chan struct{})}
+	ok, err = rdb.SetNX(ctx, l.name, l.token, ttl).Result()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	l.done.Add(1)
+	go l.renew()
+	return l, true, nil
+}
+
+func (l *lock) renew() {
+	defer l.done.Done()
+	t := time.NewTicker(max(l.ttl/3, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3+time.Second)
+			_ = renewScript.Run(ctx, l.rdb, []string{l.name}, l.token, l.ttl.Milliseconds()).Err()
+			cancel()
+		}
+	}
+}
+
+// release stops the renewal and deletes the lock if still ours.
+func (l *lock) release(ctx context.Context) {
+	close(l.stop)
+	l.done.Wait()
+	_ = releaseScript.Run(ctx, l.rdb, []string{l.name}, l.token).Err()
+}

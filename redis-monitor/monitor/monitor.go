@@ -1,0 +1,400 @@
+// Package monitor is the Redis Monitor: it scans Redis for the request keys
+// its plugins own (info, stop, expire, stats, zookeeper), lets each plugin
+// act on them and answers on the outbound Kafka topic.
+//
+// Each cycle runs the plugins in rank order. For each plugin the monitor
+// SCANs for keys matching its pattern (never KEYS) and reads their values
+// in one round trip per page. A key whose precondition holds is locked
+// (lock:<key>, python-redis-lock's protocol, so several Go or Python
+// monitors can run at once), read again (another monitor may have handled
+// it meanwhile), handled and then deleted — only if its value is still the
+// one handled, so a new request written to the same key meanwhile is not
+// lost. Each request is therefore handled once across all monitors.
+//
+// A failed attempt is counted in stats:redis-monitor:fail:* and, with
+// RETRY_FAILURES, retried on the next cycles; after RETRY_FAILURES_MAX
+// failed attempts the key is dropped with an error line. Failures caused by
+// the monitor stopping do not count: the key stays for the next monitor.
+// Outages of Redis (the scan fails) and Kafka (answers wait in the
+// publisher) are ridden out with back-off.
+package monitor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
+)
+
+// Monitor is one Redis Monitor process.
+type Monitor struct {
+	settings  *settings.Settings
+	log       *logfactory.Logger
+	rdb       *redis.Client
+	publisher *kafkaclient.Publisher
+	plugins   []plugin.Loaded
+	stats     *stats.MonitorStats
+
+	host, id string
+	lockTTL  time.Duration
+	retry    bool
+	retryMax int64
+	idle     time.Duration
+	grace    time.Duration
+
+	handled atomic.Int64 // requests handled successfully
+	failed  atomic.Int64 // failed attempts
+	dropped atomic.Int64 // requests given up after their retries
+}
+
+// New loads and sets up the enabled plugins and the stats collectors. rdb is
+// the Redis client the monitor and its plugins use; the caller closes it.
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Monitor, error) {
+	kcfg, err := kafkaclient.ConfigFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	plugins, err := LoadPlugins(s)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	m := &Monitor{
+		settings: s, log: log, rdb: rdb, plugins: plugins,
+		publisher: kcfg.NewPublisher("outbound", s.Bool("KAFKA_APPID_TOPICS"), log),
+		host:      host, id: heartbeat.NewID(),
+		lockTTL:  s.Seconds("REDIS_LOCK_EXPIRATION"),
+		retry:    s.Bool("RETRY_FAILURES"),
+		retryMax: int64(s.Int("RETRY_FAILURES_MAX")),
+		idle:     s.Seconds("SLEEP_TIME"),
+		grace:    s.Seconds("SHUTDOWN_GRACE"),
+	}
+	if m.lockTTL < 100*time.Millisecond {
+		return nil, fmt.Errorf("setting REDIS_LOCK_EXPIRATION: must be at least 0.1 seconds, got %v", m.lockTTL)
+	}
+	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
+	for i, p := range plugins {
+		if err := p.Value.Setup(ctx, env); err != nil {
+			m.closePlugins(plugins[:i])
+			m.publisher.Close()
+			return nil, fmt.Errorf("set up plugin %s: %w", p.Key, err)
+		}
+		log.Debug("Loaded plugin", logfactory.Extra{"plugin": p.Key, "rank": p.Rank, "pattern": p.Value.Pattern()})
+	}
+	if err := m.setupStats(ctx); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// LoadPlugins instantiates the plugins the PLUGINS setting enables, in rank order.
+func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
+	plugins, err := plugin.Load(s.Map("PLUGINS"))
+	if err != nil {
+		return nil, err
+	}
+	if len(plugins) == 0 {
+		return nil, errors.New("setting PLUGINS: no plugin enabled")
+	}
+	return plugins, nil
+}
+
+func (m *Monitor) setupStats(ctx context.Context) error {
+	windows, unknown := stats.KnownWindows(m.settings.Strings("STATS_TIMES"))
+	for _, name := range unknown {
+		m.log.Warning("Unable to find Stats Time '" + name + "'")
+	}
+	cfg := stats.MonitorStatsConfig{Component: "redis-monitor", Windows: windows, Total: m.settings.Bool("STATS_TOTAL")}
+	if m.settings.Bool("STATS_PLUGINS") {
+		for _, p := range m.plugins {
+			cfg.Plugins = append(cfg.Plugins, p.Value.Name())
+		}
+	}
+	var err error
+	m.stats, err = stats.NewMonitorStats(ctx, m.rdb, cfg,
+		stats.WithCycleTime(m.settings.Seconds("STATS_CYCLE")),
+		stats.WithErrorHandler(func(err error) {
+			m.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
+		}))
+	return err
+}
+
+// publish is the plugins' Env.Publish.
+func (m *Monitor) publish(ctx context.Context, answer map[string]any) error {
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	appID, _ := answer["appid"].(string)
+	return m.publisher.Publish(ctx, appID, b)
+}
+
+// Handled, Failed and Dropped count requests handled, failed attempts and
+// requests given up, for tests and benchmarks.
+func (m *Monitor) Handled() int64 { return m.handled.Load() }
+
+// Failed counts failed attempts.
+func (m *Monitor) Failed() int64 { return m.failed.Load() }
+
+// Dropped counts requests given up after their retries.
+func (m *Monitor) Dropped() int64 { return m.dropped.Load() }
+
+// Close closes the plugins, stops the stats collectors and flushes the
+// Kafka producer. It does not close the Redis client.
+func (m *Monitor) Close() {
+	m.closePlugins(m.plugins)
+	if m.stats != nil {
+		m.stats.Close()
+	}
+	if err := m.publisher.Close(); err != nil {
+		m.log.Warning("Failed to close the Kafka producer", logfactory.Extra{"error": err.Error()})
+	}
+}
+
+func (m *Monitor) closePlugins(ps []plugin.Loaded) {
+	for _, p := range ps {
+		if err := p.Value.Close(); err != nil {
+			m.log.Warning("Failed to close plugin", logfactory.Extra{"plugin": p.Key, "error": err.Error()})
+		}
+	}
+}
+
+// Run scans and handles requests until ctx is cancelled. The request in
+// hand then gets SHUTDOWN_GRACE to finish; Run returns nil.
+func (m *Monitor) Run(ctx context.Context) error {
+	// work outlives ctx by the grace period, so a request in hand finishes.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(m.grace, cancelWork)
+		<-work.Done()
+		t.Stop()
+	})
+	defer stopGrace()
+
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("redis-monitor", m.host, m.id), m.settings.Seconds("HEARTBEAT_TIMEOUT"), m.log)
+	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
+		go m.dumpLoop(bg, every)
+	}
+	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugins": len(m.plugins)})
+
+	backoff := 100 * time.Millisecond
+	for {
+		err := m.Cycle(ctx, work)
+		if ctx.Err() != nil {
+			m.log.Info("Closing Redis Monitor")
+			return nil
+		}
+		wait := m.idle
+		if err != nil {
+			m.log.Error("Redis Monitor cycle failed; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+			wait, backoff = backoff, min(backoff*2, 5*time.Second)
+		} else {
+			backoff = 100 * time.Millisecond
+		}
+		if !sleep(ctx, wait) {
+			m.log.Info("Closing Redis Monitor")
+			return nil
+		}
+	}
+}
+
+// Cycle runs every plugin once over the keys it owns. It stops early when
+// ctx is cancelled; work is the context requests are handled under. An
+// error means Redis could not be scanned.
+func (m *Monitor) Cycle(ctx, work context.Context) error {
+	for _, p := range m.plugins {
+		if err := m.scan(ctx, work, p.Value); err != nil {
+			return fmt.Errorf("plugin %s: %w", p.Value.Name(), err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// scan finds p's keys, a page at a time, and processes them.
+func (m *Monitor) scan(ctx, work context.Context, p plugin.Plugin) error {
+	var cursor uint64
+	for {
+		keys, next, err := m.rdb.Scan(ctx, cursor, p.Pattern(), 1000).Result()
+		if err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			values, err := m.rdb.MGet(ctx, keys...).Result()
+			if err != nil {
+				return err
+			}
+			for i, key := range keys {
+				if ctx.Err() != nil {
+					return nil
+				}
+				value, ok := values[i].(string)
+				if !ok { // gone, or not a string key
+					continue
+				}
+				if err := m.process(work, p, key, value); err != nil {
+					return err
+				}
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// process handles one key if its precondition holds and no other monitor
+// holds it. An error means Redis failed (the key is left as it is).
+func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value string) error {
+	ready, err := safeCheck(ctx, p, key, value)
+	if err == nil && !ready {
+		return nil
+	}
+	l, ok, lerr := tryLock(ctx, m.rdb, key, m.lockTTL)
+	if lerr != nil || !ok {
+		return lerr
+	}
+	defer l.release(context.WithoutCancel(ctx))
+
+	// Another monitor may have handled the key, or a new request replaced
+	// it, since it was scanned.
+	current, gerr := m.rdb.Get(ctx, key).Result()
+	if gerr == redis.Nil {
+		return nil
+	}
+	if gerr != nil {
+		return gerr
+	}
+	if current != value || err != nil {
+		value = current
+		if ready, err = safeCheck(ctx, p, key, value); err == nil && !ready {
+			return nil
+		}
+	}
+	if err == nil {
+		m.recordStats(ctx, p.Name())
+		err = safeHandle(ctx, p, key, value)
+		if err == nil {
+			m.handled.Add(1)
+			return deleteHandled(ctx, m.rdb, key, value)
+		}
+		if ctx.Err() != nil {
+			m.log.Info("Stopped before the request was handled; it is left for the next monitor", logfactory.Extra{"key": key})
+			return nil
+		}
+	}
+	return m.failure(ctx, p, key, value, err)
+}
+
+// recordStats counts a request in the total and its plugin's counter when
+// its handling starts, as the original. Stats are best effort.
+func (m *Monitor) recordStats(ctx context.Context, pluginName string) {
+	if err := m.stats.Record(ctx, m.rdb, 1, 0, map[string]int{pluginName: 1}); err != nil {
+		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
+	}
+}
+
+// failure counts a failed attempt and drops the key when its retries are
+// used up (at once without RETRY_FAILURES).
+func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value string, cause error) error {
+	m.failed.Add(1)
+	if err := m.stats.Record(ctx, m.rdb, 0, 1, nil); err != nil {
+		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
+	}
+	extra := logfactory.Extra{"plugin": p.Name(), "key": key, "value": preview(value), "error": cause.Error()}
+	failKey := rediskeys.FailuresKey(key)
+	if m.retry {
+		n, err := m.rdb.Incr(ctx, failKey).Result()
+		if err != nil {
+			return err
+		}
+		m.rdb.Expire(ctx, failKey, 24*time.Hour)
+		if n <= m.retryMax {
+			extra["attempt"] = n
+			m.log.Warning("Failed to process request; it will be retried", extra)
+			return nil
+		}
+	}
+	m.log.Error("Could not process action within failure limit; dropping it", extra)
+	m.dropped.Add(1)
+	return deleteHandled(ctx, m.rdb, key, value)
+}
+
+// deleteScript removes a handled request if it still holds the value that
+// was handled, and its failure count.
+var deleteScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end redis.call('DEL', KEYS[2]) return 1`)
+
+func deleteHandled(ctx context.Context, rdb *redis.Client, key, value string) error {
+	return deleteScript.Run(context.WithoutCancel(ctx), rdb, []string{key, rediskeys.FailuresKey(key)}, value).Err()
+}
+
+// safeCheck and safeHandle turn a plugin's panic into a failure of the
+// request: no request can stop the monitor.
+func safeCheck(ctx context.Context, p plugin.Plugin, key, value string) (ok bool, err error) {
+	defer recoverInto(p, &err)
+	return p.CheckPrecondition(ctx, key, value)
+}
+
+func safeHandle(ctx context.Context, p plugin.Plugin, key, value string) (err error) {
+	defer recoverInto(p, &err)
+	return p.Handle(ctx, key, value)
+}
+
+func recoverInto(p plugin.Plugin, err *error) {
+	if v := recover(); v != nil {
+		*err = fmt.Errorf("plugin %s panicked: %v\n%s", p.Name(), v, debug.Stack())
+	}
+}
+
+// preview keeps log lines of huge values readable.
+func preview(s string) string {
+	const n = 500
+	if len(s) > n {
+		return s[:n] + fmt.Sprintf("...(%d bytes)", len(s))
+	}
+	return s
+}
+
+// dumpLoop logs the stats every STATS_DUMP seconds.
+func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
+	for sleep(ctx, every) {
+		m.log.Dump("Redis Monitor Stats Dump", m.StatsSnapshot(ctx))
+	}
+}
+
+// StatsSnapshot returns the monitor's own counts as the original's dump
+// names them: total_<window>, fail_<window>, plugin_<Name>_<window>.
+func (m *Monitor) StatsSnapshot(ctx context.Context) map[string]any { return m.stats.Snapshot(ctx) }
+
+// sleep waits d or until ctx is done; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

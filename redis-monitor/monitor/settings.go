@@ -1,0 +1,66 @@
+package monitor
+
+import (
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Defaults are the Redis Monitor's settings with their defaults: the spec's
+// (names and values as Scrapy Cluster 1.3) plus the shared REDIS_*, KAFKA_*
+// and LOG_* settings of every component. Settings this implementation adds
+// are marked "(Go)".
+//
+//	SLEEP_TIME             0.1    seconds between scans for new requests when idle
+//	RETRY_FAILURES         true   retry a request whose handling failed
+//	RETRY_FAILURES_MAX     3      failed attempts before the request is dropped (with RETRY_FAILURES)
+//	HEARTBEAT_TIMEOUT      120    seconds the stats:redis-monitor:self:<host>:<id> key lives; refreshed every timeout/4
+//	REDIS_LOCK_EXPIRATION  6      seconds a request's lock outlives a monitor that died holding it
+//	KAFKA_APPID_TOPICS     false  also answer on <prefix>.outbound_<appid>
+//	ZOOKEEPER_ASSIGN_PATH  "/scrapy-cluster/crawler/"  folder of the domain configuration
+//	ZOOKEEPER_ID           "all"  the domain configuration's name in that folder
+//	ZOOKEEPER_HOSTS        "localhost:2181"  ZooKeeper; "" keeps the configuration in Redis (Go)
+//	PLUGIN_DIR             "plugins/"  accepted for compatibility; plugins are compiled in
+//	PLUGINS                the five built-in plugins at ranks 100-500; null disables one
+//	LOGGER_NAME            "redis-monitor"
+//	LOG_FILE               "redis_monitor.log"
+//	STATS_TOTAL            true   total and fail counters
+//	STATS_PLUGINS          true   a counter per plugin
+//	STATS_CYCLE            5      seconds between trims of the stats windows
+//	STATS_DUMP             60     seconds between stats dumps to the log; 0 never
+//	STATS_DUMP_CRAWL       true   also dump the crawlers' stats
+//	STATS_DUMP_QUEUE       true   also dump the queue backlog
+//	STATS_TIMES            the windows kept, by StatsCollector name
+//	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
+func Defaults() settings.Defaults {
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), settings.Defaults{
+		"SLEEP_TIME":            0.1,
+		"RETRY_FAILURES":        true,
+		"RETRY_FAILURES_MAX":    3,
+		"HEARTBEAT_TIMEOUT":     120,
+		"REDIS_LOCK_EXPIRATION": 6,
+		"KAFKA_APPID_TOPICS":    false,
+		"ZOOKEEPER_ASSIGN_PATH": "/scrapy-cluster/crawler/",
+		"ZOOKEEPER_ID":          "all",
+		"ZOOKEEPER_HOSTS":       "localhost:2181",
+		"PLUGIN_DIR":            "plugins/",
+		"PLUGINS": map[string]any{
+			"plugins.info_monitor.InfoMonitor":           100,
+			"plugins.stop_monitor.StopMonitor":           200,
+			"plugins.expire_monitor.ExpireMonitor":       300,
+			"plugins.stats_monitor.StatsMonitor":         400,
+			"plugins.zookeeper_monitor.ZookeeperMonitor": 500,
+		},
+		"LOGGER_NAME":      "redis-monitor",
+		"STATS_TOTAL":      true,
+		"STATS_PLUGINS":    true,
+		"STATS_CYCLE":      5,
+		"STATS_DUMP":       60,
+		"STATS_DUMP_CRAWL": true,
+		"STATS_DUMP_QUEUE": true,
+		"STATS_TIMES": []string{
+			"SECONDS_15_MINUTE", "SECONDS_1_HOUR", "SECONDS_6_HOUR",
+			"SECONDS_12_HOUR", "SECONDS_1_DAY", "SECONDS_1_WEEK",
+		},
+		"SHUTDOWN_GRACE": 10,
+	})
+}

@@ -1,0 +1,180 @@
+// Package info is the Redis Monitor's info plugin (the original's
+// InfoMonitor): it answers info:<spiderid>:<appid> (every crawl of the app)
+// and info:<spiderid>:<appid>:<crawlid> (one crawl) with what the spider's
+// domain queues hold, in the Action API's shapes.
+package info
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/queues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// Key is the plugin's name in the PLUGINS setting.
+const Key = "plugins.info_monitor.InfoMonitor"
+
+func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
+
+// Monitor answers info requests.
+type Monitor struct{ plugin.Base }
+
+// Name is the stats name.
+func (*Monitor) Name() string { return "InfoMonitor" }
+
+// Pattern matches both info key forms.
+func (*Monitor) Pattern() string { return "info:*:*" }
+
+// Handle builds the answer for key (value: the request's uuid) and publishes it.
+func (m *Monitor) Handle(ctx context.Context, key, value string) error {
+	parts := strings.Split(key, ":")
+	if len(parts) != 3 && len(parts) != 4 {
+		return fmt.Errorf("info key %q: want info:<spiderid>:<appid>[:<crawlid>]", key)
+	}
+	spiderID, appID := parts[1], parts[2]
+	extra := logfactory.Extra{"action": "info", "appid": appID, "spiderid": spiderID, "uuid": value}
+	var (
+		answer map[string]any
+		err    error
+	)
+	if len(parts) == 4 {
+		extra["crawlid"] = parts[3]
+		m.Logger.Info("Received info request", extra)
+		answer, err = CrawlInfo(ctx, m.Redis, spiderID, appID, parts[3])
+	} else {
+		m.Logger.Info("Received info request", extra)
+		answer, err = AppInfo(ctx, m.Redis, spiderID, appID)
+	}
+	if err != nil {
+		return err
+	}
+	answer["uuid"] = value
+	answer["server_time"] = m.ServerTime()
+	if err := m.Publish(ctx, answer); err != nil {
+		extra["success"] = false
+		m.Logger.Error("Failed to send info to kafka", extra)
+		return err
+	}
+	extra["success"] = true
+	m.Logger.Info("Sent info to kafka", extra)
+	return nil
+}
+
+// DomainInfo is one domain's share of a crawl's pending requests.
+type DomainInfo struct {
+	Total        int         `json:"total"`
+	HighPriority json.Number `json:"high_priority"`
+	LowPriority  json.Number `json:"low_priority"`
+	high, low    float64
+}
+
+func (d *DomainInfo) add(p json.Number) {
+	f, err := p.Float64()
+	if err != nil { // a request without a numeric priority
+		p, f = "0", 0
+	}
+	if d.Total == 0 || f > d.high {
+		d.high, d.HighPriority = f, p
+	}
+	if d.Total == 0 || f < d.low {
+		d.low, d.LowPriority = f, p
+	}
+	d.Total++
+}
+
+// CrawlSummary is one crawl's pending requests in an appid answer.
+type CrawlSummary struct {
+	Domains         map[string]*DomainInfo `json:"domains"`
+	DistinctDomains int                    `json:"distinct_domains"`
+	Total           int                    `json:"total"`
+	Expires         json.Number            `json:"expires,omitempty"`
+}
+
+// AppInfo is the appid answer without uuid and server_time: total_pending,
+// total_domains (distinct over all crawls), total_crawlids and per crawl its
+// domains, distinct_domains, total and (when a request carries a non-zero
+// one) expires.
+func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (map[string]any, error) {
+	crawls := map[string]*CrawlSummary{}
+	domains := map[string]bool{}
+	pending := 0
+	err := queues.Scan(ctx, rdb, spiderID, func(q queues.Queue) error {
+		for _, e := range q.Entries {
+			if e.AppID != appID {
+				continue
+			}
+			c := crawls[e.CrawlID]
+			if c == nil {
+				c = &CrawlSummary{Domains: map[string]*DomainInfo{}}
+				if e.Expires != "" && e.Expires != "0" {
+					c.Expires = e.Expires
+				}
+				crawls[e.CrawlID] = c
+			}
+			d := c.Domains[q.Domain]
+			if d == nil {
+				d = &DomainInfo{}
+				c.Domains[q.Domain] = d
+				c.DistinctDomains++
+				domains[q.Domain] = true
+			}
+			d.add(e.Priority)
+			c.Total++
+			pending++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"appid": appID, "spiderid": spiderID,
+		"total_pending": pending, "total_domains": len(domains), "total_crawlids": len(crawls),
+		"crawlids": crawls,
+	}, nil
+}
+
+// CrawlInfo is the crawlid answer without uuid and server_time:
+// total_pending, total_domains, domains and, when the crawl has a timeout
+// key, expires (its value, a string as the original reads it).
+func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]any, error) {
+	domains := map[string]*DomainInfo{}
+	pending := 0
+	err := queues.Scan(ctx, rdb, spiderID, func(q queues.Queue) error {
+		for _, e := range q.Entries {
+			if e.AppID != appID || e.CrawlID != crawlID {
+				continue
+			}
+			d := domains[q.Domain]
+			if d == nil {
+				d = &DomainInfo{}
+				domains[q.Domain] = d
+			}
+			d.add(e.Priority)
+			pending++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	answer := map[string]any{
+		"appid": appID, "spiderid": spiderID, "crawlid": crawlID,
+		"total_pending": pending, "total_domains": len(domains), "domains": domains,
+	}
+	expires, err := rdb.Get(ctx, rediskeys.TimeoutKey(spiderID, appID, crawlID)).Result()
+	switch {
+	case err == nil:
+		answer["expires"] = expires
+	case err != redis.Nil:
+		return nil, err
+	}
+	return answer, nil
+}

@@ -1,0 +1,202 @@
+// Package queues reads and purges a spider's domain queues
+// (<spiderid>:<domain>:queue sorted sets of JSON requests scored by
+// -priority) for the Redis Monitor's info, stop and expire plugins.
+//
+// A queue member is either the crawl request as fed (appid, crawlid,
+// priority, expires at top level) or a serialized request carrying them
+// under "meta"; both are read. Members that are not JSON objects or lack an
+// appid or crawlid belong to no crawl: they are counted in Scan's Skipped and
+// never purged.
+package queues
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Entry is the part of a queued request the monitor needs.
+type Entry struct {
+	// Member is the raw sorted-set member (the JSON request).
+	Member   string
+	AppID    string
+	CrawlID  string
+	Priority json.Number // as queued (an integer in valid requests)
+	Expires  json.Number // "" when absent
+}
+
+// fields is the JSON shape of a queued request, flat or under "meta".
+type fields struct {
+	AppID    *string     `json:"appid"`
+	CrawlID  *string     `json:"crawlid"`
+	Priority json.Number `json:"priority"`
+	Expires  json.Number `json:"expires"`
+	Meta     *fields     `json:"meta"`
+}
+
+// Parse reads the identity fields of one queue member.
+func Parse(member string) (Entry, bool) {
+	var f fields
+	d := json.NewDecoder(strings.NewReader(member))
+	d.UseNumber()
+	if err := d.Decode(&f); err != nil {
+		return Entry{}, false
+	}
+	if f.Meta != nil {
+		f = *f.Meta
+	}
+	if f.AppID == nil || f.CrawlID == nil {
+		return Entry{}, false
+	}
+	return Entry{Member: member, AppID: *f.AppID, CrawlID: *f.CrawlID, Priority: f.Priority, Expires: f.Expires}, true
+}
+
+// Queue is one domain queue's parsed entries.
+type Queue struct {
+	Key     string
+	Domain  string
+	Entries []Entry
+	Skipped int // members without appid and crawlid
+}
+
+// Pattern is the SCAN pattern of a spider's domain queues.
+func Pattern(spiderID string) string { return GlobEscape(spiderID) + ":*:queue" }
+
+// GlobEscape quotes the characters SCAN MATCH treats as special.
+func GlobEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Domain returns the domain part of a queue key of spiderID.
+func Domain(spiderID, key string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(key, spiderID+":"), ":queue")
+}
+
+// batch is how many queues are read per round trip.
+const batch = 100
+
+// Scan calls fn for every domain queue of spiderID, reading the queues'
+// members in pipelined batches (one round trip per SCAN page of up to 1000
+// keys and per 100 queues). Keys that are not sorted sets are ignored.
+// It stops at fn's first error and returns it.
+func Scan(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func(Queue) error) error {
+	var cursor uint64
+	for {
+		keys, next, err := rdb.Scan(ctx, cursor, Pattern(spiderID), 1000).Result()
+		if err != nil {
+			return err
+		}
+		for lo := 0; lo < len(keys); lo += batch {
+			if err := readBatch(ctx, rdb, spiderID, keys[lo:min(lo+batch, len(keys))], fn); err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []string, fn func(Queue) error) error {
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.ZRange(ctx, k, 0, -1)
+	}
+	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	for i, cmd := range cmds {
+		members, err := cmd.Result()
+		if err != nil {
+			if isWrongType(err) {
+				continue
+			}
+			return err
+		}
+		q := Queue{Key: keys[i], Domain: Domain(spiderID, keys[i]), Entries: make([]Entry, 0, len(members))}
+		for _, m := range members {
+			if e, ok := Parse(m); ok {
+				q.Entries = append(q.Entries, e)
+			} else {
+				q.Skipped++
+			}
+		}
+		if err := fn(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
+
+// Purge removes every queued request of appID/crawlID from spiderID's
+// domain queues and returns how many it removed. Like the original it makes
+// up to three passes, to catch requests a crawler queued during a pass
+// (later passes run only while the previous one removed something).
+func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (int, error) {
+	total := 0
+	for range 3 {
+		n, err := purgeOnce(ctx, rdb, spiderID, appID, crawlID)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func purgeOnce(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (int, error) {
+	pipe := rdb.Pipeline()
+	var cmds []*redis.IntCmd
+	flush := func() (int, error) {
+		if len(cmds) == 0 {
+			return 0, nil
+		}
+		_, err := pipe.Exec(ctx)
+		n := 0
+		for _, c := range cmds {
+			n += int(c.Val())
+		}
+		cmds = cmds[:0]
+		return n, err
+	}
+	total := 0
+	err := Scan(ctx, rdb, spiderID, func(q Queue) error {
+		var members []any
+		for _, e := range q.Entries {
+			if e.AppID == appID && e.CrawlID == crawlID {
+				members = append(members, e.Member)
+			}
+		}
+		if len(members) == 0 {
+			return nil
+		}
+		cmds = append(cmds, pipe.ZRem(ctx, q.Key, members...))
+		if len(cmds) >= batch {
+			n, err := flush()
+			total += n
+			return err
+		}
+		return nil
+	})
+	n, ferr := flush()
+	total += n
+	if err == nil {
+		err = ferr
+	}
+	return total, err
+}
+
