@@ -1,0 +1,71 @@
+package expire_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	ctx := context.Background()
+	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
+	deadline := f.Clock.Add(time.Minute)
+	for i := range 84 {
+		b, _ := json.Marshal(map[string]any{"url": "http://a.com/" + string(rune('a'+i%26)) + string(rune('a'+i/26)), "appid": "testapp", "crawlid": "ist234", "priority": 1, "expires": deadline.Unix()})
+		rdb.ZAdd(ctx, "link:a.com:queue", redis.Z{Score: -1, Member: string(b)})
+	}
+	rdb.ZAdd(ctx, "link:a.com:queue", redis.Z{Score: -1, Member: `{"url":"http://a.com/x","appid":"testapp","crawlid":"other","priority":1}`})
+	key := "timeout:link:testapp:ist234"
+	rdb.Set(ctx, key, deadline.Unix(), 0)
+
+	// Before the deadline nothing happens and the key stays.
+	if handled, err := f.Process(ctx, key); handled || err != nil {
+		t.Fatalf("handled %v, %v before the deadline", handled, err)
+	}
+	if rdb.Exists(ctx, key).Val() != 1 || rdb.ZCard(ctx, "link:a.com:queue").Val() != 85 || len(f.Published()) != 0 {
+		t.Fatal("acted before the deadline")
+	}
+
+	f.Clock = deadline.Add(time.Second)
+	if handled, err := f.Process(ctx, key); !handled || err != nil {
+		t.Fatalf("handled %v, %v after the deadline", handled, err)
+	}
+	var want map[string]any
+	_ = json.Unmarshal([]byte(`{"total_expired": 84, "server_time": 1767323106, "crawlid": "ist234",
+		"spiderid": "link", "appid": "testapp", "action": "expired"}`), &want)
+	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("published %v", got)
+	}
+	if n := rdb.ZCard(ctx, "link:a.com:queue").Val(); n != 1 {
+		t.Fatalf("%d requests left, want the other crawl's 1", n)
+	}
+	if !rdb.SIsMember(ctx, "link:blacklist", "testapp||ist234").Val() || rdb.Exists(ctx, key).Val() != 0 {
+		t.Fatal("not blacklisted, or timeout key left")
+	}
+}
+
+func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
+	rdb := redisServer.TestClient(t)
+	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
+	rdb.Set(context.Background(), "timeout:link:a:b", "soon", 0)
+	if _, err := f.Process(context.Background(), "timeout:link:a:b"); err == nil {
+		t.Fatal("no error for a value that is not a time")
+	}
+}

@@ -1,0 +1,163 @@
+package info_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+func setup(t *testing.T) (*plugintest.Fixture, *redis.Client) {
+	t.Helper()
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	return plugintest.Setup(t, &info.Monitor{}, rdb, nil, nil), rdb
+}
+
+// queue adds n requests of a crawl to a domain queue, with a priority and
+// optional expires, as the Kafka Monitor queues them (score -priority).
+func queue(t *testing.T, rdb *redis.Client, domain, appid, crawlid string, priority, n int, expires int64) {
+	t.Helper()
+	for i := range n {
+		req := map[string]any{"url": fmt.Sprintf("http://%s/%s/%d/%d", domain, crawlid, priority, i), "appid": appid, "crawlid": crawlid, "priority": priority, "spiderid": "link"}
+		if expires != 0 {
+			req["expires"] = expires
+		}
+		b, _ := json.Marshal(req)
+		if err := rdb.ZAdd(context.Background(), "link:"+domain+":queue", redis.Z{Score: float64(-priority), Member: string(b)}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// decode reads a JSON document (a spec example) as the published answers are read.
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func only(t *testing.T, f *plugintest.Fixture) map[string]any {
+	t.Helper()
+	got := f.Published()
+	if len(got) != 1 {
+		t.Fatalf("published %d answers, want 1: %v", len(got), got)
+	}
+	return got[0]
+}
+
+func TestAppInfoHasTheSpecsShape(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	// The spec's example, smaller: crawl ist234 with an expiry, crawl ABC123
+	// spread over domains with several priorities; another app's crawl and
+	// another spider's queue must not count.
+	queue(t, rdb, "google.com", "testapp", "ist234", -9, 1, 1452094703)
+	queue(t, rdb, "twitter.com", "testapp", "ist234", -9, 6, 1452094703)
+	queue(t, rdb, "ctvnews.ca", "testapp", "ABC123", -19, 2, 0)
+	queue(t, rdb, "quora.com", "testapp", "ABC123", -29, 1, 0)
+	queue(t, rdb, "quora.com", "testapp", "ABC123", -19, 3, 0)
+	queue(t, rdb, "quora.com", "otherapp", "ABC123", 50, 4, 0)
+	rdb.ZAdd(ctx, "wandering:quora.com:queue", redis.Z{Score: 1, Member: `{"appid":"testapp","crawlid":"ABC123","priority":1}`})
+	rdb.Set(ctx, "info:link:testapp", "abc12333", 0)
+
+	if handled, err := f.Process(ctx, "info:link:testapp"); !handled || err != nil {
+		t.Fatalf("handled %v, %v", handled, err)
+	}
+	want := decode(t, `{
+		"server_time": 1767323045, "uuid": "abc12333",
+		"total_pending": 13, "total_domains": 4, "total_crawlids": 2,
+		"spiderid": "link", "appid": "testapp",
+		"crawlids": {
+			"ist234": {
+				"domains": {
+					"google.com": {"low_priority": -9, "high_priority": -9, "total": 1},
+					"twitter.com": {"low_priority": -9, "high_priority": -9, "total": 6}
+				},
+				"distinct_domains": 2, "expires": 1452094703, "total": 7
+			},
+			"ABC123": {
+				"domains": {
+					"ctvnews.ca": {"low_priority": -19, "high_priority": -19, "total": 2},
+					"quora.com": {"low_priority": -29, "high_priority": -19, "total": 4}
+				},
+				"distinct_domains": 2, "total": 6
+			}
+		}
+	}`)
+	if got := only(t, f); !reflect.DeepEqual(got, want) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Fatalf("answer:\n%s", gb)
+	}
+	if n := rdb.Exists(ctx, "info:link:testapp").Val(); n != 0 {
+		t.Fatal("request key left behind")
+	}
+}
+
+func TestCrawlInfoHasTheSpecsShape(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	queue(t, rdb, "duckduckgo.com", "testapp", "ABC123", -19, 2, 0)
+	queue(t, rdb, "wikipedia.org", "testapp", "ABC123", -19, 1, 0)
+	queue(t, rdb, "wikipedia.org", "testapp", "other", -19, 5, 0)
+	rdb.Set(ctx, "info:link:testapp:ABC123", "abc12333", 0)
+
+	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
+		t.Fatal(err)
+	}
+	want := decode(t, `{
+		"server_time": 1767323045, "crawlid": "ABC123",
+		"total_pending": 3, "total_domains": 2,
+		"spiderid": "link", "appid": "testapp",
+		"domains": {
+			"duckduckgo.com": {"low_priority": -19, "high_priority": -19, "total": 2},
+			"wikipedia.org": {"low_priority": -19, "high_priority": -19, "total": 1}
+		},
+		"uuid": "abc12333"
+	}`)
+	if got := only(t, f); !reflect.DeepEqual(got, want) {
+		t.Fatalf("answer %v", got)
+	}
+}
+
+func TestCrawlInfoReportsTheCrawlsExpiry(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	rdb.Set(ctx, "timeout:link:testapp:ABC123", "1452094703", 0)
+	rdb.Set(ctx, "info:link:testapp:ABC123", "u1", 0)
+	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
+		t.Fatal(err)
+	}
+	got := only(t, f)
+	if got["expires"] != "1452094703" || got["total_pending"] != 0.0 || len(got["domains"].(map[string]any)) != 0 {
+		t.Fatalf("answer %v", got)
+	}
+}
+
+func TestBadKeyIsAnError(t *testing.T) {
+	f, rdb := setup(t)
+	rdb.Set(context.Background(), "info:link:a:b:c", "u1", 0)
+	if _, err := f.Process(context.Background(), "info:link:a:b:c"); err == nil {
+		t.Fatal("no error for a five-part key")
+	}
+	if len(f.Published()) != 0 {
+		t.Fatal("published an answer for a bad key")
+	}
+}

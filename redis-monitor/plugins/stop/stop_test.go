@@ -1,0 +1,81 @@
+package stop_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	ctx := context.Background()
+	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
+	for d := range 20 {
+		key := fmt.Sprintf("link:d%d.com:queue", d)
+		for i := range 5 {
+			rdb.ZAdd(ctx, key, redis.Z{Score: -1, Member: fmt.Sprintf(`{"url":"http://d%d.com/%d","appid":"testapp","crawlid":"ABC123","priority":1}`, d, i)})
+		}
+		rdb.ZAdd(ctx, key, redis.Z{Score: -1, Member: fmt.Sprintf(`{"url":"http://d%d.com/k","appid":"testapp","crawlid":"keep","priority":1}`, d)})
+	}
+	rdb.Set(ctx, "timeout:link:testapp:ABC123", "1452094703", 0)
+	rdb.Set(ctx, "stop:link:testapp:ABC123", "1ist234", 0)
+
+	if _, err := f.Process(ctx, "stop:link:testapp:ABC123"); err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]any
+	_ = json.Unmarshal([]byte(`{"total_purged": 100, "server_time": 1767323045, "crawlid": "ABC123",
+		"uuid": "1ist234", "spiderid": "link", "appid": "testapp", "action": "stop"}`), &want)
+	got := f.Published()
+	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("published %v", got)
+	}
+	// The purged requests are gone, the others stay.
+	keys, _ := rdb.Keys(ctx, "link:*:queue").Result()
+	total := 0
+	for _, k := range keys {
+		members := rdb.ZRange(ctx, k, 0, -1).Val()
+		for _, m := range members {
+			if m != fmt.Sprintf(`{"url":"http://%s/k","appid":"testapp","crawlid":"keep","priority":1}`, k[5:len(k)-6]) {
+				t.Errorf("left in %s: %s", k, m)
+			}
+		}
+		total += len(members)
+	}
+	if total != 20 {
+		t.Fatalf("%d requests left, want the other crawl's 20", total)
+	}
+	if !rdb.SIsMember(ctx, "link:blacklist", "testapp||ABC123").Val() {
+		t.Fatal("crawl not blacklisted")
+	}
+	for _, k := range []string{"timeout:link:testapp:ABC123", "stop:link:testapp:ABC123"} {
+		if rdb.Exists(ctx, k).Val() != 0 {
+			t.Errorf("%s left behind", k)
+		}
+	}
+}
+
+func TestStopNeedsACrawlID(t *testing.T) {
+	rdb := redisServer.TestClient(t)
+	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
+	rdb.Set(context.Background(), "stop:link:testapp", "u", 0)
+	if _, err := f.Process(context.Background(), "stop:link:testapp"); err == nil || len(f.Published()) != 0 {
+		t.Fatalf("err %v, published %v", err, f.Published())
+	}
+}

@@ -1,0 +1,118 @@
+package queues_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/queues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+func TestParseReadsFlatAndMetaRequests(t *testing.T) {
+	for member, want := range map[string]queues.Entry{
+		`{"url":"http://a.com","appid":"app","crawlid":"c1","priority":-9,"expires":1452094703}`: {AppID: "app", CrawlID: "c1", Priority: "-9", Expires: "1452094703"},
+		`{"url":"http://a.com","meta":{"appid":"app","crawlid":"c2","priority":10}}`:             {AppID: "app", CrawlID: "c2", Priority: "10"},
+		`{"appid":"app","crawlid":"c3"}`:                                                         {AppID: "app", CrawlID: "c3"},
+	} {
+		got, ok := queues.Parse(member)
+		want.Member = member
+		if !ok || got != want {
+			t.Errorf("Parse(%s) = %+v, %v; want %+v", member, got, ok, want)
+		}
+	}
+	for _, bad := range []string{`not json`, `[1,2]`, `{"appid":"a"}`, `{"crawlid":"c"}`, `{"meta":{"url":"x"}}`, `{"appid":1,"crawlid":"c"}`} {
+		if _, ok := queues.Parse(bad); ok {
+			t.Errorf("Parse(%s) accepted", bad)
+		}
+	}
+}
+
+// client is a client of an emptied server.
+func client(t *testing.T) *redis.Client {
+	t.Helper()
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return redisServer.TestClient(t)
+}
+
+func seed(t *testing.T, rdb *redis.Client, key string, members ...string) {
+	t.Helper()
+	for i, m := range members {
+		if err := rdb.ZAdd(context.Background(), key, redis.Z{Score: float64(-i), Member: m}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func req(appid, crawlid string, n int) string {
+	return fmt.Sprintf(`{"url":"http://x/%d","appid":%q,"crawlid":%q,"priority":1}`, n, appid, crawlid)
+}
+
+func TestScanVisitsEverySpiderQueueAndSkipsOthers(t *testing.T) {
+	rdb := client(t)
+	ctx := context.Background()
+	seed(t, rdb, "link:a.com:queue", req("app", "c1", 1), req("app", "c2", 2), "garbage")
+	seed(t, rdb, "link:127.0.0.1.:queue", req("app", "c1", 3))
+	seed(t, rdb, "other:a.com:queue", req("app", "c1", 4))
+	rdb.Set(ctx, "link:b.com:queue", "a string, not a queue", 0)
+	var seen []string
+	skipped := 0
+	err := queues.Scan(ctx, rdb, "link", func(q queues.Queue) error {
+		seen = append(seen, fmt.Sprintf("%s=%d", q.Domain, len(q.Entries)))
+		skipped += q.Skipped
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(seen)
+	if fmt.Sprint(seen) != "[127.0.0.1.=1 a.com=2]" || skipped != 1 {
+		t.Fatalf("seen %v, skipped %d", seen, skipped)
+	}
+}
+
+func TestPurgeRemovesOnlyTheCrawlsRequests(t *testing.T) {
+	rdb := client(t)
+	ctx := context.Background()
+	for d := range 150 { // more queues than one pipelined batch
+		key := fmt.Sprintf("link:d%d.com:queue", d)
+		seed(t, rdb, key, req("app", "stopme", d), req("app", "keep", d), req("other", "stopme", d),
+			fmt.Sprintf(`{"url":"http://y/%d","meta":{"appid":"app","crawlid":"stopme"}}`, d))
+	}
+	n, err := queues.Purge(ctx, rdb, "link", "app", "stopme")
+	if err != nil || n != 300 {
+		t.Fatalf("purged %d, %v; want 300", n, err)
+	}
+	left := 0
+	err = queues.Scan(ctx, rdb, "link", func(q queues.Queue) error {
+		for _, e := range q.Entries {
+			if e.AppID == "app" && e.CrawlID == "stopme" {
+				t.Errorf("left in %s: %s", q.Key, e.Member)
+			}
+			left++
+		}
+		return nil
+	})
+	if err != nil || left != 300 {
+		t.Fatalf("%d requests left, %v; want 300 of other crawls", left, err)
+	}
+}
+
+func TestPatternEscapesGlobCharacters(t *testing.T) {
+	if got := queues.Pattern(`we*ird[1]`); got != `we\*ird\[1\]:*:queue` {
+		t.Fatal(got)
+	}
+	if got := queues.Domain("link", "link:::1.:queue"); got != "::1." {
+		t.Fatal(got)
+	}
+}
