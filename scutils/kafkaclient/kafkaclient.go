@@ -167,6 +167,8 @@ func (c Config) transport() *kafka.Transport {
 	return &kafka.Transport{
 		DialTimeout: c.ConnTimeout,
 		ClientID:    c.clientID(),
+		// Notice new and re-created topics (and lost brokers) within a second.
+		MetadataTTL: time.Second,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dialer.DialContext(ctx, network, addr)
 			if err != nil {

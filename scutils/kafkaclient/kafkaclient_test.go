@@ -277,3 +277,29 @@ func TestPublisherGivesUpOnlyWhenCancelled(t *testing.T) {
 		t.Fatalf("got %v, want the context's error", err)
 	}
 }
+
+func TestPublisherCreatesATopicAgainAfterTheBrokerLostIt(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	cfg.Partitions = 1
+	p := cfg.NewPublisher("outbound", false, nil)
+	p.MaxBackoff = 200 * time.Millisecond
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, "a", []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	// A new in-memory broker on the same port knows no topics.
+	port := k.Cluster.ListenAddrs()[0]
+	k.Close()
+	var portNum int
+	fmt.Sscanf(port[strings.LastIndexByte(port, ':')+1:], "%d", &portNum)
+	k2 := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{portNum}})
+	if err := p.Publish(ctx, "a", []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, configFor(k2), "demo.outbound_firehose", 1); got[0] != "after" {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -84,7 +84,11 @@ func (p *Publisher) Publish(ctx context.Context, appID string, value []byte) err
 		if err := p.ensure(ctx, topics); err != nil {
 			return err
 		}
-		return p.w.WriteMessages(ctx, msgs...)
+		err := p.w.WriteMessages(ctx, msgs...)
+		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+			p.forget(topics) // deleted, or the broker lost its state: create again
+		}
+		return err
 	})
 }
 
@@ -145,6 +149,14 @@ func (p *Publisher) ensure(ctx context.Context, topics []string) error {
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+func (p *Publisher) forget(topics []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, t := range topics {
+		delete(p.ensured, t)
+	}
 }
 
 // Close flushes and closes the writer.
