@@ -240,3 +240,6 @@ func (o *OutputBuffer) String() string {
 	defer o.mu.Unlock()
 	return string(o.b)
 }
+
+// Contains reports whether s has been written.
+func (o *OutputBuffer) Contains(s string) bool { return strings.Contains(o.String(), s) }
