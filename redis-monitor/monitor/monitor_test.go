@@ -460,4 +460,3 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 		t.Fatalf("%d failures counted for an outage", r.m.Failed())
 	}
 }
-

@@ -199,4 +199,3 @@ func purgeOnce(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 	}
 	return total, err
 }
-

@@ -21,7 +21,7 @@ func TestParseReadsFlatAndMetaRequests(t *testing.T) {
 	for member, want := range map[string]queues.Entry{
 		`{"url":"http://a.com","appid":"app","crawlid":"c1","priority":-9,"expires":1452094703}`: {AppID: "app", CrawlID: "c1", Priority: "-9", Expires: "1452094703"},
 		`{"url":"http://a.com","meta":{"appid":"app","crawlid":"c2","priority":10}}`:             {AppID: "app", CrawlID: "c2", Priority: "10"},
-		`{"appid":"app","crawlid":"c3"}`:                                                         {AppID: "app", CrawlID: "c3"},
+		`{"appid":"app","crawlid":"c3"}`: {AppID: "app", CrawlID: "c3"},
 	} {
 		got, ok := queues.Parse(member)
 		want.Member = member
