@@ -376,13 +376,6 @@ func preview(s string) string {
 	return s
 }
 
-// dumpLoop logs the stats every STATS_DUMP seconds.
-func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
-	for sleep(ctx, every) {
-		m.log.Dump("Redis Monitor Stats Dump", m.StatsSnapshot(ctx))
-	}
-}
-
 // StatsSnapshot returns the monitor's own counts as the original's dump
 // names them: total_<window>, fail_<window>, plugin_<Name>_<window>.
 func (m *Monitor) StatsSnapshot(ctx context.Context) map[string]any { return m.stats.Snapshot(ctx) }

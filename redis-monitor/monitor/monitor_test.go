@@ -78,7 +78,7 @@ type cluster struct {
 	rdb   *redis.Client
 }
 
-func newCluster(t *testing.T, kopts ...harness.KafkaOptions) *cluster {
+func newCluster(t testing.TB, kopts ...harness.KafkaOptions) *cluster {
 	t.Helper()
 	if err := redisServer.FlushAll(context.Background()); err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func newCluster(t *testing.T, kopts ...harness.KafkaOptions) *cluster {
 
 // settings are the monitor's defaults pointed at the test services, with
 // quick cycles, plus overrides.
-func (c *cluster) settings(t *testing.T, overrides map[string]string) *settings.Settings {
+func (c *cluster) settings(t testing.TB, overrides map[string]string) *settings.Settings {
 	t.Helper()
 	env := map[string]string{
 		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(redisServer.Port),
@@ -117,7 +117,7 @@ func (c *cluster) settings(t *testing.T, overrides map[string]string) *settings.
 
 // only turns a PLUGINS value into one that enables just those plugins:
 // the setting merges with the defaults, so the others are set to null.
-func only(t *testing.T, plugins string) string {
+func only(t testing.TB, plugins string) string {
 	t.Helper()
 	enabled := map[string]any{}
 	for name := range monitor.Defaults()["PLUGINS"].(map[string]any) {
@@ -139,7 +139,7 @@ type running struct {
 	once sync.Once
 }
 
-func (c *cluster) start(t *testing.T, overrides map[string]string) *running {
+func (c *cluster) start(t testing.TB, overrides map[string]string) *running {
 	t.Helper()
 	s := c.settings(t, overrides)
 	out := &harness.OutputBuffer{}
@@ -166,7 +166,7 @@ func (c *cluster) start(t *testing.T, overrides map[string]string) *running {
 
 // shutdown stops the monitor as SIGTERM does and waits for Run to return
 // (once; later calls return at once).
-func (r *running) shutdown(t *testing.T) {
+func (r *running) shutdown(t testing.TB) {
 	t.Helper()
 	r.once.Do(func() {
 		r.stop()
@@ -460,3 +460,5 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 		t.Fatalf("%d failures counted for an outage", r.m.Failed())
 	}
 }
+
+func kafkaTopic(name string) kafkaclient.TopicSpec { return kafkaclient.TopicSpec{Name: name, Partitions: 1} }

@@ -27,32 +27,6 @@ type Entry struct {
 	Expires  json.Number // "" when absent
 }
 
-// fields is the JSON shape of a queued request, flat or under "meta".
-type fields struct {
-	AppID    *string     `json:"appid"`
-	CrawlID  *string     `json:"crawlid"`
-	Priority json.Number `json:"priority"`
-	Expires  json.Number `json:"expires"`
-	Meta     *fields     `json:"meta"`
-}
-
-// Parse reads the identity fields of one queue member.
-func Parse(member string) (Entry, bool) {
-	var f fields
-	d := json.NewDecoder(strings.NewReader(member))
-	d.UseNumber()
-	if err := d.Decode(&f); err != nil {
-		return Entry{}, false
-	}
-	if f.Meta != nil {
-		f = *f.Meta
-	}
-	if f.AppID == nil || f.CrawlID == nil {
-		return Entry{}, false
-	}
-	return Entry{Member: member, AppID: *f.AppID, CrawlID: *f.CrawlID, Priority: f.Priority, Expires: f.Expires}, true
-}
-
 // Queue is one domain queue's parsed entries.
 type Queue struct {
 	Key     string

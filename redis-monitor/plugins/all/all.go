@@ -5,5 +5,6 @@ package all
 import (
 	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire" // ExpireMonitor
 	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"   // InfoMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stats"  // StatsMonitor
 	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"   // StopMonitor
 )

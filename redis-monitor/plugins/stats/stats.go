@@ -47,6 +47,8 @@ type Monitor struct {
 	plugin.Base
 }
 
+var _ plugin.Plugin = (*Monitor)(nil)
+
 // Name is the plugin's stats name.
 func (*Monitor) Name() string { return "StatsMonitor" }
 
@@ -98,6 +100,13 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 }
 
 var errUnknownStats = errors.New("unknown stats type")
+
+// Gather returns the fields of the answer to a request for stats ("all",
+// "kafka-monitor", "spider", ...) as of now, without stats, appid, uuid and
+// server_time. The monitor's log dumps use it too.
+func Gather(ctx context.Context, rdb redis.Cmdable, now time.Time, stats string) (map[string]any, error) {
+	return reader{rdb: rdb, now: now}.answer(ctx, stats)
+}
 
 // Components whose stats are plugin style (total, fail, plugins, nodes).
 var pluginComponents = []string{"kafka-monitor", "redis-monitor", "rest"}
@@ -215,6 +224,7 @@ const scanCount = 1000
 // SCAN for the next. SCAN may return a key twice; it is counted once.
 func (r reader) scan(ctx context.Context, pattern string, c collector) error {
 	type read struct {
+		key   string
 		parts []string
 		cmd   *redis.IntCmd
 	}
@@ -228,7 +238,7 @@ func (r reader) scan(ctx context.Context, pattern string, c collector) error {
 	for {
 		pipe := r.rdb.Pipeline()
 		for i := range pending {
-			pending[i].cmd = r.count(ctx, pipe, pending[i].parts, bounds)
+			pending[i].cmd = r.count(ctx, pipe, pending[i].key, pending[i].parts, bounds)
 		}
 		var scan *redis.ScanCmd
 		if !done {
@@ -242,7 +252,7 @@ func (r reader) scan(ctx context.Context, pattern string, c collector) error {
 				continue // not a counter of ours; leave it out
 			}
 			if err != nil {
-				return fmt.Errorf("read %s: %w", strings.Join(p.parts, ":"), err)
+				return fmt.Errorf("read %s: %w", p.key, err)
 			}
 			if n > 0 {
 				c.add(p.parts, n)
@@ -262,7 +272,7 @@ func (r reader) scan(ctx context.Context, pattern string, c collector) error {
 			}
 			seen[k] = struct{}{}
 			if parts := strings.Split(k, ":"); c.take(parts) {
-				pending = append(pending, read{parts: parts})
+				pending = append(pending, read{key: k, parts: parts})
 			}
 		}
 		cursor, done = next, next == 0
@@ -278,8 +288,7 @@ func (r reader) scan(ctx context.Context, pattern string, c collector) error {
 // the window count (ZCOUNT, as the writers' own Value does), whether or not
 // the writer has trimmed the older ones yet; anything else (a queue) is a
 // sorted set counted whole (ZCARD).
-func (r reader) count(ctx context.Context, pipe redis.Pipeliner, parts []string, bounds map[int64]string) *redis.IntCmd {
-	key := strings.Join(parts, ":")
+func (r reader) count(ctx context.Context, pipe redis.Pipeliner, key string, parts []string, bounds map[int64]string) *redis.IntCmd {
 	suffix := parts[len(parts)-1]
 	if suffix == "lifetime" {
 		return pipe.PFCount(ctx, key)
@@ -405,11 +414,13 @@ func (c *crawlerStats) take(parts []string) bool {
 
 func (c *crawlerStats) add(parts []string, n int64) {
 	host, spider, code, window := parts[2], parts[3], parts[4], parts[5]
+	// A spider running on several hosts has one counter per host: its
+	// stats are their sum (the original kept whichever key it read last).
 	s := c.spider(spider)
 	if s.codes[code] == nil {
 		s.codes[code] = windows{}
 	}
-	s.codes[code][window] = n
+	s.codes[code][window] += n
 
 	m := c.byMachine[host]
 	if m == nil {
@@ -423,7 +434,7 @@ func (c *crawlerStats) add(parts []string, n int64) {
 }
 
 // spiders is {"unique_spider_count", "total_spider_count", "<spiderid>":
-// {"count": running, "<code>": {window: count}}}.
+// {"count": running, "<code>": {window: sum over the spider's hosts}}}.
 func (c *crawlerStats) spiders() map[string]any {
 	out := map[string]any{}
 	unique := 0
