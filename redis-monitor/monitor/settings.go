@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -32,16 +33,13 @@ import (
 //	STATS_TIMES            the windows kept, by StatsCollector name
 //	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), settings.Defaults{
 		"SLEEP_TIME":            0.1,
 		"RETRY_FAILURES":        true,
 		"RETRY_FAILURES_MAX":    3,
 		"HEARTBEAT_TIMEOUT":     120,
 		"REDIS_LOCK_EXPIRATION": 6,
 		"KAFKA_APPID_TOPICS":    false,
-		"ZOOKEEPER_ASSIGN_PATH": "/scrapy-cluster/crawler/",
-		"ZOOKEEPER_ID":          "all",
-		"ZOOKEEPER_HOSTS":       "localhost:2181",
 		"PLUGIN_DIR":            "plugins/",
 		"PLUGINS": map[string]any{
 			"plugins.info_monitor.InfoMonitor":           100,

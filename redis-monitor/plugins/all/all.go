@@ -3,8 +3,9 @@
 package all
 
 import (
-	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire" // ExpireMonitor
-	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"   // InfoMonitor
-	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stats"  // StatsMonitor
-	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"   // StopMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"    // ExpireMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"      // InfoMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stats"     // StatsMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"      // StopMonitor
+	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/zookeeper" // ZookeeperMonitor
 )

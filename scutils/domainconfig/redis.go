@@ -1,0 +1,94 @@
+package domainconfig
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// RedisStore keeps the document in Redis, for clusters without ZooKeeper:
+// the string rediskeys.DomainConfigKey(path), with each new version
+// published on rediskeys.DomainConfigChannel(path) in the same transaction
+// (so announcements come in the order of the writes). Writes use
+// WATCH/MULTI/EXEC, so concurrent writers never overwrite each other's
+// changes.
+type RedisStore struct {
+	rdb          *redis.Client
+	path         string
+	key, channel string
+}
+
+// NewRedisStore uses rdb (which the caller keeps and closes) for the
+// document of path, e.g. "/scrapy-cluster/crawler/all".
+func NewRedisStore(rdb *redis.Client, path string) *RedisStore {
+	return &RedisStore{rdb: rdb, path: path,
+		key: rediskeys.DomainConfigKey(path), channel: rediskeys.DomainConfigChannel(path)}
+}
+
+// Path is the document's path.
+func (s *RedisStore) Path() string { return s.path }
+
+// Close does nothing: the Redis client belongs to the caller.
+func (s *RedisStore) Close() error { return nil }
+
+// Get reads the document; a missing or empty key is the empty document.
+func (s *RedisStore) Get(ctx context.Context) (Document, error) {
+	data, err := s.rdb.Get(ctx, s.key).Bytes()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Document{}, fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+	}
+	doc, err := Parse(data)
+	if err != nil {
+		return Document{}, fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+	}
+	return doc, nil
+}
+
+// Update edits the document in a WATCH/MULTI/EXEC transaction, starting over
+// when another writer changed the key meanwhile; see Store.
+func (s *RedisStore) Update(ctx context.Context, edit func(*Document) error) error {
+	for {
+		err := s.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			data, err := tx.Get(ctx, s.key).Bytes()
+			exists := err == nil
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+			}
+			doc, err := Parse(data)
+			if err != nil {
+				return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+			}
+			if err := edit(&doc); err != nil {
+				return editError{err}
+			}
+			out := doc.Marshal()
+			if exists && bytes.Equal(out, data) {
+				return nil
+			}
+			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.Set(ctx, s.key, out, 0)
+				p.Publish(ctx, s.channel, out)
+				return nil
+			})
+			if err != nil && !errors.Is(err, redis.TxFailedErr) {
+				return fmt.Errorf("%w at %s: %w", ErrWrite, s.key, err)
+			}
+			return err
+		}, s.key)
+		var e editError
+		switch {
+		case errors.Is(err, redis.TxFailedErr):
+			continue // another writer came first: start over from its version
+		case errors.As(err, &e):
+			return e.err
+		case err != nil && !errors.Is(err, ErrRead) && !errors.Is(err, ErrWrite):
+			return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err) // WATCH itself failed
+		}
+		return err
+	}
+}

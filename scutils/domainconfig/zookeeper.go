@@ -1,0 +1,228 @@
+package domainconfig
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
+)
+
+// ZooKeeperStore keeps the document as the data of a ZooKeeper node, where
+// the crawlers (Go and Python) watch it. Writes are Set with the version
+// read, so concurrent writers never overwrite each other's changes. While the
+// connection is down, calls wait for it to come back (go-zookeeper
+// reconnects by itself) until their ctx ends.
+type ZooKeeperStore struct {
+	conn   *zk.Conn
+	path   string
+	own    bool // Close closes conn
+	closed atomic.Bool
+}
+
+// NewZooKeeperStore uses conn (which the caller keeps and closes) for the
+// node at path. The node and its parents are created on the first write.
+func NewZooKeeperStore(conn *zk.Conn, path string) (*ZooKeeperStore, error) {
+	if err := zkwatch.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	return &ZooKeeperStore{conn: conn, path: path}, nil
+}
+
+// DialZooKeeper connects to hosts (waiting for a session until ctx ends) and
+// returns a store for the node at path that owns the connection: Close
+// closes it. log may be nil.
+func DialZooKeeper(ctx context.Context, hosts []string, path string, log *logfactory.Logger) (*ZooKeeperStore, error) {
+	if err := zkwatch.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	var logger zkwatch.Logger
+	if log != nil {
+		logger = printfLogger{log}
+	}
+	conn, err := zkwatch.Dial(ctx, hosts, zkwatch.DefaultSessionTimeout, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &ZooKeeperStore{conn: conn, path: path, own: true}, nil
+}
+
+// Path is the node's path.
+func (s *ZooKeeperStore) Path() string { return s.path }
+
+// Close closes the connection if the store opened it. Calls after Close
+// fail with zk.ErrClosing.
+func (s *ZooKeeperStore) Close() error {
+	if !s.closed.Swap(true) && s.own {
+		s.conn.Close()
+	}
+	return nil
+}
+
+// Get reads the document; a missing or empty node is the empty document.
+func (s *ZooKeeperStore) Get(ctx context.Context) (Document, error) {
+	var doc Document
+	err := s.retry(ctx, func() error {
+		data, _, err := s.read(ctx)
+		if err != nil {
+			return err
+		}
+		if doc, err = Parse(data); err != nil {
+			return fmt.Errorf("%w at %s: %w", ErrRead, s.path, err)
+		}
+		return nil
+	})
+	return doc, err
+}
+
+// Update edits the document with a version-checked write; see Store.
+func (s *ZooKeeperStore) Update(ctx context.Context, edit func(*Document) error) error {
+	return s.retry(ctx, func() error {
+		data, stat, err := s.read(ctx)
+		if err != nil {
+			return err
+		}
+		doc, err := Parse(data)
+		if err != nil {
+			return fmt.Errorf("%w at %s: %w", ErrRead, s.path, err)
+		}
+		if err := edit(&doc); err != nil {
+			return editError{err}
+		}
+		out := doc.Marshal()
+		if stat != nil && bytes.Equal(out, data) {
+			return nil
+		}
+		if stat == nil {
+			err = s.create(ctx, out)
+		} else {
+			err = s.call(ctx, func() error {
+				_, err := s.conn.Set(s.path, out, stat.Version)
+				return err
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("%w at %s: %w", ErrWrite, s.path, err)
+		}
+		return nil
+	})
+}
+
+// read returns the node's data and stat, or a nil stat when it does not
+// exist.
+func (s *ZooKeeperStore) read(ctx context.Context) ([]byte, *zk.Stat, error) {
+	var data []byte
+	var stat *zk.Stat
+	err := s.call(ctx, func() (err error) {
+		data, stat, err = s.conn.Get(s.path)
+		return err
+	})
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("%w at %s: %w", ErrRead, s.path, err)
+	}
+	return data, stat, nil
+}
+
+// create makes the node with data, and its parents, empty, if missing.
+func (s *ZooKeeperStore) create(ctx context.Context, data []byte) error {
+	return s.call(ctx, func() error {
+		if parent := path.Dir(s.path); parent != "/" {
+			if err := zkwatch.EnsurePath(s.conn, parent); err != nil {
+				return err
+			}
+		}
+		_, err := s.conn.Create(s.path, data, 0, zk.WorldACL(zk.PermAll))
+		return err
+	})
+}
+
+// editError carries an error from the caller's edit through retry untouched.
+type editError struct{ err error }
+
+func (e editError) Error() string { return e.err.Error() }
+
+// errNoSession: the client is between sessions; the request was not sent.
+var errNoSession = errors.New("not connected to ZooKeeper")
+
+// Back-off between attempts that failed for want of a connection.
+const (
+	minRetryPause = 50 * time.Millisecond
+	maxRetryPause = time.Second
+)
+
+// retry runs attempt until it succeeds or fails for good: a write that lost
+// a race (the node changed or appeared meanwhile) starts over at once; a
+// lost connection is waited out, with back-off, until ctx ends.
+func (s *ZooKeeperStore) retry(ctx context.Context, attempt func() error) error {
+	pause := minRetryPause
+	for {
+		err := attempt()
+		var edit editError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &edit):
+			return edit.err
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists),
+			errors.Is(err, ErrWrite) && errors.Is(err, zk.ErrNoNode):
+			continue
+		case !transient(err):
+			return err
+		}
+		if ctx.Err() != nil {
+			return err // already says ctx ended, or is the last connection error
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (giving up: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, maxRetryPause)
+	}
+}
+
+// transient reports errors that a retry after a reconnection may cure.
+func transient(err error) bool {
+	for _, e := range []error{errNoSession, zk.ErrConnectionClosed, zk.ErrSessionExpired,
+		zk.ErrSessionMoved, zk.ErrNoServer, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// call runs one request, returning early when ctx ends. It does not send
+// requests while the client has no session: go-zookeeper would queue them
+// and send them after reconnecting, perhaps long after the caller gave up.
+func (s *ZooKeeperStore) call(ctx context.Context, request func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return zk.ErrClosing
+	}
+	if s.conn.State() != zk.StateHasSession {
+		return errNoSession
+	}
+	done := make(chan error, 1)
+	go func() { done <- request() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
