@@ -15,7 +15,7 @@ help:
 	@echo "make run        build everything and explain how to start the cluster"
 	@echo "make build      build all binaries into bin/"
 	@echo "make test       formatting and vet checks, then every test against real Redis, ZooKeeper and kfake"
-	@echo "make bench      benchmarks of the shared library (throttled queue, priority queue, stats)"
+	@echo "make bench      every benchmark (throttled queue, stats, Kafka Monitor ingest, Redis Monitor answers, ...)"
 	@echo "make lint       gofmt check, go vet and staticcheck"
 
 build: $(BINARIES)
@@ -59,6 +59,8 @@ run: build
 	@echo "    bin/kafka-monitor run --set KAFKA_HOSTS=localhost:9092 --set REDIS_HOST=localhost"
 	@echo "    bin/kafka-monitor feed '{\"url\": \"http://example.com\", \"appid\": \"testapp\", \"crawlid\": \"abc\"}'"
 	@echo "    bin/kafkadump list; bin/kafkadump dump -t demo.incoming -b -p"
+	@echo "    bin/redis-monitor --set KAFKA_HOSTS=localhost:9092 --set REDIS_HOST=localhost --set ZOOKEEPER_HOSTS="
+	@echo "    bin/kafka-monitor feed '{\"stats\": \"all\", \"appid\": \"testapp\", \"uuid\": \"u1\"}'; bin/kafkadump dump -t demo.outbound_firehose -b"
 	@echo "Every binary prints its effective settings with '<binary> settings'; file-pusher pushes a"
 	@echo "domain config into ZooKeeper (bin/file-pusher --help)."
 
