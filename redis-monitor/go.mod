@@ -3,6 +3,7 @@ module github.com/scrapycluster/scrapy-cluster-go/redis-monitor
 go 1.26.8
 
 require (
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
 	github.com/segmentio/kafka-go v0.4.51
@@ -11,7 +12,6 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect

@@ -461,4 +461,6 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 	}
 }
 
-func kafkaTopic(name string) kafkaclient.TopicSpec { return kafkaclient.TopicSpec{Name: name, Partitions: 1} }
+func kafkaTopic(name string) kafkaclient.TopicSpec {
+	return kafkaclient.TopicSpec{Name: name, Partitions: 1}
+}
