@@ -79,6 +79,41 @@ func CrawlerStatusKey(host, spiderID, code string) string {
 	return "stats:crawler:" + host + ":" + spiderID + ":" + code
 }
 
+// DupeFilterKey is the set of request fingerprints a crawl has queued,
+// "<spiderid>:dupefilter:<crawlid>" (spiderid: the crawling spider's name).
+func DupeFilterKey(spiderID, crawlID string) string { return spiderID + ":dupefilter:" + crawlID }
+
+// DomainMaxPageKey counts the pages a crawl queued for a domain, against
+// its domain_max_pages: "<spiderid>:domain_max_page_filter:<domain>:<crawlid>".
+func DomainMaxPageKey(spiderID, domain, crawlID string) string {
+	return spiderID + ":domain_max_page_filter:" + domain + ":" + crawlID
+}
+
+// GlobalPageCountKey counts the pages a crawl queued for a domain, against
+// GLOBAL_PAGE_PER_DOMAIN_LIMIT: "<spiderid>:global_page_count_filter:<domain>:<crawlid>".
+func GlobalPageCountKey(spiderID, domain, crawlID string) string {
+	return spiderID + ":global_page_count_filter:" + domain + ":" + crawlID
+}
+
+// ThrottleKey is the prefix of a domain's throttle keys (<prefix>:throttle_window,
+// <prefix>:throttle_time) for the configured throttle style: "<spiderid>:"
+// with type throttling, "<ip>:" with IP throttling, then the domain.
+func ThrottleKey(spiderID, ip, domain string, byType, byIP bool) string {
+	k := ""
+	if byType {
+		k += spiderID + ":"
+	}
+	if byIP {
+		k += ip + ":"
+	}
+	return k + domain
+}
+
+// LeaseKey is the sorted set of a spider type's leased requests (requests a
+// crawler popped and has not finished), scored by deadline; their records
+// are in the hash LeaseKey+":items". (Go; the original has no leases.)
+func LeaseKey(spiderID string) string { return "leases:" + spiderID }
+
 // RestPollKey holds an answer a REST service caught after its /feed caller
 // stopped waiting, for a later /poll on any REST instance: "rest:poll:<uuid>".
 func RestPollKey(uuid string) string { return "rest:poll:" + uuid }

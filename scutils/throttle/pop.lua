@@ -1,16 +1,22 @@
 -- One atomic throttled pop. Checks the rolling window and the moderation
 -- gap, pops one item, and records the hit only when an item was popped.
+-- With a lease, the popped item is also recorded as leased, in the same
+-- step, so a popper that dies before finishing the item cannot lose it.
 --
 -- KEYS[1] queue, KEYS[2] window sorted set, KEYS[3] moderation time key
+-- KEYS[4] lease sorted set, KEYS[5] lease hash (only used with a lease)
 -- ARGV[1] window seconds        ARGV[2] limit (pops per window)
 -- ARGV[3] moderation seconds, 0 = not moderated
 -- ARGV[4] "1" when this client's elastic catch-up may break moderation
 -- ARGV[5] elastic buffer        ARGV[6] pop command: ZPOPMIN, RPOP or LPOP
 -- ARGV[7] unique hit id: the window member (members must differ for
 --         concurrent pops; readers only count them, the score is the time)
+-- ARGV[8] lease seconds, 0 = no lease   ARGV[9] lease id
 --
--- Returns {status, item}: status 0 = denied by window, 1 = denied by
--- moderation, 2 = allowed but queue empty, 3 = popped.
+-- Returns {status, item, wait, score}: status 0 = denied by window,
+-- 1 = denied by moderation, 2 = allowed but queue empty, 3 = popped.
+-- wait (a string, seconds) is how long a denial will last at least;
+-- score (a string) is the popped item's score in a priority queue.
 -- Times are the Redis server's clock, so every crawler shares one clock.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -23,7 +29,12 @@ local stamp = string.format('%.6f', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
 local hits = redis.call('ZCARD', KEYS[2])
 if hits >= limit then
-  return {0, false}
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local wait = window
+  if oldest[2] then
+    wait = tonumber(oldest[2]) + window - now
+  end
+  return {0, false, string.format('%.6f', wait)}
 end
 
 if moderation > 0 then
@@ -31,19 +42,20 @@ if moderation > 0 then
   if now - last < moderation then
     local catch_up = ARGV[4] == '1' and (limit - hits) > tonumber(ARGV[5])
     if not catch_up then
-      return {1, false}
+      return {1, false, string.format('%.6f', last + moderation - now)}
     end
   end
 end
 
-local item
+local item, score
 if ARGV[6] == 'ZPOPMIN' then
-  item = redis.call('ZPOPMIN', KEYS[1])[1]
+  local popped = redis.call('ZPOPMIN', KEYS[1])
+  item, score = popped[1], popped[2]
 else
   item = redis.call(ARGV[6], KEYS[1])
 end
 if not item then
-  return {2, false}
+  return {2, false, '0'}
 end
 
 redis.call('ZADD', KEYS[2], stamp, ARGV[7])
@@ -51,4 +63,9 @@ redis.call('EXPIRE', KEYS[2], ttl)
 if moderation > 0 then
   redis.call('SET', KEYS[3], stamp, 'EX', ttl)
 end
-return {3, item}
+local lease = tonumber(ARGV[8])
+if lease > 0 then
+  redis.call('ZADD', KEYS[4], string.format('%.6f', now + lease), ARGV[9])
+  redis.call('HSET', KEYS[5], ARGV[9], cjson.encode({q = KEYS[1], s = score or '0', m = item}))
+end
+return {3, item, '0', score or '0'}

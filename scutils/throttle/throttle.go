@@ -212,30 +212,68 @@ func (t *Queue[T]) Pop(ctx context.Context) (item T, ok bool, err error) {
 // with a *redisqueue.DecodeError: the item left the queue and the error keeps
 // its bytes.
 func (t *Queue[T]) TryPop(ctx context.Context) (item T, status Status, err error) {
+	res, err := t.Attempt(ctx, nil)
+	if err != nil || res.Status != Popped {
+		return item, res.Status, err
+	}
+	item, err = t.queue.Decode([]byte(res.Raw))
+	return item, Popped, err
+}
+
+// Result is the outcome of one Attempt.
+type Result struct {
+	Status Status
+	// Raw is the popped item as stored (when Popped).
+	Raw string
+	// Score is the popped item's score in a priority queue (-priority).
+	Score float64
+	// Wait is how long a denial lasts at least: until the oldest hit leaves
+	// the window, or until the moderation gap has passed.
+	Wait time.Duration
+}
+
+// Attempt is one throttled pop that returns the item undecoded with its
+// score, and, for a denial, how long to wait before trying again. With a
+// lease (see Leases) the popped item is recorded as leased in the same
+// atomic step.
+func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
 	elastic := "0"
 	if t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit) {
 		elastic = "1"
 	}
 	hitID := t.hitPrefix + strconv.FormatUint(t.hitSeq.Add(1), 10)
-	res, err := popScript.Run(ctx, t.rdb,
-		[]string{t.queue.Key(), t.windowKey, t.moderKey},
-		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID,
+	keys := []string{t.queue.Key(), t.windowKey, t.moderKey}
+	leaseTTL, leaseID := "0", ""
+	if lease != nil {
+		keys = append(keys, lease.leases.zset, lease.leases.hash)
+		leaseTTL = strconv.FormatFloat(lease.leases.ttl.Seconds(), 'f', -1, 64)
+		leaseID = lease.ID
+	} else {
+		// Unused, but Redis Cluster needs every key declared.
+		keys = append(keys, t.queue.Key(), t.queue.Key())
+	}
+	res, err := popScript.Run(ctx, t.rdb, keys,
+		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leaseTTL, leaseID,
 	).Slice()
 	if err != nil {
-		return item, DeniedByWindow, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
+		return Result{}, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
 	}
-	if len(res) < 1 {
-		return item, DeniedByWindow, fmt.Errorf("throttled pop from %s: unexpected reply %v", t.queue.Key(), res)
+	if len(res) < 3 {
+		return Result{}, fmt.Errorf("throttled pop from %s: unexpected reply %v", t.queue.Key(), res)
 	}
 	code, _ := res[0].(int64)
-	status = Status(code)
-	if status != Popped {
-		return item, status, nil
+	out := Result{Status: Status(code)}
+	if out.Status != Popped {
+		wait, _ := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
+		out.Wait = time.Duration(max(wait, 0) * float64(time.Second))
+		return out, nil
 	}
 	if t.kickIn.Load() < int64(t.cfg.Limit) {
 		t.kickIn.Add(1)
 	}
-	raw, _ := res[1].(string)
-	item, err = t.queue.Decode([]byte(raw))
-	return item, Popped, err
+	out.Raw, _ = res[1].(string)
+	if len(res) > 3 {
+		out.Score, _ = strconv.ParseFloat(fmt.Sprint(res[3]), 64)
+	}
+	return out, nil
 }

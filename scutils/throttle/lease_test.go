@@ -1,0 +1,217 @@
+package throttle_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
+)
+
+func newLeases(t *testing.T, ttl time.Duration) (*throttle.Leases, *redis.Client) {
+	t.Helper()
+	c := client(t)
+	l, err := throttle.NewLeases(c, "leases:link", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, c
+}
+
+func TestAttemptRecordsTheLeaseWithThePop(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, 30*time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
+	fill(t, "link:a.com:queue", 2)
+	lease := l.New()
+	res, err := tq.Attempt(ctx, lease)
+	if err != nil || res.Status != throttle.Popped || res.Raw != `"item-1"` || res.Score != -1 {
+		t.Fatalf("attempt %+v, %v", res, err)
+	}
+	zset, hash := l.Keys()
+	deadline := c.ZScore(ctx, zset, lease.ID).Val()
+	if now := float64(time.Now().Unix()); deadline < now+25 || deadline > now+35 {
+		t.Fatalf("lease deadline %v, want about now+30", deadline)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(c.HGet(ctx, hash, lease.ID).Val()), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec["q"] != "link:a.com:queue" || rec["m"] != `"item-1"` || rec["s"] != "-1" {
+		t.Fatalf("lease record %v", rec)
+	}
+	if err := l.Ack(ctx, lease.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := l.Count(ctx); n != 0 || c.HLen(ctx, hash).Val() != 0 {
+		t.Fatal("ack left the lease")
+	}
+	// Without a lease nothing is recorded.
+	if res, err := tq.Attempt(ctx, nil); err != nil || res.Status != throttle.Popped {
+		t.Fatalf("attempt %+v, %v", res, err)
+	}
+	if n, _ := l.Count(ctx); n != 0 {
+		t.Fatal("lease recorded without one")
+	}
+}
+
+func TestReapReturnsExpiredLeasesWithTheirScore(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
+	fill(t, "link:a.com:queue", 3)
+	var held []string
+	for range 3 {
+		lease := l.New()
+		if res, err := tq.Attempt(ctx, lease); err != nil || res.Status != throttle.Popped {
+			t.Fatalf("attempt %+v, %v", res, err)
+		}
+		held = append(held, lease.ID)
+	}
+	// The holder "dies": nothing is renewed. Before the deadline nothing is reaped.
+	if n, err := l.Reap(ctx, 100); err != nil || n != 0 {
+		t.Fatalf("reaped %d, %v before the deadline", n, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	restored := 0
+	for restored < 3 && time.Now().Before(deadline) {
+		n, err := l.Reap(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		restored += n
+		time.Sleep(50 * time.Millisecond)
+	}
+	if restored != 3 {
+		t.Fatalf("restored %d of 3", restored)
+	}
+	got := c.ZRangeWithScores(ctx, "link:a.com:queue", 0, -1).Val()
+	if len(got) != 3 || got[0].Member != `"item-2"` || got[0].Score != -2 || got[2].Score != 0 {
+		t.Fatalf("queue after reaping %v", got)
+	}
+	if n, _ := l.Count(ctx); n != 0 {
+		t.Fatal("reaped leases left")
+	}
+	_ = held
+}
+
+func TestRenewKeepsLeasesAlive(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
+	fill(t, "link:a.com:queue", 1)
+	lease := l.New()
+	if _, err := tq.Attempt(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 { // 1.5 s, past the TTL
+		time.Sleep(250 * time.Millisecond)
+		if n, err := l.Renew(ctx, lease.ID); err != nil || n != 1 {
+			t.Fatalf("renewed %d, %v", n, err)
+		}
+		if n, _ := l.Reap(ctx, 100); n != 0 {
+			t.Fatal("a renewed lease was reaped")
+		}
+	}
+	if c.ZCard(ctx, "link:a.com:queue").Val() != 0 {
+		t.Fatal("item back in the queue while leased")
+	}
+	// Renewing a lease that is gone reports it and does not bring it back.
+	_ = l.Ack(ctx, lease.ID)
+	if n, _ := l.Renew(ctx, lease.ID); n != 0 {
+		t.Fatal("renew resurrected an acked lease")
+	}
+}
+
+func TestRequeueAndRelease(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, 30*time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
+	fill(t, "link:a.com:queue", 2)
+	a, b := l.New(), l.New()
+	_, _ = tq.Attempt(ctx, a)
+	_, _ = tq.Attempt(ctx, b)
+	if err := l.Requeue(ctx, a.ID, "link:a.com:queue", `"item-1 retry 1"`, 2); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Release(ctx, b.ID, "unknown-id"); err != nil || n != 1 {
+		t.Fatalf("released %d, %v", n, err)
+	}
+	got := c.ZRangeWithScores(ctx, "link:a.com:queue", 0, -1).Val()
+	if len(got) != 2 || got[0].Member != `"item-0"` || got[1].Member != `"item-1 retry 1"` || got[1].Score != 2 {
+		t.Fatalf("queue %v", got)
+	}
+	if n, _ := l.Count(ctx); n != 0 {
+		t.Fatal("leases left")
+	}
+}
+
+func TestConcurrentReapersRestoreEachItemOnce(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 1000})
+	fill(t, "link:a.com:queue", 200)
+	for range 200 {
+		if _, err := tq.Attempt(ctx, l.New()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // let every lease expire
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := throttle.NewLeases(server.Client(), "leases:link", time.Second)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for {
+				n, err := r.Reap(ctx, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n == 0 {
+					return
+				}
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if total != 200 || c.ZCard(ctx, "link:a.com:queue").Val() != 200 {
+		t.Fatalf("restored %d, queue holds %d; want 200 each", total, c.ZCard(ctx, "link:a.com:queue").Val())
+	}
+}
+
+func TestDenialsSayHowLongToWait(t *testing.T) {
+	ctx := context.Background()
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: 10 * time.Second, Limit: 2})
+	fill(t, "link:a.com:queue", 5)
+	for range 2 {
+		if res, _ := tq.Attempt(ctx, nil); res.Status != throttle.Popped {
+			t.Fatal("not popped")
+		}
+	}
+	res, err := tq.Attempt(ctx, nil)
+	if err != nil || res.Status != throttle.DeniedByWindow || res.Wait < 9*time.Second || res.Wait > 10*time.Second {
+		t.Fatalf("window denial %+v, %v; want a wait of about 10s", res, err)
+	}
+	mod := newThrottle(t, "link:b.com:queue", throttle.Config{Window: 10 * time.Second, Limit: 5, Moderate: true})
+	fill(t, "link:b.com:queue", 5)
+	_, _ = mod.Attempt(ctx, nil)
+	res, err = mod.Attempt(ctx, nil)
+	if err != nil || res.Status != throttle.DeniedByModeration || res.Wait < 1500*time.Millisecond || res.Wait > 2*time.Second {
+		t.Fatalf("moderation denial %+v, %v; want a wait of about 2s", res, err)
+	}
+}
