@@ -23,10 +23,11 @@ import (
 
 // SettingsFlags holds the settings-related flags of one command tree.
 type SettingsFlags struct {
-	file     string
-	set      settings.SetFlag
-	bindings map[string]string // flag name -> setting name
-	cmd      *cobra.Command
+	logPrefix string
+	file      string
+	set       settings.SetFlag
+	bindings  map[string]string // flag name -> setting name
+	cmd       *cobra.Command
 }
 
 // AddSettingsFlags adds --settings, --set and the log flags to cmd as
@@ -44,6 +45,20 @@ func AddSettingsFlags(cmd *cobra.Command) *SettingsFlags {
 	return f
 }
 
+// SetLogPrefix makes the log flags set <prefix>LOG_* settings, for a
+// component whose log settings are named so (the crawler's SC_LOG_LEVEL...).
+func (f *SettingsFlags) SetLogPrefix(prefix string) {
+	f.logPrefix = prefix
+	f.Bind("log-level", prefix+"LOG_LEVEL")
+	f.Bind("log-json", prefix+"LOG_JSON")
+	for _, name := range []string{"log-level", "log-json", "log-file"} {
+		if fl := f.cmd.PersistentFlags().Lookup(name); fl != nil {
+			fl.Usage = strings.ReplaceAll(fl.Usage, "setting LOG_", "setting "+prefix+"LOG_")
+			fl.Usage = strings.ReplaceAll(fl.Usage, "LOG_DIR/LOG_FILE", prefix+"LOG_DIR/"+prefix+"LOG_FILE")
+		}
+	}
+}
+
 // Bind makes flag (already defined on the command) override setting.
 func (f *SettingsFlags) Bind(flag, setting string) { f.bindings[flag] = setting }
 
@@ -52,7 +67,7 @@ func (f *SettingsFlags) Load(defaults settings.Defaults) (*settings.Settings, er
 	flags := settings.FlagValues(f.cmd.Flags(), f.bindings)
 	if lf := f.cmd.Flags().Lookup("log-file"); lf != nil && lf.Changed {
 		toFile, _ := strconv.ParseBool(lf.Value.String())
-		flags["LOG_STDOUT"] = strconv.FormatBool(!toFile)
+		flags[f.logPrefix+"LOG_STDOUT"] = strconv.FormatBool(!toFile)
 	}
 	for name, value := range f.set {
 		if _, bound := flags[name]; !bound {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -57,5 +58,27 @@ func TestBadSettingValueFailsTheCommand(t *testing.T) {
 	_, err := run(t, settings.Defaults{"REDIS_PORT": 6379}, "settings", "--set", "REDIS_PORT=x")
 	if err == nil || !strings.Contains(err.Error(), "REDIS_PORT") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLogPrefixRebindsTheLogFlags(t *testing.T) {
+	defaults := cli.Merge(logfactory.PrefixedDefaults("SC_", "sc_crawler.log"))
+	root, flags := cli.NewRoot("crawler", "short", "long", defaults)
+	flags.SetLogPrefix("SC_")
+	var got *settings.Settings
+	root.RunE = func(*cobra.Command, []string) error {
+		var err error
+		got, err = flags.Load(defaults)
+		return err
+	}
+	root.SetArgs([]string{"--log-level", "DEBUG", "--log-json", "--log-file"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.String("SC_LOG_LEVEL") != "DEBUG" || !got.Bool("SC_LOG_JSON") || got.Bool("SC_LOG_STDOUT") {
+		t.Fatalf("SC_LOG_LEVEL %q SC_LOG_JSON %v SC_LOG_STDOUT %v", got.String("SC_LOG_LEVEL"), got.Bool("SC_LOG_JSON"), got.Bool("SC_LOG_STDOUT"))
+	}
+	if usage := root.PersistentFlags().Lookup("log-file").Usage; !strings.Contains(usage, "SC_LOG_DIR/SC_LOG_FILE") || !strings.Contains(usage, "setting SC_LOG_STDOUT=false") {
+		t.Fatalf("usage %q", usage)
 	}
 }

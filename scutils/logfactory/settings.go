@@ -12,29 +12,38 @@ import "github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 //	LOG_FILE       file
 //	LOG_MAX_BYTES  10 MiB
 //	LOG_BACKUPS    5
-func Defaults(file string) settings.Defaults {
+func Defaults(file string) settings.Defaults { return PrefixedDefaults("", file) }
+
+// PrefixedDefaults are Defaults with every name prefixed, for components
+// whose settings name them so: the crawler's are SC_LOG_LEVEL, SC_LOG_FILE, ...
+func PrefixedDefaults(prefix, file string) settings.Defaults {
 	return settings.Defaults{
-		"LOG_LEVEL":     LevelInfo.String(),
-		"LOG_JSON":      false,
-		"LOG_STDOUT":    true,
-		"LOG_DIR":       DefaultDir,
-		"LOG_FILE":      file,
-		"LOG_MAX_BYTES": DefaultMaxBytes,
-		"LOG_BACKUPS":   DefaultBackups,
+		prefix + "LOG_LEVEL":     LevelInfo.String(),
+		prefix + "LOG_JSON":      false,
+		prefix + "LOG_STDOUT":    true,
+		prefix + "LOG_DIR":       DefaultDir,
+		prefix + "LOG_FILE":      file,
+		prefix + "LOG_MAX_BYTES": DefaultMaxBytes,
+		prefix + "LOG_BACKUPS":   DefaultBackups,
 	}
 }
 
 // ConfigFromSettings returns the Config for the LOG_* settings, with name as
 // the logger name (e.g. "kafka-monitor").
 func ConfigFromSettings(s *settings.Settings, name string) Config {
+	return PrefixedConfigFromSettings(s, "", name)
+}
+
+// PrefixedConfigFromSettings is ConfigFromSettings for PrefixedDefaults.
+func PrefixedConfigFromSettings(s *settings.Settings, prefix, name string) Config {
 	return Config{
 		Name:     name,
-		Level:    s.String("LOG_LEVEL"),
-		JSON:     s.Bool("LOG_JSON"),
-		Stdout:   s.Bool("LOG_STDOUT"),
-		Dir:      s.String("LOG_DIR"),
-		File:     s.String("LOG_FILE"),
-		MaxBytes: int64(s.Int("LOG_MAX_BYTES")),
-		Backups:  s.Int("LOG_BACKUPS"),
+		Level:    s.String(prefix + "LOG_LEVEL"),
+		JSON:     s.Bool(prefix + "LOG_JSON"),
+		Stdout:   s.Bool(prefix + "LOG_STDOUT"),
+		Dir:      s.String(prefix + "LOG_DIR"),
+		File:     s.String(prefix + "LOG_FILE"),
+		MaxBytes: int64(s.Int(prefix + "LOG_MAX_BYTES")),
+		Backups:  s.Int(prefix + "LOG_BACKUPS"),
 	}
 }
