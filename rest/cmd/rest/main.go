@@ -1,4 +1,6 @@
-// Command rest: Scrapy Cluster REST service: HTTP gateway to the cluster (/, /feed, /poll).
+// Command rest is the Scrapy Cluster REST service: an HTTP gateway to the
+// cluster (/, /feed, /poll) that validates requests with the Kafka
+// Monitor's built-in plugin schemas.
 package main
 
 import (
@@ -6,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/command"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 )
 
@@ -13,13 +17,5 @@ func main() {
 	os.Exit(cli.Execute(newRoot()))
 }
 
-// newRoot builds the command tree; main runs it.
-func newRoot() *cobra.Command {
-	defaults := cli.ComponentDefaults("rest_service.log")
-	root, _ := cli.NewRoot("rest", "Scrapy Cluster REST service: HTTP gateway to the cluster (/, /feed, /poll)", `The REST service accepts crawl, action and stats requests over HTTP, feeds them to Kafka and
-returns the Redis Monitor's answers.
-
-This build has the shared settings machinery only: the endpoints arrive with the REST issue.
-'rest settings' prints the effective settings.`, defaults)
-	return root
-}
+// newRoot builds the command tree with the built-in plugins; main runs it.
+func newRoot() *cobra.Command { return command.New() }

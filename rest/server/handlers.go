@@ -1,0 +1,282 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+)
+
+// route dispatches by path; a known path with another method is 405, any
+// other path 404. A panic answers 500 instead of dropping the connection.
+func (svc *Service) route(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			svc.log.Error("Uncaught Exception Thrown", logfactory.Extra{
+				"error": map[string]any{"message": msgUnknownError, "cause": fmt.Sprint(p), "ex": string(debug.Stack())},
+			})
+			writeFailure(w, http.StatusInternalServerError, msgUnknownError, "")
+		}
+	}()
+	switch r.URL.Path {
+	case "/":
+		if allow(w, r, http.MethodGet, http.MethodHead, http.MethodPost) {
+			svc.index(w)
+		}
+	case "/feed":
+		if allow(w, r, http.MethodPost) {
+			svc.feed(w, r)
+		}
+	case "/poll":
+		if allow(w, r, http.MethodPost) {
+			svc.poll(w, r)
+		}
+	default:
+		svc.log.Info("Non-existant route called", logfactory.Extra{"path": r.URL.Path, "method": r.Method})
+		writeFailure(w, http.StatusNotFound, msgDoesNotExist, "")
+	}
+}
+
+// allow answers 405 unless r's method is one of methods.
+func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeFailure(w, http.StatusMethodNotAllowed, msgNotAllowed, "")
+	return false
+}
+
+// index reports the service's state.
+func (svc *Service) index(w http.ResponseWriter) {
+	svc.log.Info("'index' endpoint called")
+	k, r := svc.KafkaConnected(), svc.RedisConnected()
+	writeBody(w, http.StatusOK, encode(indexAnswer{
+		KafkaConnected: k,
+		RedisConnected: r,
+		MyID:           svc.id,
+		NodeHealth:     health(k, r),
+		UptimeSec:      int64(time.Since(svc.started).Seconds()),
+	}))
+}
+
+// feed validates a request, sends it to the incoming topic and, when it has
+// a uuid, waits for the answer.
+func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
+	raw, v, ok := svc.readJSON(w, r)
+	if !ok {
+		return
+	}
+	svc.log.Info("'feed' endpoint called", logfactory.Extra{"content": v})
+	if cause := svc.validate(v); cause != "" {
+		svc.badSchema(w, cause)
+		return
+	}
+	if !svc.KafkaConnected() {
+		writeFailure(w, http.StatusInternalServerError, msgNoKafka, "")
+		return
+	}
+	obj, _ := v.(map[string]any)
+	uuid, _ := obj["uuid"].(string)
+	var wait *answers.Wait
+	if uuid != "" {
+		wait = svc.waiters.Add(uuid) // before sending, so a quick answer is not missed
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), svc.feedLimit)
+	err := svc.kafka.send(ctx, raw)
+	cancel()
+	if err != nil {
+		if wait != nil {
+			svc.waiters.Cancel(wait)
+		}
+		svc.sendFailed(w, r, err)
+		return
+	}
+	if wait == nil {
+		svc.log.Debug("Not expecting response from kafka")
+		writeBody(w, http.StatusOK, successNoData)
+		return
+	}
+	svc.log.Debug("expecting kafka response for request", logfactory.Extra{"uuid": uuid})
+	answer := svc.await(r.Context(), wait)
+	if answer == nil {
+		svc.log.Warning("Did not get response within timeout from kafka. If the request is still running, use the `/poll` API",
+			logfactory.Extra{"uuid": uuid})
+		pollID, _ := json.Marshal(map[string]string{"poll_id": uuid})
+		writeData(w, pollID)
+		return
+	}
+	svc.log.Debug("Got successful reponse back from kafka", logfactory.Extra{"uuid": uuid})
+	writeData(w, answer)
+}
+
+// validate checks a request against the enabled plugins' schemas in rank
+// order, as the Kafka Monitor does (plugin.Match without filling in the
+// defaults: the request goes to Kafka as given, and the monitor fills them
+// in). It returns "" when one accepts it, else every schema's objection.
+func (svc *Service) validate(v any) string {
+	var errs []error
+	for _, p := range svc.plugins {
+		err := p.Schema.Validate(v)
+		if err == nil {
+			return ""
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", p.Plugin.Name(), err))
+	}
+	return plugin.JoinErrors(errs)
+}
+
+// await waits up to WAIT_FOR_RESPONSE_TIME for the answer; nil when it did
+// not come (it will then be stored for /poll when it does).
+func (svc *Service) await(ctx context.Context, wait *answers.Wait) []byte {
+	t := time.NewTimer(svc.waitFor)
+	defer t.Stop()
+	select {
+	case a := <-wait.C():
+		return a
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return svc.waiters.Cancel(wait)
+}
+
+// sendFailed answers a request Kafka did not take.
+func (svc *Service) sendFailed(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, kafka.MessageSizeTooLarge):
+		svc.log.Warning("Kafka refused the request as too large", logfactory.Extra{"error": err.Error()})
+		writeFailure(w, http.StatusRequestEntityTooLarge, msgTooLargeKafka, "")
+		return
+	case r.Context().Err() != nil:
+		svc.log.Info("The client went away before the request was sent", logfactory.Extra{"error": err.Error()})
+	case errors.Is(err, errNotConnected):
+	default:
+		svc.kafkaLink.lost(err)
+		svc.log.Error("Failed to send the request to Kafka", logfactory.Extra{"error": err.Error()})
+	}
+	writeFailure(w, http.StatusInternalServerError, msgNoKafka, "")
+}
+
+// poll returns the stored answer for a poll_id, once.
+func (svc *Service) poll(w http.ResponseWriter, r *http.Request) {
+	_, v, ok := svc.readJSON(w, r)
+	if !ok {
+		return
+	}
+	if err := svc.pollSchema.Validate(v); err != nil {
+		svc.badSchema(w, err.Error())
+		return
+	}
+	svc.log.Info("'poll' endpoint called", logfactory.Extra{"content": v})
+	if !svc.RedisConnected() {
+		writeFailure(w, http.StatusInternalServerError, msgNoRedis, "")
+		return
+	}
+	pollID := v.(map[string]any)["poll_id"].(string)
+	answer, err := svc.store.Take(r.Context(), pollID)
+	switch {
+	case errors.Is(err, answers.ErrNotFound):
+		svc.log.Debug("poll key does not exist", logfactory.Extra{"poll_id": pollID})
+		writeFailure(w, http.StatusNotFound, msgNoPoll, "")
+	case err != nil:
+		svc.log.Error("Failed to read a poll result from Redis", logfactory.Extra{"poll_id": pollID, "error": err.Error()})
+		writeFailure(w, http.StatusInternalServerError, msgNoRedis, "")
+	case !json.Valid(answer):
+		svc.log.Warning("Unparseable JSON Received from redis", logfactory.Extra{"poll_id": pollID, "value": string(answer)})
+		writeFailure(w, http.StatusInternalServerError, msgBadRedisJSON, "")
+	default:
+		svc.log.Debug("Found previous poll", logfactory.Extra{"poll_id": pollID})
+		writeData(w, answer)
+	}
+}
+
+func (svc *Service) badSchema(w http.ResponseWriter, cause string) {
+	svc.log.Error("Invalid Schema", logfactory.Extra{"status": statusFailure, "error": map[string]any{"message": msgBadSchema, "cause": cause}})
+	writeFailure(w, http.StatusBadRequest, msgBadSchema, cause)
+}
+
+// readJSON reads a JSON request body: the content type must be JSON
+// (application/json or application/*+json, as Flask's get_json), the body at
+// most MAX_REQUEST_BYTES of UTF-8 holding one JSON value that is not null.
+// Otherwise it answers the failure and returns false.
+func (svc *Service) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, any, bool) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		svc.mustJSON(w, "content type is "+fmt.Sprintf("%q", r.Header.Get("Content-Type")))
+		return nil, nil, false
+	}
+	raw, err := readBody(w, r, svc.maxBody)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			svc.log.Warning("Request too large", logfactory.Extra{"max_bytes": svc.maxBody})
+			writeFailure(w, http.StatusRequestEntityTooLarge, msgTooLarge,
+				fmt.Sprintf("The body must not be larger than %d bytes (MAX_REQUEST_BYTES).", svc.maxBody))
+			return nil, nil, false
+		}
+		svc.mustJSON(w, "reading the body: "+err.Error())
+		return nil, nil, false
+	}
+	if !utf8.Valid(raw) {
+		svc.mustJSON(w, "the body is not UTF-8")
+		return nil, nil, false
+	}
+	v, err := plugin.DecodeJSON(raw)
+	if err != nil {
+		svc.mustJSON(w, err.Error())
+		return nil, nil, false
+	}
+	if v == nil {
+		svc.mustJSON(w, "the body is null")
+		return nil, nil, false
+	}
+	return raw, v, true
+}
+
+// readBody reads at most limit bytes of body, in one allocation when the
+// client gave the length.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n > 0 && n <= limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
+}
+
+func (svc *Service) mustJSON(w http.ResponseWriter, why string) {
+	svc.log.Error(msgMustJSON, logfactory.Extra{"cause": why})
+	writeFailure(w, http.StatusBadRequest, msgMustJSON, "")
+}
+
+// isJSON reports whether a Content-Type names JSON.
+func isJSON(contentType string) bool {
+	if contentType == "application/json" {
+		return true // the common case, without parsing
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}

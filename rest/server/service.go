@@ -1,0 +1,273 @@
+// Package server is the REST service: an HTTP gateway into the cluster for
+// applications that do not speak Kafka, compatible with Scrapy Cluster 1.3's
+// rest_service.py.
+//
+//	GET|POST /   the service's state: kafka_connected, redis_connected, my_id, node_health, uptime_sec
+//	POST /feed   validate a request against the Kafka Monitor's schemas and send it to the
+//	             incoming topic; for a request with a uuid, wait for its answer
+//	POST /poll   an answer /feed stopped waiting for, by {"poll_id": <uuid>}
+//
+// Every answer but the index's is wrapped as {"data", "error", "status"}.
+// One consumer of the outbound topic per service feeds the waiting /feed
+// requests and keeps the answers nobody waits for at rest:poll:<uuid>, so a
+// /poll on any instance finds them. Kafka and Redis may come and go: their
+// state is checked in the background (with back-off while down), and the
+// service heartbeats stats:rest:self:<host>:<id> for the Redis Monitor's
+// rest stats.
+package server
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+//go:embed poll_schema.json
+var pollSchemaJSON []byte
+
+// Service is one REST service instance.
+type Service struct {
+	settings *settings.Settings
+	log      *logfactory.Logger
+	id       string
+	started  time.Time
+
+	plugins    []plugin.Loaded
+	pollSchema *plugin.Schema
+	waiters    *answers.Waiters
+	store      *answers.Store
+	kafka      *kafkaSide
+	kafkaLink  *link
+	redisLink  *link
+
+	waitFor   time.Duration
+	feedLimit time.Duration
+	maxBody   int64
+	accessLog io.Writer // nil: no access log
+
+	bgCancel  context.CancelFunc
+	bg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// Option changes how New builds a Service.
+type Option func(*options)
+
+type options struct {
+	accessLog io.Writer
+}
+
+// WithAccessLog sends the access log (when FLASK_LOGGING_ENABLED) to w
+// instead of standard error.
+func WithAccessLog(w io.Writer) Option { return func(o *options) { o.accessLog = w } }
+
+// New checks the settings, compiles the schemas and starts the background
+// work: the Redis and Kafka connection checks, the answers consumer (once
+// Kafka is reached), the poll store writer and the heartbeat. rdb is the
+// Redis client to use; the caller closes it after Close.
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...Option) (*Service, error) {
+	if err := checkSettings(s); err != nil {
+		return nil, err
+	}
+	kcfg, err := kafkaclient.ConfigFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	plugins, err := monitor.LoadPlugins(s)
+	if err != nil {
+		return nil, err
+	}
+	pollSchema, err := plugin.CompileSchema("poll", pollSchemaJSON)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	svc := &Service{
+		settings: s, log: log, id: heartbeat.NewID(), started: time.Now(),
+		plugins: plugins, pollSchema: pollSchema, waiters: answers.NewWaiters(),
+		waitFor:   s.Seconds("WAIT_FOR_RESPONSE_TIME"),
+		feedLimit: s.Seconds("KAFKA_FEED_TIMEOUT"),
+		maxBody:   int64(s.Int("MAX_REQUEST_BYTES")),
+	}
+	o := options{accessLog: os.Stderr}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if s.Bool("FLASK_LOGGING_ENABLED") {
+		svc.accessLog = o.accessLog
+	}
+
+	svc.redisLink = newLink("Redis", s.Seconds("SLEEP_TIME"), log, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, s.Seconds("REDIS_SOCKET_TIMEOUT"))
+		defer cancel()
+		return redisconn.Ping(ctx, rdb)
+	})
+	svc.store = answers.NewStore(rdb, s.Seconds("POLL_RESULT_TIMEOUT"), log)
+	svc.store.OnError = svc.redisLost
+
+	checkEvery := s.Seconds("KAFKA_CONSUMER_SLEEP_TIME")
+	client := newKafkaClient(kcfg, checkEvery)
+	outbound := kcfg.Topic("outbound_firehose")
+	svc.kafka = &kafkaSide{
+		cfg: kcfg, client: client,
+		incoming: s.String("KAFKA_PRODUCER_TOPIC"), incomingPartitions: s.Int("KAFKA_INCOMING_PARTITIONS"),
+		outbound: outbound, sendTimeout: svc.feedLimit,
+		consumer: answers.NewConsumer(kcfg, client, outbound, svc.waiters, svc.store, log),
+	}
+	svc.kafkaLink = newLink("Kafka", checkEvery, log, svc.kafka.check)
+
+	svc.store.Start(context.WithoutCancel(ctx)) // stopped by Close, after the consumer
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	svc.bgCancel = cancel
+	svc.goBackground(func() { svc.redisLink.run(bg) })
+	svc.goBackground(func() { svc.kafkaLink.run(bg) })
+	svc.goBackground(func() {
+		heartbeat.Run(bg, rdb, rediskeys.HeartbeatKey("rest", host, svc.id), s.Seconds("HEARTBEAT_TIMEOUT"), log)
+	})
+	log.Debug("Rest service set up", logfactory.Extra{"id": svc.id, "incoming": svc.kafka.incoming, "outbound": outbound})
+	return svc, nil
+}
+
+func (svc *Service) goBackground(f func()) {
+	svc.bg.Add(1)
+	go func() {
+		defer svc.bg.Done()
+		f()
+	}()
+}
+
+// redisLost is told of failed Redis calls made for requests and answers.
+func (svc *Service) redisLost(err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the caller went away, Redis did not
+	}
+	svc.redisLink.lost(err)
+}
+
+// ID is this instance's id (my_id; the last part of its heartbeat key).
+func (svc *Service) ID() string { return svc.id }
+
+// KafkaConnected reports whether Kafka is reachable and answers are being read.
+func (svc *Service) KafkaConnected() bool { return svc.kafkaLink.connected() }
+
+// RedisConnected reports whether Redis is reachable.
+func (svc *Service) RedisConnected() bool { return svc.redisLink.connected() }
+
+// Waiting returns how many /feed requests are waiting for answers.
+func (svc *Service) Waiting() int { return svc.waiters.Len() }
+
+// Handler returns the service's HTTP handler (/, /feed, /poll).
+func (svc *Service) Handler() http.Handler {
+	var h http.Handler = http.HandlerFunc(svc.route)
+	if svc.accessLog != nil {
+		h = accessLogged(h, svc.accessLog)
+	}
+	return h
+}
+
+// ListenAndServe listens on FLASK_HOST:FLASK_PORT and serves until ctx is
+// done (see Serve).
+func (svc *Service) ListenAndServe(ctx context.Context) error {
+	addr := net.JoinHostPort(svc.settings.String("FLASK_HOST"), strconv.Itoa(svc.settings.Int("FLASK_PORT")))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return svc.Serve(ctx, ln)
+}
+
+// Serve answers HTTP requests on ln until ctx is done, then shuts down
+// gracefully: it stops accepting connections and lets the requests in
+// flight finish (within HTTP_WRITE_TIMEOUT, which bounds every request
+// anyway). The background work keeps running until Close, so requests
+// waiting for answers still get them.
+func (svc *Service) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           svc.Handler(),
+		ReadHeaderTimeout: svc.settings.Seconds("HTTP_READ_TIMEOUT"),
+		ReadTimeout:       svc.settings.Seconds("HTTP_READ_TIMEOUT"),
+		WriteTimeout:      svc.settings.Seconds("HTTP_WRITE_TIMEOUT"),
+		ErrorLog:          log.New(serverErrors{svc.log}, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	svc.log.Info("Running main flask method on port "+portOf(ln.Addr()), logfactory.Extra{"address": ln.Addr().String(), "id": svc.id})
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	svc.log.Info("Closing Rest Service")
+	sctx, cancel := context.WithTimeout(context.Background(), svc.settings.Seconds("HTTP_WRITE_TIMEOUT"))
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shut down the http server: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	}
+	return nil
+}
+
+func portOf(a net.Addr) string {
+	if tcp, ok := a.(*net.TCPAddr); ok {
+		return strconv.Itoa(tcp.Port)
+	}
+	return a.String()
+}
+
+// serverErrors sends net/http's own error lines (bad TLS, accept errors) to the log.
+type serverErrors struct{ log *logfactory.Logger }
+
+func (e serverErrors) Write(p []byte) (int, error) {
+	e.log.Warning("HTTP server: " + strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// Close stops the background work: the connection checks and the
+// heartbeat (whose key it deletes), then the answers consumer, the producer
+// (after sending what it accepted) and the poll store (after one attempt at
+// each answer it holds). It waits up to DAEMON_THREAD_JOIN_TIMEOUT for them.
+// Call it after Serve returned.
+func (svc *Service) Close() {
+	svc.closeOnce.Do(func() {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			svc.bgCancel()
+			svc.bg.Wait()
+			svc.kafka.close()
+			svc.store.Close()
+		}()
+		select {
+		case <-done:
+		case <-time.After(svc.settings.Seconds("DAEMON_THREAD_JOIN_TIMEOUT")):
+			svc.bgCancel()
+			svc.log.Warning("Background work did not stop within DAEMON_THREAD_JOIN_TIMEOUT")
+		}
+	})
+}

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+)
+
+func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t, "WAIT_FOR_RESPONSE_TIME=10")
+	gate := make(chan struct{})
+	c.fakeRedisMonitor(t, gate)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- in.svc.Serve(ctx, ln) }()
+	direct := *in
+	direct.url = "http://" + ln.Addr().String()
+
+	result := make(chan answer, 1)
+	go func() { result <- direct.post(t, "/feed", `{"uuid": "in-flight", "appid": "stuff", "stats": "all"}`) }()
+	waitUntil(t, 5*time.Second, "the request waits for its answer", func() bool { return in.svc.Waiting() == 1 })
+
+	cancel() // as SIGTERM does
+	waitUntil(t, 5*time.Second, "new connections are refused", func() bool {
+		conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err != nil
+	})
+	select {
+	case err := <-served:
+		t.Fatalf("Serve returned (%v) while a request was in flight", err)
+	default:
+	}
+	close(gate) // the answer comes
+	a := <-result
+	if data, _ := a.Body["data"].(map[string]any); a.Code != 200 || data["uuid"] != "in-flight" {
+		t.Fatalf("in-flight request: %d %s", a.Code, a.Raw)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the last request finished")
+	}
+}
+
+func TestAccessLogLinesAreFlasks(t *testing.T) {
+	c := newCluster(t)
+	for _, enabled := range []string{"true", "false"} {
+		var buf harness.OutputBuffer
+		in := startInstance(t, settingsFor(t, c.redis.Port, c.kafka.Hosts(), "FLASK_LOGGING_ENABLED="+enabled), server.WithAccessLog(&buf))
+		in.do(t, "GET", "/?x=1", "", "")
+		in.do(t, "GET", "/missing", "", "")
+		if enabled == "false" {
+			if buf.String() != "" {
+				t.Fatalf("access log written with FLASK_LOGGING_ENABLED false: %q", buf.String())
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+		want := []*regexp.Regexp{
+			regexp.MustCompile(`^127\.0\.0\.1 - - \[\d\d/[A-Z][a-z]{2}/\d{4} \d\d:\d\d:\d\d\] "GET /\?x=1 HTTP/1\.1" 200 \d+$`),
+			regexp.MustCompile(`^127\.0\.0\.1 - - \[[^]]+\] "GET /missing HTTP/1\.1" 404 \d+$`),
+		}
+		if len(lines) != len(want) {
+			t.Fatalf("access log %q", buf.String())
+		}
+		for i, re := range want {
+			if !re.MatchString(lines[i]) {
+				t.Errorf("line %q does not match %s", lines[i], re)
+			}
+		}
+	}
+}
+
+func TestUnusableSettingsAreRefusedByName(t *testing.T) {
+	for _, tc := range []struct{ set, name string }{
+		{"HTTP_WRITE_TIMEOUT=4", "HTTP_WRITE_TIMEOUT"}, // not more than WAIT_FOR_RESPONSE_TIME + KAFKA_FEED_TIMEOUT (2 + 2)
+		{"FLASK_PORT=70000", "FLASK_PORT"},
+		{"WAIT_FOR_RESPONSE_TIME=-1", "WAIT_FOR_RESPONSE_TIME"},
+		{"POLL_RESULT_TIMEOUT=0", "POLL_RESULT_TIMEOUT"},
+		{"MAX_REQUEST_BYTES=0", "MAX_REQUEST_BYTES"},
+		{"KAFKA_PRODUCER_TOPIC=", "KAFKA_PRODUCER_TOPIC"},
+		{"KAFKA_CONSUMER_AUTO_OFFSET_RESET=middle", "KAFKA_CONSUMER_AUTO_OFFSET_RESET"},
+		{`PLUGINS={"plugins.nothing.Nothing": 500}`, "PLUGINS"},
+	} {
+		s := settingsFor(t, 1, "127.0.0.1:1", tc.set)
+		log, _ := logfactory.New(logfactory.Config{Output: &harness.OutputBuffer{}})
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+		svc, err := server.New(context.Background(), s, log, rdb)
+		rdb.Close()
+		if err == nil {
+			svc.Close()
+			t.Errorf("%s: accepted", tc.set)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s: error %q does not name the setting", tc.set, err)
+		}
+	}
+}
+
+func TestSlowClientsAreCutOffByTheReadTimeout(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t, "HTTP_READ_TIMEOUT=0.3")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- in.svc.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Headers, then a body that never comes.
+	if _, err := conn.Write([]byte("POST /feed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"url\":")); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	reply, _ := io.ReadAll(conn) // until the server closes the connection
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("connection kept for %s, HTTP_READ_TIMEOUT is 0.3 s", waited)
+	}
+	if !strings.Contains(string(reply), "400") || !strings.Contains(string(reply), "The payload must be valid JSON.") {
+		t.Fatalf("reply %q", reply)
+	}
+}
