@@ -5,6 +5,8 @@ go 1.26.8
 require (
 	github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
 	github.com/spf13/cobra v1.10.2
+	github.com/temoto/robotstxt v1.1.2
+	golang.org/x/net v0.62.0
 )
 
 require (
@@ -17,7 +19,8 @@ require (
 	github.com/sirupsen/logrus v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

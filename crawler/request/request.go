@@ -250,12 +250,12 @@ func (r *Request) Follow(url string) *Request {
 }
 
 // Retry returns r for another attempt: retry_times one higher and the
-// priority lowered, so the queue's other requests go first (the original's
-// retry middleware lowers it by its RETRY_PRIORITY_ADJUST, -1).
+// priority lowered by 10, as the original's retry middleware does, so the
+// queue's other requests go first.
 func (r *Request) Retry() *Request {
 	c := r.clone()
 	c.RetryTimes++
-	c.Priority--
+	c.Priority -= 10
 	return c
 }
 

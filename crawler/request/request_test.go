@@ -86,7 +86,7 @@ func TestFollowAndRetry(t *testing.T) {
 	if r.AllowRegex[0] != "/a" {
 		t.Fatal("Follow shares the parent's slices")
 	}
-	if rt := r.Retry(); rt.RetryTimes != 3 || rt.Priority != 0 || rt.URL != r.URL {
+	if rt := r.Retry(); rt.RetryTimes != 3 || rt.Priority != -9 || rt.URL != r.URL {
 		t.Fatalf("retry %+v", rt)
 	}
 	r.Expires = float64(time.Now().Add(-time.Second).Unix())
