@@ -1,0 +1,353 @@
+// Package links finds the links of a fetched page and decides which ones a
+// crawl follows, as the original's link extractor does (a Scrapy
+// LxmlLinkExtractor made tolerant of bad HTML, spiders/lxmlhtml.py).
+//
+// Extract reads <a href> and <area href> (Scrapy's default tags and
+// attribute) with the golang.org/x/net/html tokenizer, which accepts any
+// input: malformed markup, bad encodings, huge attributes. Each href is
+// trimmed, loses its tabs and newlines, is resolved against the document's
+// first <base href> (itself resolved against the page URL) or the page URL,
+// loses its fragment, and is kept only when it is an http or https URL with
+// a host: javascript:, mailto:, tel:, data: and the like are dropped (Scrapy
+// also keeps file: and ftp:, which no crawler here can fetch). The first of
+// several links to one URL is kept. A link's text is the text inside the
+// element, whitespace runs collapsed to one space.
+//
+// Follow applies a Filter built from the crawl request (allowed_domains,
+// allow_regex, deny_regex, deny_extensions), which sees the resolved URL,
+// and returns the links in canonical form (request.Canonicalize), because
+// the original's extractor canonicalizes the links it returns: the
+// results' links and the queued requests carry these URLs.
+//
+// Differences from the original, on purpose:
+//   - <base href> counts wherever it is (browsers' rule); Scrapy looks only
+//     in the first 4096 characters.
+//   - Link text is collapsed and at most 4 KiB; the original keeps the raw
+//     text, newlines and all, of any length.
+//   - Text in <script> and <style> is no link text (lxml's string() took
+//     it). Links inside <noscript>, <noframes> and <noembed> are found, as
+//     lxml finds them, although the tokenizer reads those as raw text.
+//   - allowed_domains compares the host name, so a port does not matter
+//     ("example.com" allows http://example.com:8080/); an entry with a port
+//     ("127.0.0.1:8080") must match host and port. Scrapy compared the whole
+//     host:port.
+//   - deny_extensions is case-insensitive on both sides, takes entries with
+//     or without the dot, and understands two-part extensions ("tar.gz").
+//   - Links longer than MaxURLLength are dropped, as Scrapy's
+//     UrlLengthMiddleware drops the requests (the original still listed
+//     them in the result).
+//   - Responses that are not markup (images, PDF, JSON...) have no links;
+//     the original's spider failed on them.
+//   - An invalid regular expression is an error: Follow returns it and no
+//     link, and the spider publishes the page without following anything
+//     (following everything would ignore a deny rule the user asked for).
+//     Go regular expressions are RE2: no look-around or back-references.
+package links
+
+import (
+	"net/url"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/idna"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+)
+
+// maxTextBytes bounds a link's text, so one unclosed <a> cannot copy a
+// whole page into every result.
+const maxTextBytes = 4096
+
+// rawLink is an href as written, with its text so far.
+type rawLink struct {
+	href string
+	text strings.Builder
+	full bool
+}
+
+func (l *rawLink) addText(s string) {
+	if l.full {
+		return
+	}
+	if l.text.Len()+len(s) > maxTextBytes {
+		n := maxTextBytes - l.text.Len()
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // cut at a character boundary
+		}
+		s, l.full = s[:n], true
+	}
+	l.text.WriteString(s)
+}
+
+// scanner collects the hrefs and the base of a document.
+type scanner struct {
+	links   []*rawLink
+	base    string
+	hasBase bool
+}
+
+// Extract returns the links of an HTML document fetched from pageURL, in
+// document order, resolved, without fragments or duplicates (see the
+// package doc). It never fails; a document without links gives none.
+func Extract(pageURL, doc string) []spider.Link {
+	links := extract(pageURL, doc)
+	out := make([]spider.Link, len(links))
+	for i, l := range links {
+		out[i] = l.Link
+	}
+	return out
+}
+
+// found is an extracted link with its parsed URL.
+type found struct {
+	spider.Link
+	u *url.URL
+}
+
+func extract(pageURL, doc string) []found {
+	base, err := url.Parse(pageURL)
+	if err != nil || !isHTTP(base) {
+		base = nil // only absolute links can be resolved
+	}
+	var s scanner
+	s.scan(doc, true)
+	if s.hasBase {
+		if b, ok := resolve(base, s.base); ok {
+			base = b
+		}
+	}
+	out := make([]found, 0, len(s.links))
+	seen := make(map[string]bool, len(s.links))
+	for _, l := range s.links {
+		u, ok := resolve(base, l.href)
+		if !ok {
+			continue
+		}
+		abs := u.String()
+		if seen[abs] {
+			continue
+		}
+		seen[abs] = true
+		out = append(out, found{spider.Link{URL: abs, Text: collapse(l.text.String())}, u})
+	}
+	return out
+}
+
+// scan tokenizes doc. The raw text of <noscript>, <noframes> and <noembed>
+// is markup to a parser without scripting (lxml); it is scanned once more
+// (top level only: such elements do not nest as raw text).
+func (s *scanner) scan(doc string, top bool) {
+	z := html.NewTokenizer(strings.NewReader(doc))
+	var open *rawLink // the <a> whose text is being collected
+	skipText := false
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return
+		case html.TextToken:
+			if open != nil && !skipText {
+				open.addText(string(z.Text()))
+			}
+		case html.StartTagToken, html.SelfClosingTagToken:
+			// Most tags are of no interest: look at the name as written
+			// before asking the tokenizer, which copies it.
+			switch name := rawTagName(z.Raw()); {
+			case equalFold(name, "a"), equalFold(name, "area"):
+				open = nil // an <a> ends at the next one, as HTML parsers do
+				if href, ok := attr(z, "href"); ok {
+					l := &rawLink{href: href}
+					s.links = append(s.links, l)
+					if len(name) == 1 { // <a/> opens an <a> too, in HTML
+						open = l
+					}
+				}
+			case equalFold(name, "base"):
+				if href, ok := attr(z, "href"); ok && !s.hasBase {
+					s.base, s.hasBase = href, true
+				}
+			case equalFold(name, "script"), equalFold(name, "style"):
+				if tt == html.StartTagToken {
+					skipText = true
+					continue
+				}
+			case equalFold(name, "noscript"), equalFold(name, "noframes"), equalFold(name, "noembed"):
+				if tt == html.StartTagToken && top && z.Next() == html.TextToken {
+					s.scan(string(z.Text()), false)
+				}
+			}
+		case html.EndTagToken:
+			if equalFold(rawTagName(z.Raw()), "a") {
+				open = nil
+			}
+		}
+		skipText = false
+	}
+}
+
+// rawTagName is the name of a tag token as written: after "<" or "</", up
+// to white space, "/" or ">", as the tokenizer reads it.
+func rawTagName(raw []byte) []byte {
+	i := 1
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	j := i
+	for j < len(raw) {
+		switch raw[j] {
+		case ' ', '\t', '\n', '\f', '\r', '/', '>':
+			return raw[i:j]
+		}
+		j++
+	}
+	return raw[i:j]
+}
+
+// equalFold compares an ASCII tag name case-insensitively.
+func equalFold(name []byte, lower string) bool {
+	if len(name) != len(lower) {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// attr returns the first value of the named attribute (HTML parsers ignore
+// repeated attributes).
+func attr(z *html.Tokenizer, name string) (string, bool) {
+	for more := true; more; {
+		var k, v []byte
+		k, v, more = z.TagAttr()
+		if string(k) == name {
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// resolve makes an href absolute against base (nil: absolute hrefs only).
+// It reports false for what is not an http(s) URL with a host.
+func resolve(base *url.URL, href string) (*url.URL, bool) {
+	href = cleanHref(href)
+	ref, err := url.Parse(href)
+	if err != nil {
+		return nil, false
+	}
+	u := ref
+	if base != nil {
+		u = base.ResolveReference(ref)
+	}
+	if !isHTTP(u) || u.Opaque != "" {
+		return nil, false
+	}
+	if host := u.Hostname(); !isASCII(host) {
+		ascii, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			return nil, false
+		}
+		if port := u.Port(); port != "" {
+			ascii += ":" + port
+		}
+		u.Host = ascii
+	}
+	u.Fragment, u.RawFragment = "", ""
+	u.ForceQuery = false
+	u.RawQuery = escapeQuery(u.RawQuery)
+	return u, true
+}
+
+func isHTTP(u *url.URL) bool { return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" }
+
+// cleanHref trims an href (as Python's str.strip, which the original uses),
+// drops tabs and newlines (the URL standard), and makes what Go's URL
+// parser refuses parseable: other control characters and a "%" that starts
+// no escape are percent-encoded. Canonicalization later turns "%25zz" back
+// into "%zz", as the original writes it.
+func cleanHref(s string) string {
+	s = strings.TrimFunc(s, unicode.IsSpace)
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '%' && !escapeAt(s, i) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n' || c == '\r':
+		case c < 0x20 || c == 0x7f || c == '%' && !escapeAt(s, i):
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+const upperHex = "0123456789ABCDEF"
+
+func escapeAt(s string, i int) bool { return i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) }
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+// escapeQuery percent-encodes what may not stand in a query (spaces,
+// quotes, angle brackets, non-ASCII...), which Go's parser keeps raw.
+func escapeQuery(q string) string {
+	ok := true
+	for i := 0; i < len(q); i++ {
+		if !queryByte(q[i]) {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return q
+	}
+	var b strings.Builder
+	for i := 0; i < len(q); i++ {
+		if c := q[i]; queryByte(c) {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(upperHex[c>>4])
+			b.WriteByte(upperHex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// queryByte reports an RFC 3986 unreserved or reserved character, or "%".
+func queryByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("-._~:/?#[]@!$&'()*+,;=%", c) >= 0
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// collapse trims s and turns each run of white space into one space.
+func collapse(s string) string {
+	return strings.ToValidUTF8(strings.Join(strings.Fields(s), " "), "\uFFFD")
+}

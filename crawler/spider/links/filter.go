@@ -1,0 +1,250 @@
+package links
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+)
+
+// IgnoredExtensions are the extensions of links not followed unless a
+// request's deny_extensions says otherwise: Scrapy's IGNORED_EXTENSIONS
+// (its current list, which adds archives, ico, cdr, webm, dmg, iso and apk
+// to the one of Scrapy 1.5 that the original shipped with). Filters use
+// the list as it is at start-up; a crawl sets its own with deny_extensions.
+var IgnoredExtensions = []string{
+	// archives
+	"7z", "7zip", "bz2", "rar", "tar", "tar.gz", "xz", "zip",
+	// images
+	"mng", "pct", "bmp", "gif", "jpg", "jpeg", "png", "pst", "psp", "tif", "tiff", "ai", "drw", "dxf", "eps", "ps",
+	"svg", "cdr", "ico",
+	// audio
+	"mp3", "wma", "ogg", "wav", "ra", "aac", "mid", "au", "aiff",
+	// video
+	"3gp", "asf", "asx", "avi", "mov", "mp4", "mpg", "qt", "rm", "swf", "wmv", "m4a", "m4v", "flv", "webm",
+	// office suites
+	"xls", "xlsx", "ppt", "pptx", "pps", "doc", "docx", "odt", "ods", "odg", "odp",
+	// other
+	"css", "pdf", "exe", "bin", "rss", "dmg", "iso", "apk",
+}
+
+// defaultExtensions is IgnoredExtensions as a set.
+var defaultExtensions = extensionSet(IgnoredExtensions)
+
+// extensionSet lower-cases extensions and gives them their leading dot.
+func extensionSet(exts []string) map[string]bool {
+	set := make(map[string]bool, len(exts))
+	for _, e := range exts {
+		if e = strings.TrimPrefix(strings.ToLower(strings.TrimSpace(e)), "."); e != "" {
+			set["."+e] = true
+		}
+	}
+	return set
+}
+
+// MaxURLLength is the longest link followed, Scrapy's URLLENGTH_LIMIT.
+const MaxURLLength = 2083
+
+// Filter decides which links a crawl follows, from its request's
+// allowed_domains, allow_regex, deny_regex and deny_extensions.
+type Filter struct {
+	domains     []domain
+	allow, deny []*regexp.Regexp
+	extensions  map[string]bool // lower-case, with the leading dot
+}
+
+// domain is an allowed_domains entry, lower-case.
+type domain struct {
+	name     string
+	withPort bool // "host:port": the link's host and port must match
+}
+
+// NewFilter builds the filter of a crawl request. Every invalid regular
+// expression is reported, in one error naming the field; the filter is nil
+// then.
+func NewFilter(r *request.Request) (*Filter, error) {
+	f := &Filter{}
+	for _, d := range r.AllowedDomains {
+		if d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), "."); d != "" {
+			_, _, err := net.SplitHostPort(d)
+			f.domains = append(f.domains, domain{d, err == nil})
+		}
+	}
+	var errs []error
+	compile := func(field string, exprs []string) []*regexp.Regexp {
+		out := make([]*regexp.Regexp, 0, len(exprs))
+		for _, e := range exprs {
+			re, err := regexp.Compile(e)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s %q: %w", field, e, err))
+				continue
+			}
+			out = append(out, re)
+		}
+		return out
+	}
+	f.allow = compile("allow_regex", r.AllowRegex)
+	f.deny = compile("deny_regex", r.DenyRegex)
+	if r.DenyExtensions == nil {
+		f.extensions = defaultExtensions
+	} else {
+		f.extensions = extensionSet(r.DenyExtensions)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid link filter: %w", errors.Join(errs...))
+	}
+	return f, nil
+}
+
+// Allowed reports whether a link is followed: its host is one of the
+// allowed domains or a subdomain of one (when the request lists any), at
+// least one allow_regex matches it (when there are any), no deny_regex
+// matches it (deny wins), and its path does not end in a denied extension.
+// The regular expressions search the whole absolute URL, as Python's
+// re.search does.
+func (f *Filter) Allowed(link string) bool {
+	u, err := url.Parse(link)
+	if err != nil {
+		return false
+	}
+	return f.allowed(u, link)
+}
+
+func (f *Filter) allowed(u *url.URL, link string) bool {
+	if len(f.domains) > 0 && !f.domainAllowed(u) {
+		return false
+	}
+	if len(f.allow) > 0 && !matchAny(f.allow, link) {
+		return false
+	}
+	if matchAny(f.deny, link) {
+		return false
+	}
+	return !f.extensionDenied(u.EscapedPath())
+}
+
+func (f *Filter) domainAllowed(u *url.URL) bool {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	hostPort := host
+	if p := u.Port(); p != "" {
+		hostPort = net.JoinHostPort(host, p)
+	}
+	for _, d := range f.domains {
+		h := host
+		if d.withPort {
+			h = hostPort
+		}
+		if h == d.name || strings.HasSuffix(h, "."+d.name) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// extensionDenied looks at the last path segment without its ;params, as
+// Python's urlparse and posixpath.splitext see it (a name that is only an
+// extension, ".png", has none).
+func (f *Filter) extensionDenied(path string) bool {
+	if len(f.extensions) == 0 {
+		return false
+	}
+	seg := path[strings.LastIndexByte(path, '/')+1:]
+	seg, _, _ = strings.Cut(seg, ";")
+	seg = strings.TrimLeft(seg, ".")
+	// Every suffix starting at a dot (but not the whole name) is a candidate:
+	// "a.tar.gz" has ".tar.gz" and ".gz".
+	for i := strings.IndexByte(seg, '.'); i > 0; {
+		if f.extensions[strings.ToLower(seg[i:])] {
+			return true
+		}
+		next := strings.IndexByte(seg[i+1:], '.')
+		if next < 0 {
+			break
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+// Select returns the links f allows, each in canonical form
+// (request.Canonicalize), without duplicates of a canonical URL or URLs
+// longer than MaxURLLength, in their order.
+func (f *Filter) Select(links []spider.Link) []spider.Link {
+	parsed := make([]found, 0, len(links))
+	for _, l := range links {
+		if u, err := url.Parse(l.URL); err == nil {
+			parsed = append(parsed, found{l, u})
+		}
+	}
+	return f.selectFound(parsed)
+}
+
+func (f *Filter) selectFound(links []found) []spider.Link {
+	out := make([]spider.Link, 0, len(links))
+	seen := make(map[string]bool, len(links))
+	for _, l := range links {
+		if !f.allowed(l.u, l.URL) {
+			continue
+		}
+		c := request.Canonicalize(l.URL)
+		if len(c) > MaxURLLength || seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, spider.Link{URL: c, Text: l.Text})
+	}
+	return out
+}
+
+// Follow returns the links of page that the crawl of r follows: Extract
+// from the body (when the response is markup), then r's Filter.Select.
+// An invalid regular expression in r is an error, and no link is followed.
+func Follow(page *spider.Page, r *request.Request) ([]spider.Link, error) {
+	f, err := NewFilter(r)
+	if err != nil {
+		return nil, err
+	}
+	if !isMarkup(page) {
+		return []spider.Link{}, nil
+	}
+	return f.selectFound(extract(page.ResponseURL, page.Body)), nil
+}
+
+// isMarkup reports whether a page can hold links: HTML, XML or other text
+// by its Content-Type, or, without one, by sniffing the body.
+func isMarkup(page *spider.Page) bool {
+	ct := ""
+	for k, v := range page.ResponseHeaders {
+		if strings.EqualFold(k, "Content-Type") && len(v) > 0 {
+			ct = v[len(v)-1]
+		}
+	}
+	media, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		media, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
+	}
+	if media == "" {
+		head := page.RawBody
+		if head == nil {
+			head = []byte(page.Body[:min(len(page.Body), 512)])
+		}
+		media, _, _ = strings.Cut(http.DetectContentType(head), ";")
+	}
+	return strings.HasPrefix(media, "text/") || strings.Contains(media, "html") || strings.Contains(media, "xml")
+}

@@ -1,0 +1,133 @@
+package links_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+)
+
+func TestFilterAllowed(t *testing.T) {
+	tests := []struct {
+		name    string
+		req     request.Request
+		allowed []string
+		denied  []string
+	}{
+		{"no filter follows everything but the default extensions", request.Request{},
+			[]string{"http://a.com/", "https://b.org/x.html", "http://c.net/pdf", "http://c.net/.png", "http://c.net/x.png/"},
+			[]string{"http://a.com/f.pdf", "http://a.com/F.PDF", "http://a.com/i.jpg?size=2", "http://a.com/a.tar.gz",
+				"http://a.com/s.css;v=1", "http://a.com/m.MP4", "http://a.com/a.zip"}},
+		{"allowed domains take subdomains and any port", request.Request{AllowedDomains: []string{"Example.com", "other.org."}},
+			[]string{"http://example.com/", "http://www.example.com/", "http://a.b.EXAMPLE.com:8080/", "https://other.org/x",
+				"http://example.com./"},
+			[]string{"http://notexample.com/", "http://example.com.evil.org/", "http://example.org/", "http://org/"}},
+		{"an allowed domain with a port needs that port", request.Request{AllowedDomains: []string{"127.0.0.1:8080"}},
+			[]string{"http://127.0.0.1:8080/a"},
+			[]string{"http://127.0.0.1/a", "http://127.0.0.1:8081/a"}},
+		{"any allow_regex may match, anywhere in the URL", request.Request{AllowRegex: []string{`/news/`, `^https://`}},
+			[]string{"http://a.com/news/1", "https://a.com/other"},
+			[]string{"http://a.com/sports/1"}},
+		{"deny_regex wins over allow_regex", request.Request{AllowRegex: []string{`/news/`}, DenyRegex: []string{`\?page=\d+`}},
+			[]string{"http://a.com/news/1"},
+			[]string{"http://a.com/news/1?page=2", "http://a.com/blog/"}},
+		{"deny_extensions replaces the default list, either case, dot or not", request.Request{DenyExtensions: []string{"HTML", ".Php"}},
+			[]string{"http://a.com/f.pdf", "http://a.com/i.jpg", "http://a.com/dir/"},
+			[]string{"http://a.com/x.html", "http://a.com/x.HTML", "http://a.com/index.php?x=1"}},
+		{"an empty deny_extensions denies no extension", request.Request{DenyExtensions: []string{}},
+			[]string{"http://a.com/f.pdf", "http://a.com/i.jpg"}, nil},
+		{"all filters together", request.Request{AllowedDomains: []string{"a.com"}, AllowRegex: []string{"/keep"},
+			DenyRegex: []string{"secret"}},
+			[]string{"http://www.a.com/keep/1"},
+			[]string{"http://b.com/keep/1", "http://a.com/drop", "http://a.com/keep/secret", "http://a.com/keep/x.pdf"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := links.NewFilter(&tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range tc.allowed {
+				if !f.Allowed(u) {
+					t.Errorf("%s denied", u)
+				}
+			}
+			for _, u := range tc.denied {
+				if f.Allowed(u) {
+					t.Errorf("%s allowed", u)
+				}
+			}
+		})
+	}
+}
+
+func TestInvalidRegexesAreReportedNotFollowed(t *testing.T) {
+	r := &request.Request{AllowRegex: []string{"(unclosed", "fine"}, DenyRegex: []string{`(?<=lookbehind)x`}}
+	if f, err := links.NewFilter(r); err == nil || f != nil {
+		t.Fatalf("NewFilter = %v, %v", f, err)
+	}
+	got, err := links.Follow(htmlPage(`<a href="/fine">x</a>`), r)
+	if err == nil || len(got) != 0 {
+		t.Fatalf("Follow = %v, %v", got, err)
+	}
+	for _, want := range []string{"allow_regex", "(unclosed", "deny_regex", "(?<=lookbehind)x"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
+
+func TestSelectCanonicalizesAndDeduplicates(t *testing.T) {
+	f, err := links.NewFilter(&request.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.Select([]spider.Link{
+		{URL: "http://A.com/x?b=2&a=1", Text: "first"},
+		{URL: "http://a.com/x?a=1&b=2", Text: "same page"},
+		{URL: "http://a.com/y.pdf", Text: "denied"},
+		{URL: "http://a.com/" + strings.Repeat("z", links.MaxURLLength), Text: "too long"},
+		{URL: "http://a.com/caf%c3%a9", Text: "café"},
+	})
+	want := []spider.Link{{URL: "http://a.com/x?a=1&b=2", Text: "first"}, {URL: "http://a.com/caf%C3%A9", Text: "café"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q", got)
+	}
+}
+
+func TestOnlyMarkupHasLinks(t *testing.T) {
+	body := `<html><a href="/x">x</a></html>`
+	tests := []struct {
+		contentType string
+		want        int
+	}{
+		{"text/html", 1},
+		{"application/xhtml+xml; charset=utf-8", 1},
+		{"text/plain", 1},
+		{"TEXT/HTML;;bad params", 1},
+		{"", 1}, // sniffed as HTML
+		{"image/png", 0},
+		{"application/pdf", 0},
+		{"application/json", 0},
+		{"application/octet-stream", 0},
+	}
+	for _, tc := range tests {
+		h := map[string][]string{}
+		if tc.contentType != "" {
+			h["Content-Type"] = []string{tc.contentType}
+		}
+		page := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Header: h, Body: []byte(body)})
+		got, err := links.Follow(page, &request.Request{})
+		if err != nil || len(got) != tc.want || got == nil {
+			t.Errorf("%q: %d links (%v), want %d", tc.contentType, len(got), err, tc.want)
+		}
+	}
+	// Without a Content-Type, binary content is not scanned.
+	png := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Body: []byte("\x89PNG\r\n\x1a\n<a href=\"/x\">")})
+	if got, _ := links.Follow(png, &request.Request{}); len(got) != 0 {
+		t.Errorf("links in a PNG: %v", got)
+	}
+}

@@ -1,0 +1,125 @@
+package spider
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NewPage returns the crawl result of a response, filled as the original's
+// link spider fills its item: url (the request's), response_url,
+// status_code, status_msg, response_headers (every header with all its
+// values), request_headers (one value per name, repeated values joined by
+// ", "), body and encoding (see Text), links (empty), and attrs, appid and
+// crawlid from the request. The pipeline sets Timestamp.
+//
+// status_msg is the response's reason phrase ("Not Found"), or the standard
+// one for the code when the server sent none; the original always wrote "OK".
+func NewPage(resp *Response) *Page {
+	body, enc := resp.Text()
+	p := &Page{
+		URL:             resp.URL,
+		ResponseURL:     resp.URL,
+		StatusCode:      resp.Status,
+		StatusMsg:       reasonPhrase(resp.Status, resp.StatusText),
+		ResponseHeaders: make(map[string][]string, len(resp.Header)),
+		RequestHeaders:  make(map[string]string, len(resp.RequestHeader)),
+		Body:            body,
+		Encoding:        enc,
+		Links:           []Link{},
+		RawBody:         resp.Body,
+	}
+	for k, v := range resp.Header {
+		p.ResponseHeaders[k] = slices.Clone(v)
+	}
+	for k, v := range resp.RequestHeader {
+		p.RequestHeaders[k] = strings.Join(v, ", ")
+	}
+	if r := resp.Request; r != nil {
+		p.URL = r.URL
+		p.AppID = r.AppID
+		p.CrawlID = r.CrawlID
+		p.Attrs = slices.Clone(r.Attrs)
+	}
+	return p
+}
+
+// reasonPhrase is the status message: the server's own, without the code
+// should a fetcher pass the whole status line ("404 Not Found"), else the
+// standard phrase.
+func reasonPhrase(code int, text string) string {
+	text = strings.TrimSpace(text)
+	if rest, ok := strings.CutPrefix(text, strconv.Itoa(code)); ok && (rest == "" || rest[0] == ' ') {
+		text = strings.TrimSpace(rest)
+	}
+	if text == "" {
+		return http.StatusText(code)
+	}
+	return text
+}
+
+// standardFields are the JSON names of Page's own fields; Extra cannot use them.
+var standardFields = map[string]bool{
+	"url": true, "response_url": true, "status_code": true, "status_msg": true,
+	"response_headers": true, "request_headers": true, "body": true, "encoding": true,
+	"links": true, "attrs": true, "appid": true, "crawlid": true, "timestamp": true,
+}
+
+// pageFields is Page's JSON shape without its methods (no recursion).
+type pageFields Page
+
+// MarshalJSON writes the crawl result: the standard fields in the spec's
+// names, then the Extra fields (sorted; an Extra key naming a standard field
+// is left out). links is [] when there are none, response_headers and
+// request_headers {} when unset, attrs null when unset. HTML characters are
+// not escaped (the body stays readable and as small as the original's);
+// encode Pages with an Encoder that has SetEscapeHTML(false), as
+// json.Marshal escapes them again.
+func (p Page) MarshalJSON() ([]byte, error) {
+	f := pageFields(p)
+	if f.Links == nil {
+		f.Links = []Link{}
+	}
+	if f.ResponseHeaders == nil {
+		f.ResponseHeaders = map[string][]string{}
+	}
+	if f.RequestHeaders == nil {
+		f.RequestHeaders = map[string]string{}
+	}
+	var b bytes.Buffer
+	if err := encodeNoEscape(&b, &f); err != nil {
+		return nil, err
+	}
+	out := bytes.TrimRight(b.Bytes(), "\n")
+	if len(p.Extra) == 0 {
+		return out, nil
+	}
+	out = out[:len(out)-1] // drop the closing brace
+	for _, k := range slices.Sorted(maps.Keys(p.Extra)) {
+		if standardFields[k] {
+			continue
+		}
+		var kv bytes.Buffer
+		if err := encodeNoEscape(&kv, k); err != nil {
+			return nil, err
+		}
+		kv.Truncate(kv.Len() - 1)
+		kv.WriteByte(':')
+		if err := encodeNoEscape(&kv, p.Extra[k]); err != nil {
+			return nil, err
+		}
+		out = append(out, ',')
+		out = append(out, bytes.TrimRight(kv.Bytes(), "\n")...)
+	}
+	return append(out, '}'), nil
+}
+
+func encodeNoEscape(b *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
