@@ -1,4 +1,5 @@
-// Command crawler: Scrapy Cluster crawler: throttled, distributed fetching from Redis queues to Kafka.
+// Command crawler is the Scrapy Cluster crawler with the built-in spiders
+// (link, wandering).
 package main
 
 import (
@@ -6,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/command"
+	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/all"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 )
 
@@ -13,13 +16,5 @@ func main() {
 	os.Exit(cli.Execute(newRoot()))
 }
 
-// newRoot builds the command tree; main runs it.
-func newRoot() *cobra.Command {
-	defaults := cli.ComponentDefaults("sc_crawler.log")
-	root, _ := cli.NewRoot("crawler", "Scrapy Cluster crawler: throttled, distributed fetching from Redis queues to Kafka", `The crawler pops requests from Redis per-domain queues under a cluster-wide throttle, fetches
-and parses pages, follows links and publishes every page to the crawled firehose topic.
-
-This build has the shared settings machinery only: crawling arrives with the crawler issue.
-'crawler settings' prints the effective settings.`, defaults)
-	return root
-}
+// newRoot builds the command tree with the built-in spiders; main runs it.
+func newRoot() *cobra.Command { return command.New() }

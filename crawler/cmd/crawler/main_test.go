@@ -14,7 +14,7 @@ func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"LOG_FILE: sc_crawler.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag"} {
+	for _, want := range []string{"SC_LOG_FILE: sc_crawler.log  # default", "SPIDER: link  # default", "QUEUE_HITS: 10  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("settings output lacks %q:\n%s", want, out.String())
 		}

@@ -1,0 +1,83 @@
+// Package command is the crawler command tree. The crawler binary is this
+// package plus the built-in spiders; to add spiders of your own, build your
+// own binary the same way (see examples/myspider):
+//
+//	import (
+//		"github.com/scrapycluster/scrapy-cluster-go/crawler/command"
+//		_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/all"
+//		_ "example.com/you/yourspider" // registers itself in init()
+//		"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+//	)
+//
+//	func main() { os.Exit(cli.Execute(command.New())) }
+//
+// and run it with --spider <your spider's name>.
+package command
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+)
+
+// New builds the crawler command tree. Spiders must be registered
+// (imported) by the binary.
+func New() *cobra.Command {
+	defaults := engine.Defaults()
+	root, flags := cli.NewRoot("crawler",
+		"Scrapy Cluster crawler: throttled, distributed crawling from Redis queues to Kafka",
+		`The crawler serves one spider type (--spider, setting SPIDER; built in: link, wandering). It pops
+requests from that spider's Redis domain queues (<spiderid>:<domain>:queue) under each domain's
+cluster-wide throttle (QUEUE_HITS per QUEUE_WINDOW, or the domain config in ZooKeeper), fetches
+them, lets the spider parse them, queues the links it follows and publishes every page to
+<KAFKA_TOPIC_PREFIX>.crawled_firehose (and crawled_<appid> with KAFKA_APPID_TOPICS).
+
+Run as many crawlers as you like, on any machines: they coordinate through Redis. A request is
+leased to the crawler that popped it until its page is in Kafka; if that crawler dies, even by
+SIGKILL, the others put the request back in its queue within LEASE_TIMEOUT + LEASE_REAP_INTERVAL
+seconds. SIGINT or SIGTERM stops taking requests, lets those in flight finish (SHUTDOWN_GRACE),
+returns the rest to their queues, flushes Kafka and exits 0.
+
+Settings come from built-in defaults, a YAML file (--settings), environment variables of the
+same names and flags, in that order; 'crawler settings' prints them with their sources. The
+crawler's log settings are SC_LOG_* as in the original.`,
+		defaults)
+	flags.SetLogPrefix("SC_")
+	root.PersistentFlags().String("spider", "", "the spider type to crawl for: "+strings.Join(spider.Registered(), ", ")+" (setting SPIDER, default link)")
+	flags.Bind("spider", "SPIDER")
+	runE := func(cmd *cobra.Command, _ []string) error {
+		s, err := flags.Load(defaults)
+		if err != nil {
+			return err
+		}
+		log, err := logfactory.New(logfactory.PrefixedConfigFromSettings(s, "SC_", s.String("SC_LOGGER_NAME")))
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		rdb := redisconn.New(s)
+		defer rdb.Close()
+		e, err := engine.New(cmd.Context(), s, log, rdb)
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		return e.Run(cmd.Context())
+	}
+	root.Args = cobra.NoArgs
+	root.RunE = runE
+	root.Example = "  crawler\n  crawler --spider wandering\n  crawler --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis crawler --set ZOOKEEPER_HOSTS="
+	root.AddCommand(&cobra.Command{
+		Use:   "run",
+		Short: "Crawl until SIGINT or SIGTERM (the same as no sub-command)",
+		Args:  cobra.NoArgs,
+		RunE:  runE,
+	})
+	return root
+}

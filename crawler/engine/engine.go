@@ -1,0 +1,392 @@
+// Package engine is the crawler process: it takes requests from the
+// scheduler, fetches them, lets the spider parse them, queues the follow-up
+// requests, publishes the results and only then acknowledges the request
+// (at-least-once: a crawler that dies mid-request leaves it leased, and the
+// other crawlers put it back in its queue).
+//
+// Retries: a request that got no response (timeout, connection error) or a
+// 504 is queued again at lower priority up to RETRY_TIMES times, then
+// dropped with an error line; a request that can never succeed (invalid URL,
+// redirect loop, disallowed by robots.txt) is dropped with a warning. Every
+// response, 4xx and 5xx included, is parsed and published, as the original
+// does. Response codes are counted in stats:crawler:<host>:<spiderid>:<code>
+// and the process reports itself at stats:crawler:<host>:<spiderid>:<id>.
+//
+// Live domain configuration (blacklist and throttles) comes from ZooKeeper
+// (ZOOKEEPER_HOSTS) or from Redis when ZOOKEEPER_HOSTS is empty; while its
+// source is unreachable the last good configuration stays in force.
+//
+// SIGTERM: no new request is taken; requests in flight get SHUTDOWN_GRACE to
+// finish; the rest go back to their queues; the producer is flushed.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
+)
+
+// Engine is one crawler process.
+type Engine struct {
+	settings *settings.Settings
+	log      *logfactory.Logger
+	rdb      *redis.Client
+	spider   spider.Spider
+	sched    *scheduler.Scheduler
+	fetcher  *fetch.Fetcher
+	fetchCfg fetch.Config
+	pub      *kafkaclient.Publisher
+	pipe     *pipeline.Pipeline
+
+	host, id   string
+	retryTimes int
+	grace      time.Duration
+
+	codeStats  map[int]*stats.WindowSet
+	configPath string // of the domain config, in ZooKeeper or Redis
+
+	counters Counters
+}
+
+// Counters count what the engine did since start.
+type Counters struct {
+	Pages, Published, Retried, Dropped, Expired, ParseErrors atomic.Int64
+}
+
+// New builds a crawler for the spider named by the SPIDER setting.
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
+	sp, err := spider.New(s.String("SPIDER"))
+	if err != nil {
+		return nil, fmt.Errorf("setting SPIDER: %w", err)
+	}
+	scfg, err := scheduler.ConfigFromSettings(s, sp.Name())
+	if err != nil {
+		return nil, err
+	}
+	sched, err := scheduler.New(rdb, scfg, log)
+	if err != nil {
+		return nil, err
+	}
+	fcfg, err := fetch.ConfigFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	kcfg, err := kafkaclient.ConfigFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	configPath, err := domainconfig.PathFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	pub := kcfg.NewPublisher("crawled", s.Bool("KAFKA_APPID_TOPICS"), log)
+	e := &Engine{
+		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
+		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub,
+		pipe: pipeline.New(pub, log, s.Bool("KAFKA_BASE_64_ENCODE"), kcfg.MaxRequestBytes),
+		host: host, id: heartbeat.NewID(),
+		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
+		codeStats: map[int]*stats.WindowSet{}, configPath: configPath,
+	}
+	if err := e.setupStats(ctx); err != nil {
+		pub.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Engine) setupStats(ctx context.Context) error {
+	if !e.settings.Bool("STATS_STATUS_CODES") {
+		return nil
+	}
+	windows, unknown := stats.KnownWindows(e.settings.Strings("STATS_TIMES"))
+	for _, name := range unknown {
+		e.log.Warning("Unable to find Stats Time '" + name + "'")
+	}
+	for _, code := range e.settings.Ints("STATUS_RESPONSE_CODES") {
+		ws, err := stats.NewWindowSet(ctx, e.rdb, rediskeys.CrawlerStatusKey(e.host, e.spider.Name(), strconv.Itoa(code)), windows, true,
+			stats.WithCycleTime(e.settings.Seconds("STATS_CYCLE")),
+			stats.WithErrorHandler(func(err error) { e.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()}) }))
+		if err != nil {
+			return err
+		}
+		e.codeStats[code] = ws
+	}
+	return nil
+}
+
+// Scheduler returns the engine's scheduler (for tests and benchmarks).
+func (e *Engine) Scheduler() *scheduler.Scheduler { return e.sched }
+
+// Counters returns the engine's counters.
+func (e *Engine) Counters() *Counters { return &e.counters }
+
+// ID is this process's id in its heartbeat key.
+func (e *Engine) ID() string { return e.id }
+
+// Close stops the stats collectors and flushes the producer.
+func (e *Engine) Close() {
+	for _, ws := range e.codeStats {
+		ws.Close()
+	}
+	if err := e.pub.Close(); err != nil {
+		e.log.Warning("Failed to close the Kafka producer", logfactory.Extra{"error": err.Error()})
+	}
+}
+
+// Run crawls until ctx is cancelled, then drains (see the package doc) and
+// returns nil.
+func (e *Engine) Run(ctx context.Context) error {
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	var background sync.WaitGroup
+	background.Go(func() { e.sched.Run(bg) })
+	// The original's crawler heartbeat lives twice the IP refresh period.
+	background.Go(func() {
+		heartbeat.Run(bg, e.rdb, rediskeys.CrawlerHeartbeatKey(e.host, e.spider.Name(), e.id), 2*e.settings.Seconds("SCHEDULER_IP_REFRESH"), e.log)
+	})
+	background.Go(func() { e.watchDomainConfig(bg) })
+	defer background.Wait()
+	defer stopBackground()
+
+	// work outlives ctx by the grace period, so requests in flight finish.
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	stopGrace := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(e.grace, cancelWork)
+		<-work.Done()
+		t.Stop()
+	})
+	defer stopGrace()
+
+	e.log.Info("Crawler running", logfactory.Extra{"spiderid": e.spider.Name(), "id": e.id})
+	var workers sync.WaitGroup
+	for {
+		item, err := e.sched.Next(ctx)
+		if err != nil {
+			break // ctx cancelled
+		}
+		workers.Go(func() { e.handle(work, item) })
+	}
+	e.log.Info("Closing crawler: finishing requests in flight", logfactory.Extra{"in_flight": e.sched.InFlight()})
+	workers.Wait()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if n, err := e.sched.Release(rctx); err != nil {
+		e.log.Error("Failed to return requests to their queues; they return when their leases expire", logfactory.Extra{"error": err.Error()})
+	} else if n > 0 {
+		e.log.Info("Returned unfinished requests to their queues", logfactory.Extra{"requests": n})
+	}
+	if !e.settings.Bool("SCHEDULER_PERSIST") {
+		e.log.Warning("Clearing crawl queues")
+		if err := e.sched.Clear(rctx); err != nil {
+			e.log.Error("Failed to clear the crawl queues", logfactory.Extra{"error": err.Error()})
+		}
+	}
+	e.log.Info("Closing Spider", logfactory.Extra{"spiderid": e.spider.Name()})
+	return nil
+}
+
+// handle crawls one request. When ctx ends before it finished, the
+// request stays leased and Run releases it.
+func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
+	req := item.Request
+	extra := logfactory.Extra{"url": req.URL, "appid": req.AppID, "crawlid": req.CrawlID, "spiderid": e.spider.Name()}
+	if req.Expired(time.Now()) {
+		e.counters.Expired.Add(1)
+		e.log.Debug("Crawl expired; request dropped", extra)
+		e.done(ctx, item)
+		return
+	}
+	res, err := e.fetcher.Fetch(ctx, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
+	if ctx.Err() != nil {
+		return // shutting down: released later
+	}
+	if err != nil {
+		extra["error"] = err.Error()
+		if fetch.IsRetryable(err) {
+			e.retry(ctx, item, extra)
+			return
+		}
+		e.counters.Dropped.Add(1)
+		e.log.Warning("Request cannot be crawled; dropped", extra)
+		e.done(ctx, item)
+		return
+	}
+	e.countStatus(ctx, res.Status)
+	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
+		extra["status_code"] = res.Status
+		e.retry(ctx, item, extra)
+		return
+	}
+	out := e.parse(ctx, &spider.Response{
+		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
+		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
+	}, extra)
+	e.counters.Pages.Add(1)
+	if len(out.Requests) > 0 {
+		if !e.untilDone(ctx, "queue follow-up requests", func() error {
+			n, err := e.sched.Enqueue(ctx, req, out.Requests)
+			if err == nil {
+				e.log.Debug("Queued follow-up requests", logfactory.Extra{"url": req.URL, "queued": n.Queued, "duplicate": n.Duplicate,
+					"page_limit": n.PageLimit, "blacklisted": n.Blacklisted, "invalid": n.Invalid, "expired": n.Expired})
+			}
+			return err
+		}) {
+			return
+		}
+	}
+	for _, page := range out.Pages {
+		err := e.pipe.Publish(ctx, e.spider.Name(), page)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil { // cannot ever be sent (logged by the pipeline)
+			e.counters.Dropped.Add(1)
+			continue
+		}
+		e.counters.Published.Add(1)
+	}
+	e.done(ctx, item)
+}
+
+// parse runs the spider; a panic or an error still publishes the page.
+func (e *Engine) parse(ctx context.Context, resp *spider.Response, extra logfactory.Extra) (out spider.Output) {
+	defer func() {
+		if v := recover(); v != nil {
+			e.counters.ParseErrors.Add(1)
+			e.log.Error("Spider panicked; publishing the page without following links",
+				logfactory.Extra{"url": resp.Request.URL, "panic": fmt.Sprint(v), "stack": string(debug.Stack())})
+			out = spider.Output{Pages: []*spider.Page{spider.NewPage(resp)}}
+		}
+	}()
+	out, err := e.spider.Parse(ctx, resp)
+	if err != nil {
+		e.counters.ParseErrors.Add(1)
+		fields := logfactory.Extra{"error": err.Error()}
+		for k, v := range extra {
+			fields[k] = v
+		}
+		e.log.Warning("Spider could not fully parse the page", fields)
+		if len(out.Pages) == 0 {
+			out.Pages = []*spider.Page{spider.NewPage(resp)}
+		}
+	}
+	return out
+}
+
+// retry queues the request again, or drops it after RETRY_TIMES retries.
+func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfactory.Extra) {
+	req := item.Request
+	extra["retry_times"] = req.RetryTimes
+	if req.RetryTimes >= e.retryTimes {
+		e.counters.Dropped.Add(1)
+		e.log.Error("Gave up retrying the request; dropped", extra)
+		e.done(ctx, item)
+		return
+	}
+	e.counters.Retried.Add(1)
+	e.log.Info("Retrying request", extra)
+	e.untilDone(ctx, "queue a retry", func() error { return e.sched.Retry(ctx, item, req.Retry()) })
+}
+
+// done acknowledges the item, retrying while Redis is away.
+func (e *Engine) done(ctx context.Context, item *scheduler.Item) {
+	e.untilDone(ctx, "acknowledge a request", func() error { return e.sched.Done(ctx, item) })
+}
+
+// untilDone retries f with back-off while it fails (Redis away) and
+// reports whether it succeeded before ctx ended.
+func (e *Engine) untilDone(ctx context.Context, what string, f func() error) bool {
+	backoff := 100 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return false
+		}
+		e.log.Error("Failed to "+what+"; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (e *Engine) countStatus(ctx context.Context, code int) {
+	if ws := e.codeStats[code]; ws != nil {
+		if err := ws.Increment(ctx); err != nil && ctx.Err() == nil {
+			e.log.Debug("Failed to count a response code", logfactory.Extra{"error": err.Error()})
+		}
+	}
+}
+
+// watchDomainConfig feeds the live domain configuration to the scheduler
+// until ctx ends.
+func (e *Engine) watchDomainConfig(ctx context.Context) {
+	path := e.configPath
+	apply := func(doc domainconfig.Document) {
+		e.sched.SetDomainConfig(doc)
+		e.log.Info("Domain config changed", logfactory.Extra{"blacklist": doc.Blacklist, "domains": len(doc.Domains)})
+	}
+	hosts := e.settings.String("ZOOKEEPER_HOSTS")
+	if hosts == "" {
+		if err := domainconfig.WatchRedis(ctx, e.rdb, path, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
+			e.log.Error("Stopped watching the domain config in Redis", logfactory.Extra{"error": err.Error()})
+		}
+		return
+	}
+	w, err := zkwatch.New(ctx, zkwatch.Config{
+		Hosts: zkwatch.SplitHosts(hosts), Path: path, Ensure: true, Logger: zkLogger{e.log},
+		OnConfig: func(contents string) {
+			doc, err := domainconfig.Parse([]byte(contents))
+			if err != nil {
+				e.log.Error("Invalid domain config in ZooKeeper; keeping the last good one", logfactory.Extra{"error": err.Error()})
+				return
+			}
+			apply(doc)
+		},
+		OnError: func(msg string) {
+			e.log.Warning("Domain config source in trouble; keeping the last good config", logfactory.Extra{"message": msg})
+		},
+	})
+	if err != nil {
+		e.log.Error("Cannot watch the domain config in ZooKeeper", logfactory.Extra{"error": err.Error()})
+		return
+	}
+	<-ctx.Done()
+	w.Close()
+}
+
+// zkLogger sends the ZooKeeper watcher's diagnostics to the debug log.
+type zkLogger struct{ log *logfactory.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }

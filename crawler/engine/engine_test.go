@@ -1,0 +1,217 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+func TestCrawlFollowsLinksToMaxDepthOncePerPage(t *testing.T) {
+	e := newEnv(t, nil)
+	seed := crawl(e.site.URL("/"), "depth2", 2)
+	want := testsite.Reachable(seed.URL, 2, notFile, e.site)
+	e.seed(t, seed)
+	got := urls(e.pages(t, len(want), 60*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("crawled %d pages:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
+	}
+}
+
+func TestAllowAndDenyRegexChooseTheLinks(t *testing.T) {
+	e := newEnv(t, nil)
+	seed := crawl(e.site.URL("/"), "regex", 2)
+	seed.AllowRegex = []string{"/page/", "/allow/"}
+	seed.DenyRegex = []string{"/page/2", "/allow/2"}
+	allow := regexp.MustCompile(`/page/|/allow/`)
+	deny := regexp.MustCompile(`/page/2|/allow/2`)
+	want := testsite.Reachable(seed.URL, 2, func(link string) bool {
+		return notFile(link) && allow.MatchString(link) && !deny.MatchString(link)
+	}, e.site)
+	e.seed(t, seed)
+	got := urls(e.pages(t, len(want), 60*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("crawled %v\nwant %v", got, want)
+	}
+}
+
+func TestAllowedDomainsKeepsTheCrawlOnItsSite(t *testing.T) {
+	other := testsite.StartAt(t, "127.0.0.2:0")
+	e := newEnv(t, nil)
+	e.site.SetPeers(other.URL("/"))
+	seed := crawl(e.site.URL("/"), "domains", 1)
+	seed.AllowedDomains = []string{"127.0.0.1"}
+	want := testsite.Reachable(seed.URL, 1, func(link string) bool {
+		return notFile(link) && strings.Contains(link, "//127.0.0.1:")
+	}, e.site, other)
+	e.seed(t, seed)
+	got := urls(e.pages(t, len(want), 60*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("crawled %v\nwant %v", got, want)
+	}
+	if len(other.Hits()) != 0 {
+		t.Fatalf("fetched the other site: %v", other.Hits())
+	}
+}
+
+func TestResultHasEveryFieldOfTheSpecsCrawlResult(t *testing.T) {
+	e := newEnv(t, nil)
+	seed := crawl(e.site.URL("/page/1"), "fields", 1)
+	seed.Attrs = json.RawMessage(`{"customer":"abc","n":[1,2]}`)
+	seed.UserAgent = "MyCrawler/1.0"
+	e.seed(t, seed)
+	var page map[string]any
+	waitFor(t, "the seed's result", 30*time.Second, func() bool {
+		for _, p := range e.pages(t, len(e.read)+1, 30*time.Second) {
+			if p["url"] == seed.URL {
+				page = p
+				return true
+			}
+		}
+		return false
+	})
+	for _, key := range []string{"url", "response_url", "status_code", "status_msg", "response_headers", "request_headers",
+		"body", "links", "attrs", "appid", "crawlid", "timestamp", "encoding"} {
+		if _, ok := page[key]; !ok {
+			t.Errorf("result lacks %q: %v", key, page)
+		}
+	}
+	if page["response_url"] != seed.URL || page["status_code"] != 200.0 || page["status_msg"] != "OK" ||
+		page["appid"] != "testapp" || page["crawlid"] != "fields" || page["encoding"] != "utf-8" {
+		t.Errorf("result %v", page)
+	}
+	if attrs, _ := json.Marshal(page["attrs"]); string(attrs) != `{"customer":"abc","n":[1,2]}` {
+		t.Errorf("attrs %s", attrs)
+	}
+	if ua := page["request_headers"].(map[string]any)["User-Agent"]; ua != "MyCrawler/1.0" {
+		t.Errorf("request_headers User-Agent %v", ua)
+	}
+	if ct := page["response_headers"].(map[string]any)["Content-Type"]; !strings.Contains(jsonText(ct), "text/html") {
+		t.Errorf("response_headers Content-Type %v", ct)
+	}
+	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?$`).MatchString(page["timestamp"].(string)) {
+		t.Errorf("timestamp %v", page["timestamp"])
+	}
+	if !strings.Contains(page["body"].(string), "<html") {
+		t.Errorf("body %.200v", page["body"])
+	}
+	links := page["links"].([]any)
+	if len(links) == 0 {
+		t.Fatalf("no links in %v", page)
+	}
+	first := links[0].(map[string]any)
+	if _, ok := first["url"]; !ok || first["text"] == nil {
+		t.Errorf("link %v", first)
+	}
+}
+
+func jsonText(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestErrorPagesArePublishedAndFailuresRetriedThenDropped(t *testing.T) {
+	e := newEnv(t, map[string]string{"DOWNLOAD_TIMEOUT": "0.3", "RETRY_TIMES": "2"})
+	e.seed(t, crawl(e.site.URL("/status/404"), "errors", 0))
+	e.seed(t, crawl(e.site.URL("/status/500"), "errors", 0))
+	e.seed(t, crawl(e.site.URL("/hang"), "errors", 0))
+	e.seed(t, crawl(e.site.URL("/status/504"), "errors", 0))
+	got := e.pages(t, 2, 30*time.Second)
+	e.drained(t, "link")
+	e.noMorePages(t)
+	codes := map[float64]bool{}
+	for _, p := range got {
+		codes[p["status_code"].(float64)] = true
+	}
+	if !codes[404] || !codes[500] {
+		t.Fatalf("published codes %v, want 404 and 500", codes)
+	}
+	// Each failing request: the first attempt and RETRY_TIMES retries.
+	if n := len(e.site.HitsFor("/hang")); n != 3 {
+		t.Errorf("/hang fetched %d times, want 3", n)
+	}
+	if n := len(e.site.HitsFor("/status/504")); n != 3 {
+		t.Errorf("/status/504 fetched %d times, want 3", n)
+	}
+	if !e.log.Contains("Gave up retrying the request; dropped") {
+		t.Error("no log line for the dropped requests")
+	}
+	if n := e.eng.Counters().Dropped.Load(); n != 2 {
+		t.Errorf("dropped %d, want 2", n)
+	}
+	if n := e.rdb.PFCount(context.Background(), rediskeys.CrawlerStatusKey(hostname(t), "link", "404")+":lifetime").Val(); n != 1 {
+		t.Errorf("404 lifetime count %d", n)
+	}
+}
+
+func TestExpiredAndStoppedCrawlsGoNoFurther(t *testing.T) {
+	e := newEnv(t, nil)
+	expired := crawl(e.site.URL("/page/1"), "expired", 2)
+	expired.Expires = float64(time.Now().Add(-time.Minute).Unix())
+	e.seed(t, expired)
+	// A stopped crawl: its seed is crawled (it was popped), its links are not queued.
+	e.rdb.SAdd(context.Background(), "link:blacklist", "testapp||stopped")
+	e.seed(t, crawl(e.site.URL("/page/2"), "stopped", 2))
+	got := e.pages(t, 1, 30*time.Second)
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if got[0]["url"] != e.site.URL("/page/2") {
+		t.Fatalf("results %v", urls(got))
+	}
+	if len(e.site.HitsFor("/page/1")) != 0 {
+		t.Fatal("fetched a request of an expired crawl")
+	}
+}
+
+func TestLiveDomainConfigChangesTheThrottleAndBlacklist(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	store := domainconfig.NewRedisStore(e.rdb, "/scrapy-cluster/crawler/all")
+	domain := "127.0.0.1."
+	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.UpdateDomain(domain, 2, 60, 1.0); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the throttle change", 10*time.Second, func() bool {
+		e.seed(t, crawl(e.site.URL("/page/3"), "probe", 0)) // makes the domain known
+		hits, window, _ := e.eng.Scheduler().Throttle(domain)
+		return hits == 2 && window == time.Minute
+	})
+	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.AddBlacklist(domain); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the blacklist", 10*time.Second, func() bool {
+		_, _, blocked := e.eng.Scheduler().Throttle(domain)
+		return blocked
+	})
+	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.RemoveBlacklist(domain); d.RemoveDomain(domain); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the default throttle back", 10*time.Second, func() bool {
+		hits, _, blocked := e.eng.Scheduler().Throttle(domain)
+		return hits == 100000 && !blocked
+	})
+}
+
+func TestShutdownReturnsUnfinishedRequestsToTheirQueue(t *testing.T) {
+	e := newEnv(t, map[string]string{"SHUTDOWN_GRACE": "0.2", "DOWNLOAD_TIMEOUT": "30"})
+	e.seed(t, crawl(e.site.URL("/slow/20000"), "slow", 0))
+	waitFor(t, "the slow page in flight", 10*time.Second, func() bool { return len(e.site.HitsFor("/slow/20000")) == 1 })
+	e.stopEngine(t)
+	ctx := context.Background()
+	if n := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); n != 1 {
+		t.Fatalf("queue holds %d after shutdown, want the unfinished request back", n)
+	}
+	if n := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+}

@@ -1,0 +1,252 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/all"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+// env is one crawler engine running against real Redis, the kfake broker
+// and a loopback test site.
+type env struct {
+	kafka *harness.Kafka
+	rdb   *redis.Client
+	site  *testsite.Site
+	eng   *engine.Engine
+	log   *harness.OutputBuffer
+	stop  context.CancelFunc
+	done  chan struct{}
+	once  sync.Once
+
+	reader *kafka.Reader
+	read   []map[string]any
+}
+
+// testSettings are the crawler's defaults made quick and local.
+func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) *settings.Settings {
+	t.Helper()
+	env := map[string]string{
+		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(redisServer.Port),
+		"KAFKA_HOSTS": kafkaHosts, "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_PRODUCER_BATCH_LINGER_MS": "1",
+		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
+		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2",
+		"SC_LOG_LEVEL": "DEBUG", "SC_LOG_JSON": "true",
+	}
+	for k, v := range overrides {
+		env[k] = v
+	}
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	s, err := settings.Load(engine.Defaults(), settings.Options{Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newEnv(t testing.TB, overrides map[string]string, siteOpts ...testsite.Option) *env {
+	t.Helper()
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{
+		kafka: harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true}),
+		rdb:   redisServer.TestClient(t),
+		site:  testsite.Start(t, siteOpts...),
+	}
+	e.start(t, overrides)
+	return e
+}
+
+// start runs a crawler engine (again, after stopEngine).
+func (e *env) start(t testing.TB, overrides map[string]string) {
+	t.Helper()
+	s := testSettings(t, e.kafka.Hosts(), overrides)
+	e.log = &harness.OutputBuffer{}
+	cfg := logfactory.PrefixedConfigFromSettings(s, "SC_", "sc-crawler")
+	cfg.Output = e.log
+	log, err := logfactory.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	eng, err := engine.New(ctx, s, log, redisServer.TestClient(t))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	e.eng, e.stop, e.done, e.once = eng, cancel, make(chan struct{}), sync.Once{}
+	done := e.done
+	go func() {
+		defer close(done)
+		if err := eng.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		eng.Close()
+	}()
+	t.Cleanup(func() { e.stopEngine(t) })
+}
+
+// stopEngine stops the engine as SIGTERM does and waits for it.
+func (e *env) stopEngine(t testing.TB) {
+	e.once.Do(func() {
+		e.stop()
+		select {
+		case <-e.done:
+		case <-time.After(30 * time.Second):
+			t.Error("engine did not stop")
+		}
+	})
+}
+
+// seed queues a crawl request as the Kafka Monitor does: the request in its
+// domain queue, and the queue announced.
+func (e *env) seed(t testing.TB, r *request.Request) {
+	t.Helper()
+	if r.SpiderID == "" {
+		r.SpiderID = "link"
+	}
+	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := e.rdb.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.rdb.Publish(ctx, rediskeys.QueueChannel(r.SpiderID), key)
+}
+
+func crawl(url, crawlid string, maxdepth int) *request.Request {
+	return &request.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: 1, MaxDepth: maxdepth}
+}
+
+func (e *env) kafkaConfig() kafkaclient.Config {
+	return kafkaclient.Config{
+		Brokers: e.kafka.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
+		SendBufferBytes: 1 << 20, MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20,
+		FetchMaxWait: 50 * time.Millisecond, Partitions: 1, ReplicationFactor: 1,
+	}
+}
+
+// pages reads results from the crawled firehose until there are n in all
+// (those read before included), within timeout.
+func (e *env) pages(t testing.TB, n int, timeout time.Duration) []map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if e.reader == nil {
+		cfg := e.kafkaConfig()
+		for {
+			if err := cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: "demo.crawled_firehose", Partitions: 1}); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatal("no crawled topic")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r, err := cfg.NewPartitionReader("demo.crawled_firehose", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.reader = r
+		t.Cleanup(func() { r.Close() })
+	}
+	for len(e.read) < n {
+		msg, err := e.reader.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d pages: %v (urls so far %v)", len(e.read), n, err, urls(e.read))
+		}
+		var page map[string]any
+		if err := json.Unmarshal(msg.Value, &page); err != nil {
+			t.Fatalf("result is not JSON: %.300s", msg.Value)
+		}
+		e.read = append(e.read, page)
+	}
+	return e.read
+}
+
+// drained waits until nothing is queued or in flight for the spider.
+func (e *env) drained(t testing.TB, spiderID string) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, "the crawl to drain", 30*time.Second, func() bool {
+		keys, _ := e.rdb.Keys(ctx, spiderID+":*:queue").Result()
+		leases := e.rdb.ZCard(ctx, rediskeys.LeaseKey(spiderID)).Val()
+		return len(keys) == 0 && leases == 0
+	})
+}
+
+// noMorePages checks nothing beyond what was read reaches the topic.
+func (e *env) noMorePages(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if msg, err := e.reader.ReadMessage(ctx); err == nil {
+		t.Fatalf("unexpected extra result: %.300s", msg.Value)
+	}
+}
+
+func urls(pages []map[string]any) []string {
+	out := make([]string, 0, len(pages))
+	for _, p := range pages {
+		out = append(out, p["url"].(string))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// notFile is the default deny_extensions as far as the test site goes: its
+// /files/ and /static/ links all have extensions Scrapy ignores.
+func notFile(link string) bool {
+	return !strings.Contains(link, "/files/") && !strings.Contains(link, "/static/")
+}
+
+func hostname(t testing.TB) string {
+	h, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

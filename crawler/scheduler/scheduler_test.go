@@ -1,0 +1,326 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+func config() scheduler.Config {
+	return scheduler.Config{
+		SpiderID: "link", Hits: 100, Window: 60 * time.Second, Moderated: false,
+		ByType: true, ByIP: false, IPRegex: regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+)`), IPRefresh: time.Minute,
+		QueueRefresh: 10 * time.Second, QueueTimeout: time.Hour, BacklogBlacklist: true, Persist: true,
+		DupeTimeout: 600 * time.Second, DomainMaxPageTimeout: 600 * time.Second, GlobalPageTimeout: 600 * time.Second,
+		LeaseTTL: 20 * time.Second, ReapInterval: 5 * time.Second, Concurrency: 16, PerDomain: 8,
+	}
+}
+
+type fixture struct {
+	rdb   *redis.Client
+	sched *scheduler.Scheduler
+	stop  context.CancelFunc
+}
+
+// start flushes Redis and runs a scheduler with cfg.
+func start(t *testing.T, cfg scheduler.Config) *fixture {
+	t.Helper()
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return run(t, cfg)
+}
+
+// run runs another scheduler on the same Redis.
+func run(t *testing.T, cfg scheduler.Config) *fixture {
+	t.Helper()
+	lc := logfactory.DefaultConfig()
+	lc.Level = "ERROR"
+	log, _ := logfactory.New(lc)
+	rdb := redisServer.TestClient(t)
+	s, err := scheduler.New(rdb, cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &fixture{rdb: rdb, sched: s, stop: cancel}
+}
+
+func queueRequest(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
+	t.Helper()
+	r := &request.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
+	member, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "link:" + domainOf(url) + ":queue"
+	if err := rdb.ZAdd(context.Background(), key, redis.Z{Score: r.Score(), Member: member}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Publish(context.Background(), "link:queue-announce", key) // as the Kafka Monitor does
+}
+
+func domainOf(url string) string {
+	m := regexp.MustCompile(`//([^/:]+)`).FindStringSubmatch(url)
+	if regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`).MatchString(m[1]) {
+		return m[1] + "."
+	}
+	return m[1]
+}
+
+func next(t *testing.T, s *scheduler.Scheduler, within time.Duration) *scheduler.Item {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	it, err := s.Next(ctx)
+	if err != nil {
+		t.Fatalf("no request within %v: %v", within, err)
+	}
+	return it
+}
+
+func TestFindsExistingQueuesAndPopsByPriority(t *testing.T) {
+	f0 := start(t, config())
+	f0.stop()
+	queueRequest(t, f0.rdb, "http://a.com/low", "c1", 1)
+	queueRequest(t, f0.rdb, "http://a.com/high", "c1", 90)
+	f := run(t, config())
+	it := next(t, f.sched, 10*time.Second)
+	if it.Request.URL != "http://a.com/high" || it.Domain != "a.com" || it.Queue != "link:a.com:queue" {
+		t.Fatalf("first item %+v", it.Request)
+	}
+	if it2 := next(t, f.sched, 10*time.Second); it2.Request.URL != "http://a.com/low" {
+		t.Fatalf("second item %+v", it2.Request)
+	}
+}
+
+func TestAnnouncedQueueIsServedWithoutWaitingForARescan(t *testing.T) {
+	cfg := config()
+	cfg.QueueRefresh = time.Hour // only the announcement can bring it
+	f := start(t, cfg)
+	ctx := context.Background()
+	// Let the subscription settle, then announce a new domain as the Kafka Monitor does.
+	deadline := time.Now().Add(10 * time.Second)
+	for f.rdb.PubSubNumSub(ctx, "link:queue-announce").Val()["link:queue-announce"] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("scheduler never subscribed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	queueRequest(t, f.rdb, "http://new.com/", "c1", 1)
+	f.rdb.Publish(ctx, "link:queue-announce", "link:new.com:queue")
+	if it := next(t, f.sched, 5*time.Second); it.Request.URL != "http://new.com/" {
+		t.Fatalf("got %+v", it.Request)
+	}
+}
+
+func TestADeniedDomainDoesNotBlockOthers(t *testing.T) {
+	f := start(t, config())
+	for i := range 5 {
+		queueRequest(t, f.rdb, fmt.Sprintf("http://slow.com/%d", i), "c1", 50)
+		queueRequest(t, f.rdb, fmt.Sprintf("http://fast.com/%d", i), "c1", 1)
+	}
+	f.sched.SetDomainConfig(domainconfig.Document{Domains: map[string]domainconfig.Domain{"slow.com": {Window: 60, Hits: 1, Scale: 1}}})
+	counts := map[string]int{}
+	for range 6 {
+		it := next(t, f.sched, 10*time.Second)
+		counts[it.Domain]++
+		if err := f.sched.Done(context.Background(), it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counts["slow.com"] != 1 || counts["fast.com"] != 5 {
+		t.Fatalf("popped %v; want 1 from the throttled domain and 5 from the other", counts)
+	}
+	if hits, window, blocked := f.sched.Throttle("slow.com"); hits != 1 || window != time.Minute || blocked {
+		t.Fatalf("throttle %d %v %v", hits, window, blocked)
+	}
+	// The window key has the type throttle style's name.
+	if n := f.rdb.ZCard(context.Background(), "link:slow.com:throttle_window").Val(); n != 1 {
+		t.Fatalf("link:slow.com:throttle_window holds %d hits, want 1", n)
+	}
+}
+
+func TestBlacklistedDomainIsNotCrawledUntilRemoved(t *testing.T) {
+	f := start(t, config())
+	queueRequest(t, f.rdb, "http://ebay.com/", "c1", 1)
+	f.sched.SetDomainConfig(domainconfig.Document{Blacklist: []string{"ebay.com"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	if it, err := f.sched.Next(ctx); err == nil {
+		t.Fatalf("popped %s from a blacklisted domain", it.Request.URL)
+	}
+	cancel()
+	f.sched.SetDomainConfig(domainconfig.Document{})
+	if it := next(t, f.sched, 5*time.Second); it.Domain != "ebay.com" {
+		t.Fatal(it.Domain)
+	}
+}
+
+func TestLeasesDoneRetryAndRelease(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	queueRequest(t, f.rdb, "http://a.com/1", "c1", 5)
+	queueRequest(t, f.rdb, "http://a.com/2", "c1", 4)
+	queueRequest(t, f.rdb, "http://a.com/3", "c1", 3)
+	a, b, c := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	if n, _ := f.sched.Leases().Count(ctx); n != 3 || f.sched.InFlight() != 3 {
+		t.Fatalf("%d leases, %d in flight; want 3", n, f.sched.InFlight())
+	}
+	if err := f.sched.Done(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sched.Retry(ctx, b, b.Request.Retry()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.sched.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("released %d, %v", n, err)
+	}
+	_ = c
+	members := f.rdb.ZRangeWithScores(ctx, "link:a.com:queue", 0, -1).Val()
+	if len(members) != 2 {
+		t.Fatalf("queue %v", members)
+	}
+	retried, _ := request.Decode([]byte(members[1].Member.(string)))
+	if members[0].Score != -3 || retried.URL != "http://a.com/2" || retried.RetryTimes != 1 || members[1].Score != 6 {
+		t.Fatalf("queue after retry and release: %v", members)
+	}
+	if n, _ := f.sched.Leases().Count(ctx); n != 0 {
+		t.Fatalf("%d leases left", n)
+	}
+}
+
+func TestAnotherSchedulerReturnsADeadCrawlersRequests(t *testing.T) {
+	cfg := config()
+	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 100*time.Millisecond
+	dead := start(t, cfg)
+	for i := range 3 {
+		queueRequest(t, dead.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
+	}
+	for range 3 {
+		next(t, dead.sched, 5*time.Second)
+	}
+	dead.stop() // killed: no release, no renewal
+	survivor := run(t, cfg)
+	seen := map[string]bool{}
+	for range 3 {
+		it := next(t, survivor.sched, 10*time.Second)
+		seen[it.Request.URL] = true
+		_ = survivor.sched.Done(context.Background(), it)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("recovered %v", seen)
+	}
+	if survivor.sched.Stats().Reaped != 3 {
+		t.Fatalf("reaped %d", survivor.sched.Stats().Reaped)
+	}
+}
+
+func TestEnqueueFiltersAndAnnounces(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	sub := f.rdb.Subscribe(ctx, "link:queue-announce")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	parent := &request.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2}
+	kids := []*request.Request{
+		parent.Follow("http://a.com/x"), parent.Follow("http://a.com/x#frag"), parent.Follow("http://a.com/"),
+		parent.Follow("http://b.com/y"), parent.Follow("not a url"),
+	}
+	got, err := f.sched.Enqueue(ctx, parent, kids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// /x#frag is /x; / is the parent itself, already seen.
+	if got.Queued != 2 || got.Duplicate != 2 || got.Invalid != 1 {
+		t.Fatalf("enqueued %+v", got)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	announced := map[string]bool{msg.Payload: true}
+	msg, _ = sub.ReceiveMessage(ctx)
+	announced[msg.Payload] = true
+	if !announced["link:a.com:queue"] || !announced["link:b.com:queue"] {
+		t.Fatalf("announced %v", announced)
+	}
+	if ttl := f.rdb.TTL(ctx, "link:dupefilter:c1").Val(); ttl <= 0 || ttl > 600*time.Second {
+		t.Fatalf("dupefilter ttl %v", ttl)
+	}
+	// A stopped crawl queues nothing.
+	f.rdb.SAdd(ctx, "link:blacklist", "testapp||c1")
+	if got, _ := f.sched.Enqueue(ctx, parent, []*request.Request{parent.Follow("http://a.com/new")}); got.Queued != 0 || got.Blacklisted != 1 {
+		t.Fatalf("blacklisted crawl enqueued %+v", got)
+	}
+}
+
+func TestPageLimits(t *testing.T) {
+	cfg := config()
+	cfg.GlobalPageLimit = 4
+	f := start(t, cfg)
+	ctx := context.Background()
+	parent := &request.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2, DomainMaxPages: 3}
+	var kids []*request.Request
+	for i := range 5 {
+		kids = append(kids, parent.Follow(fmt.Sprintf("http://a.com/%d", i)))
+	}
+	got, err := f.sched.Enqueue(ctx, parent, kids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the original: the request that brings the count to the limit is
+	// refused too, so domain_max_pages 3 queues 2 (the seed is the third page).
+	if got.Queued != 2 || got.PageLimit != 3 {
+		t.Fatalf("domain_max_pages: %+v", got)
+	}
+	parent.DomainMaxPages = 0
+	parent.CrawlID = "c2"
+	var more []*request.Request
+	for i := range 6 {
+		more = append(more, parent.Follow(fmt.Sprintf("http://a.com/c2/%d", i)))
+	}
+	if got, _ := f.sched.Enqueue(ctx, parent, more); got.Queued != 3 || got.PageLimit != 3 {
+		t.Fatalf("global limit: %+v", got)
+	}
+}
+
+func TestThrottleKeysFollowTheThrottleStyle(t *testing.T) {
+	ipServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "your ip is 10.1.2.3\n")
+	}))
+	defer ipServer.Close()
+	cfg := config()
+	cfg.ByType, cfg.ByIP, cfg.PublicIPURL = true, true, ipServer.URL
+	f := start(t, cfg)
+	queueRequest(t, f.rdb, "http://a.com/", "c1", 1)
+	next(t, f.sched, 5*time.Second)
+	if f.sched.IP() != "10.1.2.3" {
+		t.Fatalf("ip %q", f.sched.IP())
+	}
+	if n := f.rdb.Exists(context.Background(), "link:10.1.2.3:a.com:throttle_window").Val(); n != 1 {
+		keys, _ := f.rdb.Keys(context.Background(), "*throttle*").Result()
+		t.Fatalf("throttle keys %v", keys)
+	}
+}
