@@ -40,6 +40,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -172,14 +173,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopBackground()
 
 	// work outlives ctx by the grace period, so requests in flight finish.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopGrace := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(e.grace, cancelWork)
-		<-work.Done()
-		t.Stop()
-	})
-	defer stopGrace()
+	work, stopWork := lifecycle.WithGrace(ctx, e.grace)
+	defer stopWork()
 
 	e.log.Info("Crawler running", logfactory.Extra{"spiderid": e.spider.Name(), "id": e.id})
 	var workers sync.WaitGroup

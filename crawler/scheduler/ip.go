@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -70,7 +71,7 @@ func (s *Scheduler) ipLoop(ctx context.Context) {
 	if !s.cfg.ByIP || s.cfg.PublicIPURL == "" {
 		return
 	}
-	for sleep(ctx, s.cfg.IPRefresh) {
+	for lifecycle.Sleep(ctx, s.cfg.IPRefresh) {
 		s.refreshIP(ctx)
 	}
 }

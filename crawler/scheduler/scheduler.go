@@ -37,6 +37,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
@@ -234,7 +235,7 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 			}
 			s.log.Error("Failed to pop from Redis", logfactory.Extra{"queue": d.key, "error": err.Error()})
 			s.reschedule(d, s.now().Add(errDelay))
-			if !sleep(ctx, errDelay) {
+			if !lifecycle.Sleep(ctx, errDelay) {
 				return nil, ctx.Err()
 			}
 			errDelay = min(errDelay*2, 5*time.Second)
@@ -493,7 +494,7 @@ func (s *Scheduler) scan(ctx context.Context) {
 }
 
 func (s *Scheduler) scanLoop(ctx context.Context) {
-	for sleep(ctx, s.cfg.QueueRefresh) {
+	for lifecycle.Sleep(ctx, s.cfg.QueueRefresh) {
 		s.scan(ctx)
 	}
 }
@@ -518,7 +519,7 @@ func (s *Scheduler) announceLoop(ctx context.Context, sub *redis.PubSub) {
 
 // renewLoop keeps this crawler's leases alive.
 func (s *Scheduler) renewLoop(ctx context.Context) {
-	for sleep(ctx, s.cfg.LeaseTTL/4) {
+	for lifecycle.Sleep(ctx, s.cfg.LeaseTTL/4) {
 		s.mu.Lock()
 		ids := make([]string, 0, len(s.inflight))
 		for id := range s.inflight {
@@ -539,7 +540,7 @@ func (s *Scheduler) renewLoop(ctx context.Context) {
 
 // reapLoop returns expired leases (of crawlers that died) to their queues.
 func (s *Scheduler) reapLoop(ctx context.Context) {
-	for sleep(ctx, s.cfg.ReapInterval) {
+	for lifecycle.Sleep(ctx, s.cfg.ReapInterval) {
 		total := 0
 		for {
 			n, err := s.leases.Reap(ctx, 500)
@@ -700,16 +701,4 @@ func preview(s string) string {
 		return s[:300] + "..."
 	}
 	return s
-}
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

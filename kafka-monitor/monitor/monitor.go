@@ -33,6 +33,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -204,7 +205,7 @@ func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, msgs chan<- ka
 				return
 			}
 			m.log.Error("Failed to read from Kafka", logfactory.Extra{"error": err.Error()})
-			if !sleep(ctx, time.Second) {
+			if !lifecycle.Sleep(ctx, time.Second) {
 				return
 			}
 			continue
@@ -229,7 +230,7 @@ func (m *Monitor) ensureTopic(ctx context.Context, topic string) error {
 			return nil
 		}
 		m.log.Error("Couldn't reach Kafka to set up the incoming topic; retrying", logfactory.Extra{"error": err.Error(), "topic": topic})
-		if !sleep(ctx, backoff) {
+		if !lifecycle.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(backoff*2, 10*time.Second)
@@ -363,7 +364,7 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 			return nil
 		}
 		m.log.Error("Failed to store requests in Redis; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
-		if !sleep(ctx, backoff) {
+		if !lifecycle.Sleep(ctx, backoff) {
 			return ctx.Err()
 		}
 		backoff = min(backoff*2, 5*time.Second)
@@ -485,7 +486,7 @@ func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {
 
 // dumpLoop logs the stats every STATS_DUMP seconds.
 func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
-	for sleep(ctx, every) {
+	for lifecycle.Sleep(ctx, every) {
 		m.log.Dump("Kafka Monitor Stats Dump", m.StatsSnapshot(ctx))
 	}
 }
@@ -495,16 +496,4 @@ func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
 // "lifetime" as a window.
 func (m *Monitor) StatsSnapshot(ctx context.Context) logfactory.Extra {
 	return m.stats.Snapshot(ctx)
-}
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

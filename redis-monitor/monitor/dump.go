@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stats"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -14,7 +15,7 @@ import (
 // STATS_DUMP_CRAWL and STATS_DUMP_QUEUE, the crawlers' stats and the queue
 // backlog, consolidated here so crawlers need not dump their own.
 func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
-	for sleep(ctx, every) {
+	for lifecycle.Sleep(ctx, every) {
 		m.log.Dump("Redis Monitor Stats Dump", m.StatsSnapshot(ctx))
 		if m.settings.Bool("STATS_DUMP_CRAWL") {
 			if figures, err := CrawlDump(ctx, m); err == nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -178,14 +179,8 @@ func (m *Monitor) closePlugins(ps []plugin.Loaded) {
 // hand then gets SHUTDOWN_GRACE to finish; Run returns nil.
 func (m *Monitor) Run(ctx context.Context) error {
 	// work outlives ctx by the grace period, so a request in hand finishes.
-	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWork()
-	stopGrace := context.AfterFunc(ctx, func() {
-		t := time.AfterFunc(m.grace, cancelWork)
-		<-work.Done()
-		t.Stop()
-	})
-	defer stopGrace()
+	work, stopWork := lifecycle.WithGrace(ctx, m.grace)
+	defer stopWork()
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
@@ -209,7 +204,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		} else {
 			backoff = 100 * time.Millisecond
 		}
-		if !sleep(ctx, wait) {
+		if !lifecycle.Sleep(ctx, wait) {
 			m.log.Info("Closing Redis Monitor")
 			return nil
 		}
@@ -379,15 +374,3 @@ func preview(s string) string {
 // StatsSnapshot returns the monitor's own counts as the original's dump
 // names them: total_<window>, fail_<window>, plugin_<Name>_<window>.
 func (m *Monitor) StatsSnapshot(ctx context.Context) map[string]any { return m.stats.Snapshot(ctx) }
-
-// sleep waits d or until ctx is done; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -1,0 +1,38 @@
+// Package lifecycle has the small timing helpers every long-running
+// component needs: waiting that a shutdown interrupts, and a work context
+// that outlives the shutdown signal by a grace period so the work in hand
+// can finish.
+package lifecycle
+
+import (
+	"context"
+	"time"
+)
+
+// Sleep waits d or until ctx is done; it reports whether d passed.
+func Sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// WithGrace returns a context for work in hand: it is not cancelled when
+// ctx is (the shutdown signal), but grace later, or when stop is called.
+// Call stop when the work is done.
+func WithGrace(ctx context.Context, grace time.Duration) (work context.Context, stop context.CancelFunc) {
+	work, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopAfter := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(grace, cancel)
+		<-work.Done()
+		t.Stop()
+	})
+	return work, func() {
+		stopAfter()
+		cancel()
+	}
+}
