@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -126,7 +127,13 @@ func (e *Engine) setupStats(ctx context.Context) error {
 	for _, name := range unknown {
 		e.log.Warning("Unable to find Stats Time '" + name + "'")
 	}
-	for _, code := range e.settings.Ints("STATUS_RESPONSE_CODES") {
+	// 504 is always counted: requests that got no response at all count as
+	// 504s, as the original's retry middleware counts them.
+	codes := e.settings.Ints("STATUS_RESPONSE_CODES")
+	if !slices.Contains(codes, 504) {
+		codes = append(codes, 504)
+	}
+	for _, code := range codes {
 		ws, err := stats.NewWindowSet(ctx, e.rdb, rediskeys.CrawlerStatusKey(e.host, e.spider.Name(), strconv.Itoa(code)), windows, true,
 			stats.WithCycleTime(e.settings.Seconds("STATS_CYCLE")),
 			stats.WithErrorHandler(func(err error) { e.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()}) }))
@@ -222,6 +229,13 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	if err != nil {
 		extra["error"] = err.Error()
 		if fetch.IsRetryable(err) {
+			// As the original: no response counts (and is logged) as a 504.
+			e.countStatus(ctx, 504)
+			retryExtra := logfactory.Extra{"error_reason": err.Error(), "retry_count": req.RetryTimes, "status_code": 504}
+			for k, v := range extra {
+				retryExtra[k] = v
+			}
+			e.log.Error("Scraper Retry", retryExtra)
 			e.retry(ctx, item, extra)
 			return
 		}

@@ -152,6 +152,13 @@ func TestErrorPagesArePublishedAndFailuresRetriedThenDropped(t *testing.T) {
 	if n := e.rdb.PFCount(context.Background(), rediskeys.CrawlerStatusKey(hostname(t), "link", "404")+":lifetime").Val(); n != 1 {
 		t.Errorf("404 lifetime count %d", n)
 	}
+	// Three 504 responses and three attempts that got no response at all.
+	if n := e.rdb.PFCount(context.Background(), rediskeys.CrawlerStatusKey(hostname(t), "link", "504")+":lifetime").Val(); n != 6 {
+		t.Errorf("504 lifetime count %d, want 6", n)
+	}
+	if !e.log.Contains(`"Scraper Retry"`) {
+		t.Error("no Scraper Retry log line")
+	}
 }
 
 func TestExpiredAndStoppedCrawlsGoNoFurther(t *testing.T) {
