@@ -61,6 +61,7 @@ crawler's log settings are SC_LOG_* as in the original.`,
 			return err
 		}
 		defer log.Close()
+		redisconn.RouteClientLogs(log)
 		rdb := redisconn.New(s)
 		defer rdb.Close()
 		e, err := engine.New(cmd.Context(), s, log, rdb)

@@ -163,6 +163,6 @@ func (p *Pipeline) logFields(page *spider.Page, spiderID, action string) logfact
 	return logfactory.Extra{
 		"url": page.URL, "response_url": page.ResponseURL, "status_code": page.StatusCode, "status_msg": page.StatusMsg,
 		"appid": page.AppID, "crawlid": page.CrawlID, "attrs": page.Attrs, "encoding": page.Encoding,
-		"timestamp": page.Timestamp, "action": action, "spiderid": spiderID, "logger": p.log.Name(),
+		"action": action, "spiderid": spiderID,
 	}
 }

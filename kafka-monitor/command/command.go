@@ -113,6 +113,7 @@ func setup(flags *cli.SettingsFlags, defaults settings.Defaults) (*settings.Sett
 	if err != nil {
 		return nil, nil, err
 	}
+	redisconn.RouteClientLogs(log)
 	return s, log, nil
 }
 

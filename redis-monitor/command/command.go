@@ -52,6 +52,7 @@ same names and flags, in that order; 'redis-monitor settings' prints them with t
 			return err
 		}
 		defer log.Close()
+		redisconn.RouteClientLogs(log)
 		rdb := redisconn.New(s)
 		defer rdb.Close()
 		m, err := monitor.New(cmd.Context(), s, log, rdb)

@@ -188,7 +188,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
 		go m.dumpLoop(bg, every)
 	}
-	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugins": len(m.plugins)})
+	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugin_count": len(m.plugins)})
 
 	backoff := 100 * time.Millisecond
 	for {

@@ -65,6 +65,7 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 			return err
 		}
 		defer log.Close()
+		redisconn.RouteClientLogs(log)
 		rdb := redisconn.New(s)
 		defer rdb.Close()
 		svc, err := server.New(cmd.Context(), s, log, rdb)

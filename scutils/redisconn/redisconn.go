@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -55,4 +57,16 @@ func Ping(ctx context.Context, c *redis.Client) error {
 		return fmt.Errorf("reach redis at %s: %w", c.Options().Addr, err)
 	}
 	return nil
+}
+
+// RouteClientLogs sends the go-redis library's own log lines (e.g. "failed
+// to dial" while Redis is away) to log at DEBUG level, in the component's
+// format, instead of plain text on stderr. The components log their own
+// line for each failure that matters. The library's logger is process-wide.
+func RouteClientLogs(log *logfactory.Logger) { redis.SetLogger(clientLogger{log}) }
+
+type clientLogger struct{ log *logfactory.Logger }
+
+func (l clientLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug("Redis client: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
