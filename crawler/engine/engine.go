@@ -66,7 +66,9 @@ type Engine struct {
 	grace      time.Duration
 
 	codeStats  map[int]*stats.WindowSet
-	configPath string // of the domain config, in ZooKeeper or Redis
+	pendingMu  sync.Mutex
+	pending    map[int]int // response codes not yet written
+	configPath string      // of the domain config, in ZooKeeper or Redis
 
 	counters Counters
 }
@@ -110,7 +112,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		pipe: pipeline.New(pub, log, s.Bool("KAFKA_BASE_64_ENCODE"), kcfg.MaxRequestBytes),
 		host: host, id: heartbeat.NewID(),
 		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
-		codeStats: map[int]*stats.WindowSet{}, configPath: configPath,
+		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{}, configPath: configPath,
 	}
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
@@ -176,6 +178,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		heartbeat.Run(bg, e.rdb, rediskeys.CrawlerHeartbeatKey(e.host, e.spider.Name(), e.id), 2*e.settings.Seconds("SCHEDULER_IP_REFRESH"), e.log)
 	})
 	background.Go(func() { e.watchDomainConfig(bg) })
+	background.Go(func() { e.statsLoop(bg) })
 	defer background.Wait()
 	defer stopBackground()
 
@@ -207,6 +210,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.log.Error("Failed to clear the crawl queues", logfactory.Extra{"error": err.Error()})
 		}
 	}
+	e.flushStats(rctx)
 	e.log.Info("Closing Spider", logfactory.Extra{"spiderid": e.spider.Name()})
 	return nil
 }
@@ -230,7 +234,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		extra["error"] = err.Error()
 		if fetch.IsRetryable(err) {
 			// As the original: no response counts (and is logged) as a 504.
-			e.countStatus(ctx, 504)
+			e.countStatus(504)
 			retryExtra := logfactory.Extra{"error_reason": err.Error(), "retry_count": req.RetryTimes, "status_code": 504}
 			for k, v := range extra {
 				retryExtra[k] = v
@@ -244,7 +248,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.done(ctx, item)
 		return
 	}
-	e.countStatus(ctx, res.Status)
+	e.countStatus(res.Status)
 	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
 		extra["status_code"] = res.Status
 		e.retry(ctx, item, extra)
@@ -350,13 +354,49 @@ func (e *Engine) untilDone(ctx context.Context, what string, f func() error) boo
 	}
 }
 
-func (e *Engine) countStatus(ctx context.Context, code int) {
-	if ws := e.codeStats[code]; ws != nil {
-		if err := ws.Increment(ctx); err != nil && ctx.Err() == nil {
-			e.log.Debug("Failed to count a response code", logfactory.Extra{"error": err.Error()})
+// countStatus counts a response code in memory; flushStats writes the
+// counts to Redis a few times a second in one round trip, so stats never
+// cost a round trip per page.
+func (e *Engine) countStatus(code int) {
+	if e.codeStats[code] == nil {
+		return
+	}
+	e.pendingMu.Lock()
+	e.pending[code]++
+	e.pendingMu.Unlock()
+}
+
+// flushStats writes the counted response codes.
+func (e *Engine) flushStats(ctx context.Context) {
+	e.pendingMu.Lock()
+	counts := e.pending
+	e.pending = map[int]int{}
+	e.pendingMu.Unlock()
+	if len(counts) == 0 {
+		return
+	}
+	pipe := e.rdb.Pipeline()
+	for code, n := range counts {
+		e.codeStats[code].AddTo(ctx, pipe, n)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		e.log.Debug("Failed to record response codes", logfactory.Extra{"error": err.Error()})
+		e.pendingMu.Lock() // keep them for the next flush
+		for code, n := range counts {
+			e.pending[code] += n
 		}
+		e.pendingMu.Unlock()
 	}
 }
+
+func (e *Engine) statsLoop(ctx context.Context) {
+	for lifecycle.Sleep(ctx, statsFlushInterval) {
+		e.flushStats(ctx)
+	}
+}
+
+// statsFlushInterval is how often response codes are written to Redis.
+const statsFlushInterval = 250 * time.Millisecond
 
 // watchDomainConfig feeds the live domain configuration to the scheduler
 // until ctx ends.

@@ -201,9 +201,15 @@ func (e *env) drained(t testing.TB, spiderID string) {
 	t.Helper()
 	ctx := context.Background()
 	waitFor(t, "the crawl to drain", 30*time.Second, func() bool {
-		keys, _ := e.rdb.Keys(ctx, spiderID+":*:queue").Result()
-		leases := e.rdb.ZCard(ctx, rediskeys.LeaseKey(spiderID)).Val()
-		return len(keys) == 0 && leases == 0
+		// Read both at one instant: a retry moves a request from its lease
+		// back to its queue in one step.
+		pipe := e.rdb.TxPipeline()
+		keys := pipe.Keys(ctx, spiderID+":*:queue")
+		leases := pipe.ZCard(ctx, rediskeys.LeaseKey(spiderID))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return false
+		}
+		return len(keys.Val()) == 0 && leases.Val() == 0
 	})
 }
 

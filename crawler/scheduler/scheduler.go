@@ -63,6 +63,7 @@ type Scheduler struct {
 	rdb    *redis.Client
 	log    *logfactory.Logger
 	leases *throttle.Leases
+	acks   *ackBatcher
 	now    func() time.Time
 
 	mu       sync.Mutex
@@ -121,7 +122,7 @@ func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, err
 		return nil, err
 	}
 	return &Scheduler{
-		cfg: cfg, rdb: rdb, log: log, leases: leases, now: time.Now,
+		cfg: cfg, rdb: rdb, log: log, leases: leases, acks: &ackBatcher{leases: leases}, now: time.Now,
 		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency),
 	}, nil
@@ -344,24 +345,30 @@ func (s *Scheduler) finish(it *Item) {
 }
 
 // Done acknowledges a finished item (its result is in Kafka, or it was
-// dropped for good).
+// dropped for good). Concurrent calls share round trips. When it fails the
+// item stays in flight: call Done again, or Release returns it.
 func (s *Scheduler) Done(ctx context.Context, it *Item) error {
-	defer s.finish(it)
-	return s.leases.Ack(context.WithoutCancel(ctx), it.lease.ID)
+	err := s.acks.ack(context.WithoutCancel(ctx), it.lease.ID)
+	if err == nil {
+		s.finish(it)
+	}
+	return err
 }
 
 // Retry queues retry (usually it.Request.Retry()) in place of the item, in
 // one step.
 func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *request.Request) error {
-	defer s.finish(it)
 	member, err := retry.Encode()
 	if err != nil {
 		return err
 	}
 	queue := rediskeys.QueueKey(retry.SpiderID, it.Domain)
-	return s.leases.Requeue(context.WithoutCancel(ctx), it.lease.ID, queue, string(member), retry.Score())
+	if err := s.leases.Requeue(context.WithoutCancel(ctx), it.lease.ID, queue, string(member), retry.Score()); err != nil {
+		return err // still in flight: retry the call, or Release returns it
+	}
+	s.finish(it)
+	return nil
 }
-
 // Release returns every request still in flight to its queue (shutdown)
 // and reports how many.
 func (s *Scheduler) Release(ctx context.Context) (int, error) {

@@ -50,8 +50,8 @@ func Defaults() settings.Defaults {
 		"GLOBAL_PAGE_PER_DOMAIN_LIMIT":         0,
 		"GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT": 600,
 		"DOMAIN_MAX_PAGE_TIMEOUT":              600,
-		"LEASE_TIMEOUT":                        20,
-		"LEASE_REAP_INTERVAL":                  5,
+		"LEASE_TIMEOUT":                        20.0,
+		"LEASE_REAP_INTERVAL":                  5.0,
 	}
 }
 

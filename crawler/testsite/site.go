@@ -260,8 +260,8 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.hits.record(r)
 	if s.opts.routes != nil {
-		if h, pattern := s.opts.routes.Handler(r); pattern != "" {
-			h.ServeHTTP(w, r)
+		if _, pattern := s.opts.routes.Handler(r); pattern != "" {
+			s.opts.routes.ServeHTTP(w, r) // the mux sets the request's path values
 			return
 		}
 	}

@@ -20,7 +20,10 @@ import (
 //
 // Publish is synchronous: it returns once Kafka has acknowledged every copy,
 // so a caller can acknowledge its own input afterwards (at-least-once).
-// Concurrent Publish calls are batched together by the underlying writer.
+// Concurrent Publish calls are batched together by the underlying writer,
+// which waits at most a millisecond for more messages (less when
+// KAFKA_PRODUCER_BATCH_LINGER_MS says so): a synchronous caller would
+// otherwise wait the whole linger on every message.
 type Publisher struct {
 	cfg         Config
 	family      string
@@ -38,9 +41,11 @@ type Publisher struct {
 // NewPublisher returns a Publisher for topic family family (e.g. "outbound").
 // log receives one line per failed attempt; it may be nil.
 func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Logger) *Publisher {
+	w := c.NewWriter("")
+	w.BatchTimeout = min(w.BatchTimeout, time.Millisecond)
 	return &Publisher{
 		cfg: c, family: family, appIDTopics: appIDTopics, log: log,
-		w: c.NewWriter(""), ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
+		w: w, ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
 }
 
