@@ -369,6 +369,7 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *request.Request)
 	s.finish(it)
 	return nil
 }
+
 // Release returns every request still in flight to its queue (shutdown)
 // and reports how many.
 func (s *Scheduler) Release(ctx context.Context) (int, error) {
