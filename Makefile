@@ -12,7 +12,8 @@ BENCHTIME ?= 3s
 .PHONY: help build test test-short bench lint fmt-check vet staticcheck run clean $(BINARIES)
 
 help:
-	@echo "make run        build everything and explain how to start the cluster"
+	@echo "make run        build everything and start the cluster locally on embedded Kafka and Redis (Ctrl-C stops it);"
+	@echo "                flags in RUN_ARGS, e.g. make run RUN_ARGS=\"--test-site --crawlers 2\" (bin/local-cluster --help)"
 	@echo "make build      build all binaries into bin/"
 	@echo "make test       formatting and vet checks, then every test against real Redis, ZooKeeper and kfake"
 	@echo "make bench      every benchmark (throttled queue, stats, Kafka Monitor ingest, Redis Monitor answers, ...)"
@@ -47,22 +48,13 @@ vet:
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
-# The one-command local cluster (embedded Kafka broker and Redis) arrives with
-# the local-cluster issue; until then this builds everything and says how to
-# run the pieces against your own services.
+# The one-command local cluster: an embedded Kafka broker (kfake) and Redis
+# (miniredis), and the Kafka Monitor, Redis Monitor, crawlers and REST service
+# as separate processes; it prints what to do next. Flags go in RUN_ARGS, e.g.
+#   make run RUN_ARGS="--crawlers 2 --test-site"
+# KAFKA_HOSTS, REDIS_HOST and ZOOKEEPER_HOSTS in the environment use real services.
 run: build
-	@echo
-	@echo "Built: $(BINARIES)"
-	@echo
-	@echo "The one-command local cluster is not built yet (see the local-cluster issue)."
-	@echo "Against your own Kafka and Redis, today you can run:"
-	@echo "    bin/kafka-monitor run --set KAFKA_HOSTS=localhost:9092 --set REDIS_HOST=localhost"
-	@echo "    bin/kafka-monitor feed '{\"url\": \"http://example.com\", \"appid\": \"testapp\", \"crawlid\": \"abc\"}'"
-	@echo "    bin/kafkadump list; bin/kafkadump dump -t demo.incoming -b -p"
-	@echo "    bin/redis-monitor --set KAFKA_HOSTS=localhost:9092 --set REDIS_HOST=localhost --set ZOOKEEPER_HOSTS="
-	@echo "    bin/kafka-monitor feed '{\"stats\": \"all\", \"appid\": \"testapp\", \"uuid\": \"u1\"}'; bin/kafkadump dump -t demo.outbound_firehose -b"
-	@echo "Every binary prints its effective settings with '<binary> settings'; file-pusher pushes a"
-	@echo "domain config into ZooKeeper (bin/file-pusher --help)."
+	exec bin/local-cluster $(RUN_ARGS)
 
 clean:
 	rm -rf bin

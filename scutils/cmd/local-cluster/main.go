@@ -1,0 +1,19 @@
+// Command local-cluster runs the whole Scrapy Cluster on this machine: an
+// embedded Kafka broker and Redis, and the Kafka Monitor, Redis Monitor,
+// crawlers and REST service as separate processes (package localcluster).
+// `make run` builds everything and starts it.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
+)
+
+func main() {
+	if err := localcluster.NewCommand(os.Environ(), os.Stdout).Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "local-cluster: %v\n", err)
+		os.Exit(1)
+	}
+}

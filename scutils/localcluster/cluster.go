@@ -1,0 +1,382 @@
+// Package localcluster runs the whole cluster on one machine with nothing to
+// install: an embedded Kafka-protocol broker (kfake), an embedded Redis
+// (miniredis) and the Kafka Monitor, Redis Monitor, crawlers and REST service
+// as separate processes built from this repository, each logging behind its
+// name. ZooKeeper is not needed: with ZOOKEEPER_HOSTS empty the domain
+// config lives in Redis. KAFKA_HOSTS, REDIS_HOST and ZOOKEEPER_HOSTS in the
+// environment point the same processes at real services instead.
+//
+// The local-cluster command (scutils/cmd/local-cluster, `make run`) is
+// NewCommand; Run is the launcher itself.
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Binaries Run starts, from Config.BinDir.
+const (
+	binKafkaMonitor = "kafka-monitor"
+	binRedisMonitor = "redis-monitor"
+	binCrawler      = "crawler"
+	binREST         = "rest"
+	binTestSite     = "testsite"
+	binKafkaDump    = "kafkadump"
+)
+
+// services is where the cluster's Kafka, Redis and ZooKeeper are, embedded
+// or given in the environment.
+type services struct {
+	kafkaHosts     string
+	kafkaEmbedded  bool
+	redisHost      string
+	redisPort      string
+	redisEmbedded  bool // miniredis or a redis-server child of ours
+	zookeeperHosts string
+}
+
+// Run starts the cluster and runs it until ctx is done (then it stops every
+// process with SIGTERM, closes the embedded services and returns nil) or a
+// process ends by itself (then it stops the others and returns an error).
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if cfg.BinDir, err = filepath.Abs(cfg.BinDir); err != nil {
+		return err
+	}
+	svc := services{
+		kafkaHosts:     lookupEnv(cfg.Env, "KAFKA_HOSTS"),
+		redisHost:      lookupEnv(cfg.Env, "REDIS_HOST"),
+		redisPort:      lookupEnv(cfg.Env, "REDIS_PORT"),
+		zookeeperHosts: lookupEnv(cfg.Env, "ZOOKEEPER_HOSTS"),
+	}
+	if svc.kafkaHosts == "" {
+		svc.kafkaEmbedded = true
+		svc.kafkaHosts = "127.0.0.1:" + strconv.Itoa(cfg.KafkaPort)
+	}
+	if svc.redisHost == "" {
+		svc.redisEmbedded = true
+		svc.redisHost, svc.redisPort = "127.0.0.1", strconv.Itoa(cfg.RedisPort)
+	} else if svc.redisPort == "" {
+		svc.redisPort = "6379"
+	}
+
+	plan, err := cfg.plan(svc)
+	if err != nil {
+		return err
+	}
+	names := []string{"kafka"}
+	for _, tier := range plan {
+		for _, s := range tier {
+			names = append(names, s.name)
+		}
+	}
+	con := newConsole(cfg.Out, cfg.Color, names)
+
+	if cfg.DataDir != "" && (svc.kafkaEmbedded || (svc.redisEmbedded && cfg.Redis == RedisSystem)) {
+		unlock, err := lockDataDir(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	if svc.kafkaEmbedded {
+		k, err := startKafka(&cfg, con)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			k.Close()
+			con.logf("embedded Kafka broker stopped")
+		}()
+		where := "in memory"
+		if cfg.DataDir != "" {
+			where = "data in " + filepath.Join(cfg.DataDir, "kafka")
+		}
+		con.logf("embedded Kafka broker (kfake) on %s, %s, keeping %s or %d MiB per partition",
+			k.addr, where, cfg.KafkaRetention, cfg.KafkaRetentionBytes>>20)
+	} else {
+		con.logf("using Kafka at KAFKA_HOSTS=%s", svc.kafkaHosts)
+		warnUnreachable(con, "KAFKA_HOSTS", strings.Split(svc.kafkaHosts, ",")[0])
+	}
+	switch {
+	case !svc.redisEmbedded:
+		con.logf("using Redis at REDIS_HOST=%s REDIS_PORT=%s", svc.redisHost, svc.redisPort)
+		warnUnreachable(con, "REDIS_HOST", net.JoinHostPort(svc.redisHost, svc.redisPort))
+	case cfg.Redis == RedisEmbedded:
+		r, err := startMiniredis(cfg.RedisPort)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			r.Close()
+			con.logf("embedded Redis stopped")
+		}()
+		con.logf("embedded Redis (miniredis) on %s, in memory", r.addr)
+	}
+	if topics, err := ensureOutputTopics(ctx, cfg.Env, svc.kafkaHosts); err != nil {
+		con.logf("warning: create the output topics: %v (the components create them when they first write)", err)
+	} else {
+		con.logf("topics %s ready", strings.Join(topics, ", "))
+	}
+	if svc.zookeeperHosts != "" {
+		con.logf("using ZooKeeper at ZOOKEEPER_HOSTS=%s for the domain config", svc.zookeeperHosts)
+	} else {
+		con.logf("no ZooKeeper: the domain config lives in Redis")
+	}
+
+	exited := make(chan *child, len(names))
+	var started [][]*child
+	stopAll := func() error {
+		var errs []error
+		for i := len(started) - 1; i >= 0; i-- {
+			errs = append(errs, stopChildren(con, started[i], cfg.StopTimeout, cfg.Force))
+		}
+		return errors.Join(errs...)
+	}
+	for i, tier := range plan {
+		var children []*child
+		for _, s := range tier {
+			c, err := startChild(con, s, cwd, exited)
+			if err != nil {
+				started = append(started, children)
+				return errors.Join(err, stopAll())
+			}
+			con.logf("started %s (pid %d): %s", s.name, c.pid(), commandLine(s))
+			children = append(children, c)
+		}
+		started = append(started, children)
+		if i == 0 {
+			if err := waitInfrastructure(ctx, cfg, svc, exited); err != nil {
+				if ctx.Err() != nil {
+					break // stopped while starting: a clean stop below
+				}
+				return errors.Join(err, stopAll())
+			}
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	announced := make(chan struct{})
+	defer func() {
+		cancel()
+		<-announced
+	}()
+	go func() {
+		defer close(announced)
+		if err := waitREST(runCtx, cfg.RESTPort, cfg.ReadyTimeout); err != nil {
+			if runCtx.Err() != nil {
+				return
+			}
+			con.logf("the REST service does not report Kafka and Redis connected after %s (%v); see the logs above", cfg.ReadyTimeout, err)
+		}
+		con.print(nextSteps(cfg, svc, cwd))
+	}()
+
+	select {
+	case <-ctx.Done():
+		cancel()
+		<-announced
+		con.logf("stopping: SIGTERM to every process (Ctrl-C again kills them at once)")
+		if err := stopAll(); err != nil {
+			return err // the command prints it
+		}
+		con.logf("every process stopped")
+		return nil
+	case c := <-exited:
+		cancel()
+		c.reported.Store(true)
+		err := fmt.Errorf("%s exited unexpectedly (%s)", c.name, describeExit(c.err))
+		con.logf("%v: stopping the cluster", err)
+		return errors.Join(err, stopAll())
+	}
+}
+
+// plan lists the processes to start, in tiers: the first (redis-server,
+// the test site) is started first and stopped last.
+func (cfg *Config) plan(svc services) ([][]spec, error) {
+	env := withEnv(cfg.Env, map[string]string{
+		"KAFKA_HOSTS":     svc.kafkaHosts,
+		"REDIS_HOST":      svc.redisHost,
+		"REDIS_PORT":      svc.redisPort,
+		"ZOOKEEPER_HOSTS": svc.zookeeperHosts,
+		"FLASK_PORT":      strconv.Itoa(cfg.RESTPort),
+	})
+	// Single-machine defaults the environment may override: the REST
+	// service on loopback only, and no public IP lookup (no internet
+	// needed; every crawler here has the same IP anyway).
+	defaults := map[string]string{
+		"FLASK_HOST":           "127.0.0.1",
+		"PUBLIC_IP_URL":        "",
+		"SCHEDULER_IP_ENABLED": "false",
+	}
+	for k, v := range defaults {
+		if _, set := lookupEnvOK(cfg.Env, k); !set {
+			env = append(env, k+"="+v)
+		}
+	}
+
+	var missing []string
+	bin := func(name string) string {
+		p := filepath.Join(cfg.BinDir, name)
+		if st, err := os.Stat(p); err != nil || st.IsDir() {
+			missing = append(missing, name)
+		}
+		return p
+	}
+	var infra []spec
+	if svc.redisEmbedded && cfg.Redis == RedisSystem {
+		p, err := exec.LookPath("redis-server")
+		if err != nil {
+			return nil, fmt.Errorf("--redis %s: %w (install redis-server or use --redis %s)", RedisSystem, err, RedisEmbedded)
+		}
+		args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(cfg.RedisPort), "--save", "", "--daemonize", "no"}
+		if cfg.DataDir != "" {
+			dir, err := filepath.Abs(filepath.Join(cfg.DataDir, "redis"))
+			if err != nil {
+				return nil, err
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", dir, err)
+			}
+			args = append(args, "--dir", dir, "--appendonly", "yes")
+		} else {
+			args = append(args, "--appendonly", "no")
+		}
+		infra = append(infra, spec{name: "redis", path: p, args: args, env: cfg.Env})
+	}
+	if cfg.TestSite {
+		infra = append(infra, spec{name: "testsite", path: bin(binTestSite),
+			args: []string{"--addr", "127.0.0.1:" + strconv.Itoa(cfg.TestSitePort)}, env: cfg.Env})
+	}
+	components := []spec{
+		{name: "kafka-monitor", path: bin(binKafkaMonitor), args: []string{"run"}, env: env},
+		{name: "redis-monitor", path: bin(binRedisMonitor), env: env},
+	}
+	for _, sp := range cfg.Spiders {
+		for i := 1; i <= cfg.Crawlers; i++ {
+			components = append(components, spec{name: fmt.Sprintf("crawler-%s-%d", sp, i),
+				path: bin(binCrawler), args: []string{"--spider", sp}, env: env})
+		}
+	}
+	components = append(components, spec{name: "rest", path: bin(binREST), env: env})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s not found in %s: run `make build` first, or point --bin at them", strings.Join(missing, ", "), cfg.BinDir)
+	}
+	return [][]spec{infra, components}, nil
+}
+
+// waitInfrastructure waits until the redis-server and the test site we
+// started answer.
+func waitInfrastructure(ctx context.Context, cfg Config, svc services, exited <-chan *child) error {
+	var addrs []string
+	if svc.redisEmbedded && cfg.Redis == RedisSystem {
+		addrs = append(addrs, net.JoinHostPort(svc.redisHost, svc.redisPort))
+	}
+	if cfg.TestSite {
+		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(cfg.TestSitePort))
+	}
+	deadline := time.Now().Add(cfg.ReadyTimeout)
+	for _, addr := range addrs {
+		for {
+			conn, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				conn.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("nothing answers on %s after %s", addr, cfg.ReadyTimeout)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case c := <-exited:
+				c.reported.Store(true)
+				return fmt.Errorf("%s exited unexpectedly (%s)", c.name, describeExit(c.err))
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// waitREST polls the REST service's index until it reports both Kafka and
+// Redis connected (node_health GREEN).
+func waitREST(ctx context.Context, port int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		last := restHealth(ctx, client, url)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func restHealth(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var state struct {
+		NodeHealth string `json:"node_health"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&state); err != nil {
+		return fmt.Errorf("GET %s: %w", url, err)
+	}
+	if state.NodeHealth != "GREEN" {
+		return fmt.Errorf("node_health %s", state.NodeHealth)
+	}
+	return nil
+}
+
+// commandLine is how s is started, as a shell would need it.
+func commandLine(s spec) string {
+	words := []string{filepath.Base(s.path)}
+	for _, a := range s.args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
+
+// warnUnreachable says so when nothing answers at addr, a service given in
+// the environment; the processes keep retrying, so it is not fatal.
+func warnUnreachable(con *console, setting, addr string) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		con.logf("warning: %s: nothing answers at %s yet (%v); the processes will keep trying", setting, addr, err)
+		return
+	}
+	conn.Close()
+}

@@ -1,0 +1,186 @@
+package localcluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Redis modes of Config.Redis.
+const (
+	// RedisEmbedded runs miniredis inside the launcher: nothing to install,
+	// nothing kept across restarts.
+	RedisEmbedded = "embedded"
+	// RedisSystem runs the redis-server found on PATH as a child process,
+	// with its data in DataDir/redis when DataDir is set.
+	RedisSystem = "system"
+)
+
+// Config is what Run starts. The zero value is not usable: start from
+// DefaultConfig.
+type Config struct {
+	// KafkaPort is the embedded broker's port on 127.0.0.1 (default 9092).
+	// Unused when KAFKA_HOSTS is set in Env.
+	KafkaPort int
+	// RedisPort is the embedded Redis's port on 127.0.0.1 (default 6379).
+	// Unused when REDIS_HOST is set in Env.
+	RedisPort int
+	// RESTPort is the REST service's port on 127.0.0.1, its FLASK_PORT
+	// (default 5343).
+	RESTPort int
+	// Crawlers is the number of crawler processes per spider (default 1).
+	Crawlers int
+	// Spiders are the spider types crawlers run for (default link).
+	Spiders []string
+	// BinDir holds the component binaries (kafka-monitor, redis-monitor,
+	// crawler, rest, and testsite with TestSite).
+	BinDir string
+	// DataDir keeps the broker's log (DataDir/kafka) and, with RedisSystem,
+	// Redis's (DataDir/redis) across restarts. Empty: memory only.
+	DataDir string
+	// Redis is RedisEmbedded (default) or RedisSystem.
+	Redis string
+	// TestSite also serves the crawler's loopback test site on
+	// 127.0.0.1:TestSitePort (default port 8000).
+	TestSite     bool
+	TestSitePort int
+	// KafkaRetention and KafkaRetentionBytes bound what the embedded broker
+	// keeps of each partition (defaults 24 h and 64 MiB), so its memory or
+	// disk use stays bounded however long it runs.
+	KafkaRetention      time.Duration
+	KafkaRetentionBytes int64
+	// StopTimeout is how long the processes may take to stop after SIGTERM
+	// before they are killed (default 20 s: the components' own grace
+	// periods are 10 s).
+	StopTimeout time.Duration
+	// ReadyTimeout is how long the REST service may take to report Kafka
+	// and Redis connected before the next steps are printed anyway
+	// (default 30 s).
+	ReadyTimeout time.Duration
+	// Env is the environment the settings are read from and the processes
+	// inherit (os.Environ() in the command).
+	Env []string
+	// Out receives every process's lines, prefixed with its name.
+	Out io.Writer
+	// Color colours the prefixes (the command sets it for a terminal).
+	Color bool
+	// Force, when closed, turns a graceful stop into an immediate SIGKILL of
+	// every process (a second Ctrl-C).
+	Force <-chan struct{}
+}
+
+// DefaultConfig is the configuration of `local-cluster` without flags.
+func DefaultConfig() Config {
+	return Config{
+		KafkaPort:           9092,
+		RedisPort:           6379,
+		RESTPort:            5343,
+		Crawlers:            1,
+		Spiders:             []string{"link"},
+		BinDir:              DefaultBinDir(),
+		DataDir:             DefaultDataDir,
+		Redis:               RedisEmbedded,
+		TestSitePort:        8000,
+		KafkaRetention:      24 * time.Hour,
+		KafkaRetentionBytes: 64 << 20,
+		StopTimeout:         20 * time.Second,
+		ReadyTimeout:        30 * time.Second,
+		Env:                 os.Environ(),
+		Out:                 os.Stdout,
+	}
+}
+
+// DefaultDataDir is where the embedded services keep their data unless told
+// otherwise, relative to the directory the launcher runs in.
+const DefaultDataDir = ".local-cluster"
+
+// DefaultBinDir is the directory of the running executable when the
+// component binaries are beside it (as bin/local-cluster is), else ./bin.
+func DefaultBinDir() string {
+	if exe, err := os.Executable(); err == nil {
+		dir := filepath.Dir(exe)
+		if _, err := os.Stat(filepath.Join(dir, "kafka-monitor")); err == nil {
+			return dir
+		}
+	}
+	return "bin"
+}
+
+// validate checks the configuration before anything starts.
+func (c *Config) validate() error {
+	var errs []error
+	for _, p := range []struct {
+		name string
+		port int
+	}{{"--kafka-port", c.KafkaPort}, {"--redis-port", c.RedisPort}, {"--rest-port", c.RESTPort}, {"--test-site-port", c.TestSitePort}} {
+		if p.port < 1 || p.port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d: not a port (1-65535)", p.name, p.port))
+		}
+	}
+	if c.Crawlers < 0 {
+		errs = append(errs, fmt.Errorf("--crawlers %d: must be 0 or more", c.Crawlers))
+	}
+	if c.Crawlers > 0 && len(c.Spiders) == 0 {
+		errs = append(errs, errors.New("--spiders: name at least one spider (link, wandering)"))
+	}
+	for _, s := range c.Spiders {
+		if s == "" || strings.ContainsAny(s, " \t/") {
+			errs = append(errs, fmt.Errorf("--spiders: %q is not a spider name", s))
+		}
+	}
+	if c.Redis != RedisEmbedded && c.Redis != RedisSystem {
+		errs = append(errs, fmt.Errorf("--redis %q: must be %s or %s", c.Redis, RedisEmbedded, RedisSystem))
+	}
+	if c.KafkaRetention <= 0 {
+		errs = append(errs, fmt.Errorf("--kafka-retention %s: must be positive", c.KafkaRetention))
+	}
+	if c.KafkaRetentionBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("--kafka-retention-mib %d: must be at least 1", c.KafkaRetentionBytes>>20))
+	}
+	if c.StopTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--stop-timeout %s: must be positive", c.StopTimeout))
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = 30 * time.Second
+	}
+	return errors.Join(errs...)
+}
+
+// lookupEnv returns the last value of name in env ("" when absent).
+func lookupEnv(env []string, name string) string {
+	v, _ := lookupEnvOK(env, name)
+	return v
+}
+
+// lookupEnvOK is lookupEnv that also says whether name is set at all.
+func lookupEnvOK(env []string, name string) (string, bool) {
+	val, found := "", false
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			val, found = v, true
+		}
+	}
+	return val, found
+}
+
+// withEnv returns env with the variables of set replacing any of the same name.
+func withEnv(env []string, set map[string]string) []string {
+	out := make([]string, 0, len(env)+len(set))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, replaced := set[k]; !replaced {
+			out = append(out, kv)
+		}
+	}
+	for k, v := range set {
+		out = append(out, k+"="+v)
+	}
+	return out
+}

@@ -1,0 +1,446 @@
+package localcluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
+)
+
+// The component binaries the launcher runs, by main package.
+var components = []string{
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/cmd/kafka-monitor",
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/cmd/redis-monitor",
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/cmd/crawler",
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/cmd/testsite",
+	"github.com/scrapycluster/scrapy-cluster-go/rest/cmd/rest",
+}
+
+// buildComponents builds the component binaries into a temporary directory
+// with the go on PATH (a normal build, even when the tests run with -race),
+// through the go.work workspace, as on a fresh clone.
+func buildComponents(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, components...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build the components (needs the repository's go.work): %v\n%s", err, out)
+	}
+	return dir
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	for len(ports) < n {
+		p, err := harness.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
+
+// cleanEnv is the test's environment without the settings that would point
+// the launcher at real services: these tests check the embedded mode.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "ZOOKEEPER_HOSTS", "KAFKA_TOPIC_PREFIX", "NO_COLOR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+var startedLine = regexp.MustCompile(`(?m)^local-cluster\s+\| started (\S+) \(pid (\d+)\)`)
+
+// startedChildren reads the processes the launcher said it started.
+func startedChildren(out string) map[string]int {
+	children := map[string]int{}
+	for _, m := range startedLine.FindAllStringSubmatch(out, -1) {
+		pid, _ := strconv.Atoi(m[2])
+		children[m[1]] = pid
+	}
+	return children
+}
+
+// alive reports whether a process with pid exists.
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// waitFor polls cond every 50 ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestLocalClusterCrawlsAnswersAndStopsOnSIGTERM runs `local-cluster
+// --test-site` on free ports with the embedded broker and Redis, feeds a
+// crawl of the test site through the REST service, reads its page from the
+// crawled firehose, asks for stats through the REST service, then sends the
+// process SIGTERM and checks that every child has exited and the launcher
+// returned cleanly.
+func TestLocalClusterCrawlsAnswersAndStopsOnSIGTERM(t *testing.T) {
+	bin := buildComponents(t)
+	ports := freePorts(t, 4)
+	kafkaPort, redisPort, restPort, sitePort := ports[0], ports[1], ports[2], ports[3]
+	out := &harness.OutputBuffer{}
+	cmd := localcluster.NewCommand(cleanEnv(), out)
+	cmd.SetArgs([]string{
+		"--bin", bin, "--data-dir", t.TempDir(), "--color", "never", "--test-site",
+		"--kafka-port", strconv.Itoa(kafkaPort), "--redis-port", strconv.Itoa(redisPort),
+		"--rest-port", strconv.Itoa(restPort), "--test-site-port", strconv.Itoa(sitePort),
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	returned := false
+	t.Cleanup(func() {
+		cancel() // a failed test still stops the cluster
+		if !returned {
+			select {
+			case <-done:
+			case <-time.After(60 * time.Second):
+				t.Error("the launcher did not stop")
+			}
+		}
+		if t.Failed() {
+			t.Logf("launcher output:\n%s", out.String())
+		}
+	})
+
+	waitFor(t, 45*time.Second, "the launcher prints the next steps", func() bool {
+		select {
+		case err := <-done:
+			returned = true
+			t.Fatalf("the launcher returned early: %v", err)
+		default:
+		}
+		return out.Contains("The cluster is up.")
+	})
+	for _, want := range []string{
+		fmt.Sprintf(`feed '{"url": "http://127.0.0.1:%d/", "appid":"testapp", "crawlid":"abc123", "maxdepth":1}'`, sitePort),
+		fmt.Sprintf("127.0.0.1:%d/feed", restPort),
+		"dump -t demo.crawled_firehose -p",
+		fmt.Sprintf("export KAFKA_HOSTS=127.0.0.1:%d REDIS_HOST=127.0.0.1 REDIS_PORT=%d ZOOKEEPER_HOSTS=", kafkaPort, redisPort),
+	} {
+		if !out.Contains(want) {
+			t.Errorf("next steps lack %q", want)
+		}
+	}
+
+	rest := fmt.Sprintf("http://127.0.0.1:%d", restPort)
+	site := fmt.Sprintf("http://127.0.0.1:%d/", sitePort)
+	if got := feed(t, rest, map[string]any{"url": site, "appid": "lc-test", "crawlid": "lc-crawl-1", "maxdepth": 0}); got["status"] != "SUCCESS" {
+		t.Fatalf("feed a crawl: %v", got)
+	}
+	page := readCrawled(t, fmt.Sprintf("127.0.0.1:%d", kafkaPort), "lc-crawl-1", 30*time.Second)
+	if page["url"] != site || page["status_code"] != float64(200) || page["appid"] != "lc-test" {
+		t.Errorf("crawl result %v", page)
+	}
+
+	stats := answer(t, rest, map[string]any{"stats": "kafka-monitor", "appid": "lc-test", "uuid": "lc-stats-1"})
+	if stats["uuid"] != "lc-stats-1" || stats["stats"] != "kafka-monitor" {
+		t.Errorf("stats answer %v", stats)
+	}
+	if total, _ := stats["total"].(map[string]any); total["lifetime"] == nil {
+		t.Errorf("kafka-monitor stats without a lifetime total: %v", stats)
+	}
+
+	children := startedChildren(out.String())
+	var names []string
+	for name := range children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	if want := []string{"crawler-link-1", "kafka-monitor", "redis-monitor", "rest", "testsite"}; !slices.Equal(names, want) {
+		t.Fatalf("started %v, want %v", names, want)
+	}
+	for name := range children {
+		if !strings.Contains(out.String(), "\n"+fmt.Sprintf("%-14s | ", name)) {
+			t.Errorf("no line of %s behind its padded name", name)
+		}
+	}
+
+	// As an operator's Ctrl-C or kill: the launcher handles the signal.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		returned = true
+		if err != nil {
+			t.Fatalf("the launcher returned %v after SIGTERM, want a clean stop", err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the launcher did not stop within 40 s of SIGTERM")
+	}
+	for name, pid := range children {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still runs after the launcher stopped", name, pid)
+		}
+	}
+	for _, want := range []string{"every process stopped", "embedded Redis stopped", "embedded Kafka broker stopped"} {
+		if !out.Contains(want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// feed POSTs req to the REST service's /feed and returns its answer.
+func feed(t *testing.T, rest string, req map[string]any) map[string]any {
+	t.Helper()
+	return post(t, rest+"/feed", req)
+}
+
+func post(t *testing.T, url string, req map[string]any) map[string]any {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var got map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	return got
+}
+
+// answer feeds a request with a uuid and returns the Redis Monitor's answer,
+// polling for it when /feed gave up waiting.
+func answer(t *testing.T, rest string, req map[string]any) map[string]any {
+	t.Helper()
+	got := feed(t, rest, req)
+	data, _ := got["data"].(map[string]any)
+	if got["status"] != "SUCCESS" || data == nil {
+		t.Fatalf("feed %v: %v", req, got)
+	}
+	pollID, polling := data["poll_id"].(string)
+	for deadline := time.Now().Add(20 * time.Second); polling; {
+		got = post(t, rest+"/poll", map[string]any{"poll_id": pollID})
+		if d, ok := got["data"].(map[string]any); ok && got["status"] == "SUCCESS" {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to %v: %v", req, got)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return data
+}
+
+// readCrawled reads the crawled firehose from its start until a result of
+// crawlid comes, and returns it.
+func readCrawled(t *testing.T, broker, crawlid string, timeout time.Duration) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	kc := kafkaclient.Config{Brokers: []string{broker}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
+		FetchMaxBytes: 10 << 20, FetchMaxWait: 100 * time.Millisecond, StartAtEarliest: true}
+	topic := kc.Topic("crawled_firehose")
+	// The crawler creates the topic when it publishes its first page.
+	var partitions int
+	for partitions == 0 {
+		topics, err := kc.ListTopics(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("no topic %s: %v", topic, err)
+		}
+		for _, ti := range topics {
+			if ti.Name == topic {
+				partitions = ti.Partitions
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	found := make(chan map[string]any, 1)
+	var wg sync.WaitGroup
+	for p := range partitions {
+		r, err := kc.NewPartitionReader(topic, p, kafka.FirstOffset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				var page map[string]any
+				if json.Unmarshal(m.Value, &page) == nil && page["crawlid"] == crawlid {
+					select {
+					case found <- page:
+					default:
+					}
+					return
+				}
+			}
+		}()
+	}
+	defer wg.Wait()
+	select {
+	case page := <-found:
+		cancel()
+		return page
+	case <-ctx.Done():
+		t.Fatalf("no result of crawl %s on %s within %s", crawlid, topic, timeout)
+		return nil
+	}
+}
+
+// fakeBin writes shell scripts standing in for the component binaries: each
+// runs body (default: wait for SIGTERM and exit 0).
+func fakeBin(t *testing.T, bodies map[string]string) string {
+	t.Helper()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"kafka-monitor", "redis-monitor", "crawler", "rest", "testsite"} {
+		body, ok := bodies[name]
+		if !ok {
+			body = `echo "$0 $* up"; trap 'echo bye; exit 0' TERM; while :; do sleep 0.05; done`
+		}
+		script := "#!/bin/sh\n" + body + "\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fakeConfig is a launcher configuration on free ports, in memory, running
+// the scripts in bin.
+func fakeConfig(t *testing.T, bin string, out *harness.OutputBuffer) localcluster.Config {
+	ports := freePorts(t, 3)
+	cfg := localcluster.DefaultConfig()
+	cfg.KafkaPort, cfg.RedisPort, cfg.RESTPort = ports[0], ports[1], ports[2]
+	cfg.BinDir, cfg.DataDir, cfg.Env, cfg.Out = bin, "", cleanEnv(), out
+	cfg.StopTimeout = 5 * time.Second
+	return cfg
+}
+
+func TestAProcessExitingByItselfStopsTheClusterWithAnError(t *testing.T) {
+	bin := fakeBin(t, map[string]string{"crawler": `echo "crawling"; sleep 0.3; echo "giving up" >&2; exit 3`})
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, bin, out)
+	cfg.Spiders = []string{"link", "wandering"}
+	err := localcluster.Run(context.Background(), cfg)
+	if err == nil || !regexp.MustCompile(`crawler-(link|wandering)-1 exited unexpectedly \(exit status 3\)`).MatchString(err.Error()) {
+		t.Fatalf("Run returned %v, want a crawler's unexpected exit", err)
+	}
+	for name, pid := range startedChildren(out.String()) {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still runs", name, pid)
+		}
+	}
+	// The first crawler to give up stops the cluster; SIGTERM ends the other
+	// (sh without a trap) before it gives up.
+	if !regexp.MustCompile(`crawler-(link|wandering)-1 +\| giving up`).MatchString(out.String()) {
+		t.Errorf("no crawler's stderr in the output:\n%s", out)
+	}
+	for _, want := range []string{fmt.Sprintf("%-19s | bye", "kafka-monitor"),
+		fmt.Sprintf("%-19s | bye", "rest"), "exited unexpectedly (exit status 3): stopping the cluster"} {
+		if !out.Contains(want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestAProcessIgnoringSIGTERMIsKilledAfterTheStopTimeout(t *testing.T) {
+	bin := fakeBin(t, map[string]string{"redis-monitor": `trap '' TERM; echo stubborn; while :; do sleep 0.05; done`})
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, bin, out)
+	cfg.StopTimeout = 500 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- localcluster.Run(ctx, cfg) }()
+	waitFor(t, 10*time.Second, "every process is up", func() bool {
+		return out.Contains("stubborn") && strings.Count(out.String(), " up\n") == 3
+	})
+	cancel()
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "redis-monitor") || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("Run returned %v, want redis-monitor killed", err)
+	}
+	for name, pid := range startedChildren(out.String()) {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still runs", name, pid)
+		}
+	}
+}
+
+func TestMissingBinariesAreNamedBeforeAnythingStarts(t *testing.T) {
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, t.TempDir(), out)
+	cfg.TestSite = true
+	err := localcluster.Run(context.Background(), cfg)
+	if err == nil {
+		t.Fatal("Run succeeded without binaries")
+	}
+	for _, name := range []string{"kafka-monitor", "redis-monitor", "crawler", "rest", "testsite", "make build"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("error %q does not name %s", err, name)
+		}
+	}
+	if out.String() != "" {
+		t.Errorf("something started: %s", out)
+	}
+}
+
+func TestBadFlagsAreRejected(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a port out of range", []string{"--kafka-port", "70000"}, "--kafka-port 70000"},
+		{"an unknown Redis mode", []string{"--redis", "cluster"}, `--redis "cluster"`},
+		{"no spiders for the crawlers", []string{"--spiders", ""}, "--spiders"},
+		{"an unknown colour mode", []string{"--color", "sometimes"}, "--color"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := localcluster.NewCommand(cleanEnv(), &harness.OutputBuffer{})
+			cmd.SetArgs(append(tc.args, "--bin", t.TempDir()))
+			err := cmd.Execute()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}
