@@ -9,14 +9,17 @@ BINARIES  := $(addprefix bin/,$(notdir $(CMDS)))
 STATICCHECK_VERSION ?= v0.8.2
 BENCHTIME ?= 3s
 
-.PHONY: help build test test-short bench lint fmt-check vet staticcheck run clean $(BINARIES)
+.PHONY: help build test test-short bench bench-all lint fmt-check vet staticcheck run clean $(BINARIES)
 
 help:
 	@echo "make run        build everything and start the cluster locally on embedded Kafka and Redis (Ctrl-C stops it);"
 	@echo "                flags in RUN_ARGS, e.g. make run RUN_ARGS=\"--test-site --crawlers 2\" (bin/local-cluster --help)"
 	@echo "make build      build all binaries into bin/"
 	@echo "make test       formatting and vet checks, then every test against real Redis, ZooKeeper and kfake"
-	@echo "make bench      every benchmark (throttled queue, stats, Kafka Monitor ingest, Redis Monitor answers, ...)"
+	@echo "make bench      build and run bin/bench-table: one table of the headline figures (ingest, crawler pages/s,"
+	@echo "                new-domain latency, REST /feed, peak RSS of each component), median of 3 runs;"
+	@echo "                flags in BENCH_ARGS, e.g. make bench BENCH_ARGS=\"-count 1 -only REST\" (bin/bench-table --help)"
+	@echo "make bench-all  every benchmark, raw go test -bench output (throttled queue, stats, Redis Monitor answers, ...)"
 	@echo "make lint       gofmt check, go vet and staticcheck"
 
 build: $(BINARIES)
@@ -34,7 +37,10 @@ test: fmt-check vet
 test-short:
 	$(GO) test $(PKGS)
 
-bench:
+bench: bin/bench-table
+	bin/bench-table $(BENCH_ARGS)
+
+bench-all:
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) $(PKGS)
 
 lint: fmt-check vet staticcheck

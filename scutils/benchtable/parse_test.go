@@ -1,0 +1,238 @@
+package benchtable
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"strings"
+	"testing"
+)
+
+// Real `go test -bench` output of this repository's benchmarks.
+
+// go test -run '^$' -bench ClusterWorkload -benchtime 1x ./scutils/benchtable/clusterbench/
+const clusterOutput = `goos: linux
+goarch: amd64
+pkg: github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench
+cpu: Intel(R) Xeon(R) Processor @ 2.80GHz
+BenchmarkClusterWorkload-2   	       1	1544376939 ns/op	        22.70 crawler-VmHWM-MB	        14.24 feed-p50-ms	       114.0 feed-p99-ms	        24.51 kafka-monitor-VmHWM-MB	        20.52 redis-monitor-VmHWM-MB	        21.35 rest-VmHWM-MB
+PASS
+ok  	github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench	30.024s
+`
+
+// go test -run '^$' -bench . -benchtime 100x -count 2 ./kafka-monitor/plugin/
+const pluginOutput = `goos: linux
+goarch: amd64
+pkg: github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin
+cpu: Intel(R) Xeon(R) Processor @ 2.80GHz
+BenchmarkValidateCrawlRequest-2   	     100	     49775 ns/op	    6644 B/op	     116 allocs/op
+BenchmarkValidateCrawlRequest-2   	     100	     24458 ns/op	    6643 B/op	     116 allocs/op
+PASS
+ok  	github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin	0.066s
+`
+
+func TestParseReal(t *testing.T) {
+	res, err := Parse(strings.NewReader(clusterOutput + pluginOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 {
+		t.Fatalf("got %d results, want 3: %+v", len(res), res)
+	}
+	c := res[0]
+	if c.Name != "BenchmarkClusterWorkload" || c.Procs != 2 || c.Iterations != 1 ||
+		c.Pkg != "github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench" {
+		t.Errorf("first result %+v", c)
+	}
+	want := map[string]float64{"ns/op": 1544376939, "crawler-VmHWM-MB": 22.70, "feed-p50-ms": 14.24, "feed-p99-ms": 114.0,
+		"kafka-monitor-VmHWM-MB": 24.51, "redis-monitor-VmHWM-MB": 20.52, "rest-VmHWM-MB": 21.35}
+	if len(c.Metrics) != len(want) {
+		t.Errorf("metrics %v, want %v", c.Metrics, want)
+	}
+	for unit, v := range want {
+		if c.Metrics[unit] != v {
+			t.Errorf("%s = %v, want %v", unit, c.Metrics[unit], v)
+		}
+	}
+	for _, r := range res[1:] {
+		if r.Name != "BenchmarkValidateCrawlRequest" || r.Iterations != 100 || r.Pkg != "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin" {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if res[1].Metrics["ns/op"] != 49775 || res[2].Metrics["ns/op"] != 24458 || res[2].Metrics["B/op"] != 6643 {
+		t.Errorf("plugin metrics %v %v", res[1].Metrics, res[2].Metrics)
+	}
+}
+
+// testdata/bench-output.txt is the go test output of a whole
+// `make bench BENCH_ARGS=-v` run (the six commands, -count 3) on a loaded
+// 2-CPU machine, with bench-table's own progress lines removed.
+func TestParseMakeBenchOutput(t *testing.T) {
+	raw, err := os.ReadFile("testdata/bench-output.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Parse(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS.
+	if len(res) != 27 {
+		t.Fatalf("got %d results, want 27", len(res))
+	}
+	count := map[string]int{}
+	for _, r := range res {
+		count[r.Name]++
+		if r.Procs != 2 {
+			t.Errorf("%s: procs %d", r.Name, r.Procs)
+		}
+	}
+	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
+		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency"} {
+		if count[name] != 3 {
+			t.Errorf("%s: %d results, want 3", name, count[name])
+		}
+	}
+	pages := res[3] // the first BenchmarkPagesPerSecond/crawlers=1/defaults
+	if pages.Name != "BenchmarkPagesPerSecond/crawlers=1/defaults" || pages.Pkg != "github.com/scrapycluster/scrapy-cluster-go/crawler/e2e" ||
+		pages.Metrics["pages/s"] != 869.6 || pages.Metrics["crawler-cpu-µs/page"] != 450 || pages.Metrics["ns/op"] != 9715911944 {
+		t.Errorf("%+v", pages)
+	}
+	var rest Result
+	for _, r := range res {
+		if r.Name == "BenchmarkFeedCrawl" {
+			rest = r
+			break
+		}
+	}
+	if rest.Iterations != 20000 || rest.Metrics["req/s"] != 2576 || rest.Metrics["p99-ms"] != 125.6 || rest.Metrics["allocs/op"] != 182 {
+		t.Errorf("%+v", rest)
+	}
+
+	// The table of the default benchmarks from that output.
+	runs := map[string]*Run{}
+	for _, b := range Default() {
+		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
+	}
+	lines, commands := Lines(Default(), runs)
+	if len(commands) != 6 {
+		t.Errorf("%d commands, want 6", len(commands))
+	}
+	want := map[string]float64{ // label prefix: median
+		"Kafka Monitor ingest":                            7426,
+		"Crawler pages/s, 1 process (default settings)":   725.8,
+		"Crawler pages/s, 2 processes (default settings)": 987.8,
+		"New domain, feed to first result p50":            6.528,
+		"REST /feed crawl requests":                       2985,
+		"crawler, idle":                                   15.39,
+		"rest, cluster workload":                          21.67,
+	}
+	for _, l := range lines {
+		if l.Err != nil || len(l.Values) != 3 {
+			t.Errorf("%s: %d values, %v", l.Figure.Label, len(l.Values), l.Err)
+		}
+		for prefix, m := range want {
+			if strings.HasPrefix(l.Figure.Label, prefix) && l.Median() != m {
+				t.Errorf("%s: median %v, want %v", l.Figure.Label, l.Median(), m)
+			}
+		}
+	}
+}
+
+// Shapes the real samples lack (made up in go test's format): without
+// GOMAXPROCS > 1 there is no -N suffix; output written while a benchmark ran
+// splits its name from its figures; failures and --- BENCH: blocks are
+// skipped.
+func TestParseShapes(t *testing.T) {
+	out := "pkg: example.com/e2e\n" +
+		"BenchmarkPagesPerSecond/crawlers=1/defaults-2         \t       1\t2180451022 ns/op\t      1834 pages/s\t       412.5 crawler-cpu-µs/page\n" +
+		"BenchmarkPagesPerSecond/crawlers=2/tuned              \t       3\t 980451022 ns/op\t      4080 pages/s\n" +
+		"BenchmarkNewDomainLatency-2   \t2026/11/22 09:14:01 crawler-1: started\n" +
+		"some more output of the crawler\n" +
+		"       1\t3400000000 ns/op\t        12.00 max-ms\t         5.500 p50-ms\t         9.000 p99-ms\n" +
+		"--- FAIL: BenchmarkIdleRSS-2\n" +
+		"    bench_test.go:280: crawler exited\n" +
+		"--- BENCH: BenchmarkFeedCrawl-2\n" +
+		"    bench_test.go:90: 20000 requests\n" +
+		"FAIL\n"
+	res, err := Parse(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 3 {
+		t.Fatalf("got %d results, want 3: %+v", len(res), res)
+	}
+	if res[0].Name != "BenchmarkPagesPerSecond/crawlers=1/defaults" || res[0].Procs != 2 || res[0].Metrics["crawler-cpu-µs/page"] != 412.5 {
+		t.Errorf("%+v", res[0])
+	}
+	if res[1].Name != "BenchmarkPagesPerSecond/crawlers=2/tuned" || res[1].Procs != 0 || res[1].Iterations != 3 || res[1].Metrics["pages/s"] != 4080 {
+		t.Errorf("%+v", res[1])
+	}
+	if res[2].Name != "BenchmarkNewDomainLatency" || res[2].Metrics["p50-ms"] != 5.5 || res[2].Pkg != "example.com/e2e" {
+		t.Errorf("%+v", res[2])
+	}
+}
+
+func TestLinesAndWrite(t *testing.T) {
+	benches := []Bench{
+		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Latency",
+			Figures: []Figure{{Label: "feed p50", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(10)}}},
+		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Memory",
+			Figures: []Figure{{Label: "rest", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"}}},
+		{Pkg: "./kafka-monitor/plugin/", Pattern: ".", Benchtime: "100x", Section: "Memory",
+			Figures: []Figure{{Label: "validate", Result: "BenchmarkValidateCrawlRequest", Unit: "ns/op", Target: AtLeast(1)},
+				{Label: "absent", Result: "BenchmarkNothing", Unit: "x/s"}}},
+	}
+	second := strings.Replace(clusterOutput, "14.24 feed-p50-ms", "8.50 feed-p50-ms", 1)
+	third := strings.Replace(clusterOutput, "14.24 feed-p50-ms", "9.00 feed-p50-ms", 1)
+	cluster, _ := Parse(strings.NewReader(clusterOutput + second + third))
+	plugin, _ := Parse(strings.NewReader(pluginOutput))
+	runs := map[string]*Run{
+		benches[0].key(): {Command: benches[0].Command(3), Results: cluster},
+		benches[2].key(): {Command: benches[2].Command(3), Results: plugin},
+	}
+	lines, commands := Lines(benches, runs)
+	if len(lines) != 4 || len(commands) != 2 {
+		t.Fatalf("%d lines, %d commands", len(lines), len(commands))
+	}
+	if m := lines[0].Median(); m != 9 {
+		t.Errorf("median %v, want 9", m)
+	}
+	if lines[1].Command != 1 || lines[2].Command != 2 || lines[3].Err == nil {
+		t.Errorf("lines %+v", lines)
+	}
+	if m := lines[2].Median(); m != (49775+24458)/2.0 {
+		t.Errorf("median of two %v", m)
+	}
+	if !math.IsNaN(lines[3].Median()) {
+		t.Error("median of nothing is not NaN")
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, lines, commands, 3); err != nil {
+		t.Fatal(err)
+	}
+	got := buf.String()
+	for _, want := range []string{
+		"feed p50", "9.00", "8.50–14.2 (3 runs)", "<= 10 (met)", "[1]",
+		">= 1 (met)", "37116", "FAILED",
+		"[1] go test -run '^$' -bench '^BenchmarkClusterWorkload$' -benchtime 1x -count 3 ./scutils/benchtable/clusterbench/",
+		"[2] go test -run '^$' -bench . -benchtime 100x -count 3 ./kafka-monitor/plugin/",
+		"absent: no x/s in the output of BenchmarkNothing",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "feed-p50-ms") != 1 || !strings.Contains(got, "Memory") {
+		t.Errorf("table:\n%s", got)
+	}
+}
+
+func TestTarget(t *testing.T) {
+	if !AtLeast(2000).Met(2000) || AtLeast(2000).Met(1999) || !AtMost(100).Met(99) || AtMost(100).Met(101) {
+		t.Error("targets")
+	}
+	if AtLeast(5000).String() != ">= 5000" || AtMost(40).String() != "<= 40" {
+		t.Errorf("%s %s", AtLeast(5000), AtMost(40))
+	}
+}

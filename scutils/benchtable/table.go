@@ -1,0 +1,306 @@
+package benchtable
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Bench is one `go test -bench` command and the figures read from it.
+type Bench struct {
+	Pkg       string // package path relative to the workspace root, e.g. ./rest/server/
+	Pattern   string // the -bench regexp
+	Benchtime string // the -benchtime value, e.g. 1x
+	Section   string // the table section its figures go in
+	Figures   []Figure
+}
+
+// Figure is one line of the table: a metric of one benchmark result.
+type Figure struct {
+	Label  string // what it is, e.g. "REST /feed"
+	Result string // the result name, e.g. BenchmarkFeedCrawl or BenchmarkPagesPerSecond/crawlers=1/defaults
+	Unit   string // the metric's unit, e.g. req/s
+	Target *Target
+}
+
+// Target is a figure's goal: at least (Min) or at most Value.
+type Target struct {
+	Value float64
+	Min   bool // true: the figure must be >= Value; false: <= Value
+}
+
+// Met reports whether v meets the target.
+func (t Target) Met(v float64) bool {
+	if t.Min {
+		return v >= t.Value
+	}
+	return v <= t.Value
+}
+
+func (t Target) String() string {
+	op := "<="
+	if t.Min {
+		op = ">="
+	}
+	return op + " " + strconv.FormatFloat(t.Value, 'f', -1, 64)
+}
+
+// AtLeast and AtMost are targets.
+func AtLeast(v float64) *Target { return &Target{Value: v, Min: true} }
+func AtMost(v float64) *Target  { return &Target{Value: v} }
+
+// Sections of the table, in order.
+const (
+	SectionThroughput = "Throughput and latency"
+	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
+)
+
+// Default is what `make bench` measures.
+func Default() []Bench {
+	return []Bench{
+		{Pkg: "./kafka-monitor/monitor/", Pattern: "^BenchmarkIngestCrawlRequests$", Benchtime: "20000x", Section: SectionThroughput,
+			Figures: []Figure{{Label: "Kafka Monitor ingest, demo.incoming to Redis, 1 process", Result: "BenchmarkIngestCrawlRequests", Unit: "requests/s"}}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkPagesPerSecond$", Benchtime: "1x", Section: SectionThroughput,
+			Figures: []Figure{
+				{Label: "Crawler pages/s, 1 process (default settings)", Result: "BenchmarkPagesPerSecond/crawlers=1/defaults", Unit: "pages/s", Target: AtLeast(2000)},
+				{Label: "Crawler pages/s, 2 processes (default settings)", Result: "BenchmarkPagesPerSecond/crawlers=2/defaults", Unit: "pages/s", Target: AtLeast(2000)},
+				{Label: "Crawler pages/s, 1 process (tuned: 64 in flight, 2 ms linger)", Result: "BenchmarkPagesPerSecond/crawlers=1/tuned", Unit: "pages/s", Target: AtLeast(2000)},
+				{Label: "Crawler pages/s, 2 processes (tuned)", Result: "BenchmarkPagesPerSecond/crawlers=2/tuned", Unit: "pages/s", Target: AtLeast(2000)},
+			}},
+		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionThroughput,
+			Figures: []Figure{
+				{Label: "New domain, feed to first result p50 (incoming to firehose)", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(100)},
+				{Label: "New domain, feed to first result p99", Result: "BenchmarkClusterWorkload", Unit: "feed-p99-ms"},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkNewDomainLatency$", Benchtime: "1x", Section: SectionThroughput,
+			Figures: []Figure{
+				{Label: "New domain, queue announced to fetch p50 (crawler only)", Result: "BenchmarkNewDomainLatency", Unit: "p50-ms", Target: AtMost(100)},
+				{Label: "New domain, queue announced to fetch p99 (crawler only)", Result: "BenchmarkNewDomainLatency", Unit: "p99-ms"},
+			}},
+		{Pkg: "./rest/server/", Pattern: "^BenchmarkFeedCrawl$", Benchtime: "20000x", Section: SectionThroughput,
+			Figures: []Figure{
+				{Label: "REST /feed crawl requests, 64 clients", Result: "BenchmarkFeedCrawl", Unit: "req/s", Target: AtLeast(5000)},
+				{Label: "REST /feed latency p99, 64 clients", Result: "BenchmarkFeedCrawl", Unit: "p99-ms"},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkIdleRSS$", Benchtime: "1x", Section: SectionMemory,
+			Figures: []Figure{{Label: "crawler, idle 3 s after start", Result: "BenchmarkIdleRSS", Unit: "VmHWM-MB", Target: AtMost(40)}}},
+		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionMemory,
+			Figures: []Figure{
+				{Label: "kafka-monitor run, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "kafka-monitor-VmHWM-MB"},
+				{Label: "redis-monitor, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "redis-monitor-VmHWM-MB"},
+				{Label: "crawler, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "crawler-VmHWM-MB"},
+				{Label: "rest, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"},
+			}},
+	}
+}
+
+// Command is the go test command line of b with count runs.
+func (b Bench) Command(count int) []string {
+	return []string{"go", "test", "-run", "^$", "-bench", b.Pattern, "-benchtime", b.Benchtime, "-count", strconv.Itoa(count), b.Pkg}
+}
+
+// key identifies a go test command, so benches sharing one run it once.
+func (b Bench) key() string { return b.Pkg + "\x00" + b.Pattern + "\x00" + b.Benchtime }
+
+// ShellQuote joins a command line as a shell would need it.
+func ShellQuote(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t'\"$\\^*?[]|&;<>(){}!#~") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		out[i] = a
+	}
+	return strings.Join(out, " ")
+}
+
+// Run is the outcome of one go test command.
+type Run struct {
+	Command  []string
+	Results  []Result
+	Err      error
+	Output   []byte
+	Duration time.Duration
+}
+
+// Runner runs go test commands.
+type Runner struct {
+	Dir   string    // the workspace root
+	Count int       // -count
+	Log   io.Writer // progress lines; nil: none
+	Raw   io.Writer // go test's output as it comes; nil: kept only
+}
+
+// RunAll runs each distinct command of benches once, in order.
+func (r Runner) RunAll(ctx context.Context, benches []Bench) map[string]*Run {
+	runs := map[string]*Run{}
+	for _, b := range benches {
+		if runs[b.key()] != nil {
+			continue
+		}
+		args := b.Command(r.Count)
+		if r.Log != nil {
+			fmt.Fprintf(r.Log, "bench-table: %s\n", ShellQuote(args))
+		}
+		var buf bytes.Buffer
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Dir = r.Dir
+		var w io.Writer = &buf
+		if r.Raw != nil {
+			w = io.MultiWriter(&buf, r.Raw)
+		}
+		cmd.Stdout, cmd.Stderr = w, w
+		start := time.Now()
+		err := cmd.Run()
+		run := &Run{Command: args, Err: err, Output: buf.Bytes(), Duration: time.Since(start)}
+		run.Results, _ = Parse(bytes.NewReader(run.Output))
+		if r.Log != nil {
+			status := "ok"
+			if err != nil {
+				status = "FAILED: " + err.Error()
+			}
+			fmt.Fprintf(r.Log, "bench-table:   %s in %s, %d results\n", status, run.Duration.Round(time.Second), len(run.Results))
+		}
+		runs[b.key()] = run
+	}
+	return runs
+}
+
+// Line is one figure's values over the runs.
+type Line struct {
+	Figure  Figure
+	Section string
+	Values  []float64
+	Command int // 1-based index into the commands of the table
+	Err     error
+}
+
+// Median of the values (NaN when none).
+func (l Line) Median() float64 {
+	if len(l.Values) == 0 {
+		return math.NaN()
+	}
+	v := slices.Sorted(slices.Values(l.Values))
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// Lines gathers each figure's values from runs (as RunAll returns them)
+// and the distinct commands the lines refer to.
+func Lines(benches []Bench, runs map[string]*Run) ([]Line, [][]string) {
+	var lines []Line
+	var commands [][]string
+	index := map[string]int{}
+	for _, b := range benches {
+		run := runs[b.key()]
+		if run == nil {
+			continue
+		}
+		if index[b.key()] == 0 {
+			commands = append(commands, run.Command)
+			index[b.key()] = len(commands)
+		}
+		for _, f := range b.Figures {
+			l := Line{Figure: f, Section: b.Section, Command: index[b.key()]}
+			for _, res := range run.Results {
+				if res.Name == f.Result {
+					if v, ok := res.Metrics[f.Unit]; ok {
+						l.Values = append(l.Values, v)
+					}
+				}
+			}
+			if len(l.Values) == 0 {
+				l.Err = run.Err
+				if l.Err == nil {
+					l.Err = fmt.Errorf("no %s in the output of %s", f.Unit, f.Result)
+				}
+			}
+			lines = append(lines, l)
+		}
+	}
+	return lines, commands
+}
+
+// Write prints the table: per section, each figure's median, range over
+// the runs, target and command number; then the numbered commands.
+func Write(w io.Writer, lines []Line, commands [][]string, count int) error {
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
+	section := ""
+	for _, l := range lines {
+		if l.Section != section {
+			if section != "" {
+				fmt.Fprintln(tw, "\t\t\t\t\t\t")
+			}
+			section = l.Section
+			fmt.Fprintf(tw, "%s\t\t\t\t\t\t\n", section)
+			fmt.Fprintln(tw, "  figure\tunit\tmedian\trange (min–max)\ttarget\tcmd\t")
+		}
+		median, rng, target := "—", "—", "none stated"
+		if len(l.Values) > 0 {
+			median = format(l.Median())
+			rng = fmt.Sprintf("%s–%s (%d runs)", format(slices.Min(l.Values)), format(slices.Max(l.Values)), len(l.Values))
+		} else {
+			median = "FAILED"
+		}
+		if t := l.Figure.Target; t != nil {
+			target = t.String()
+			if len(l.Values) > 0 {
+				if t.Met(l.Median()) {
+					target += " (met)"
+				} else {
+					target += " (MISSED)"
+				}
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t[%d]\t\n", l.Figure.Label, l.Figure.Unit, median, rng, target, l.Command)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(strings.TrimRight(table.String(), "\n"), "\n") {
+		if _, err := io.WriteString(w, strings.TrimRight(line, " ")+"\n"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nMedian and range over -count %d runs of each command (from the workspace root):\n", count)
+	for i, c := range commands {
+		fmt.Fprintf(w, "  [%d] %s\n", i+1, ShellQuote(c))
+	}
+	var failed []string
+	for _, l := range lines {
+		if l.Err != nil {
+			failed = append(failed, fmt.Sprintf("  %s: %v", l.Figure.Label, l.Err))
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(w, "\nNot measured:\n%s\n", strings.Join(failed, "\n"))
+	}
+	return nil
+}
+
+// format prints a figure with 3 or so significant digits.
+func format(v float64) string {
+	switch a := math.Abs(v); {
+	case math.IsNaN(v):
+		return "—"
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
