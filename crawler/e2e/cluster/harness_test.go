@@ -1,0 +1,489 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if build.dir != "" {
+		os.RemoveAll(build.dir)
+	}
+	os.Exit(code)
+}
+
+// build holds the four component binaries, built once per test binary.
+var build struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// binary returns the path of a component binary (kafka-monitor,
+// redis-monitor, crawler, rest), building all four from the workspace root
+// the first time.
+func binary(tb testing.TB, name string) string {
+	tb.Helper()
+	build.once.Do(func() {
+		build.dir, build.err = os.MkdirTemp("", "cluster-e2e-")
+		if build.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", build.dir+string(filepath.Separator),
+			"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+			"./crawler/cmd/crawler", "./rest/cmd/rest")
+		cmd.Dir = "../../.." // the workspace root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			build.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if build.err != nil {
+		tb.Fatal(build.err)
+	}
+	return filepath.Join(build.dir, name)
+}
+
+// cluster is one test's services (redis-server, ZooKeeper, kfake) and the
+// component processes run against them.
+type cluster struct {
+	tb       testing.TB
+	redis    *harness.Redis
+	rdb      *redis.Client
+	zk       *harness.ZooKeeper
+	kafka    *harness.Kafka
+	restPort int
+	env      map[string]string
+	procs    []*proc
+}
+
+// newCluster starts the services and the four components (one crawler of
+// the link spider), with the common settings and overrides, and waits for
+// the REST service to report Kafka and Redis connected.
+func newCluster(tb testing.TB, ropts harness.RedisOptions, overrides map[string]string) *cluster {
+	tb.Helper()
+	c := &cluster{tb: tb}
+	c.redis = harness.StartRedis(tb, ropts)
+	c.rdb = c.redis.TestClient(tb)
+	c.zk = harness.StartZooKeeper(tb)
+	c.kafka = harness.StartKafka(tb)
+	port, err := harness.FreePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c.restPort = port
+	c.env = map[string]string{
+		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(c.redis.Port),
+		"KAFKA_HOSTS": c.kafka.Hosts(), "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_INCOMING_PARTITIONS": "1",
+		"KAFKA_PRODUCER_BATCH_LINGER_MS": "1", "KAFKA_CONSUMER_AUTO_OFFSET_RESET": "earliest",
+		"ZOOKEEPER_HOSTS": c.zk.Addr, "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
+		"SCHEDULER_QUEUE_REFRESH": "1", "QUEUE_HITS": "100000", "QUEUE_WINDOW": "60", "QUEUE_MODERATED": "false",
+		"DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1", "FLASK_PORT": strconv.Itoa(port), "FLASK_HOST": "127.0.0.1",
+		"LOG_JSON": "true", "SC_LOG_JSON": "true", "LOG_STDOUT": "true", "SC_LOG_STDOUT": "true",
+		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "STATS_DUMP": "1", "SLEEP_TIME": "0.05",
+		"HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
+	}
+	maps.Copy(c.env, overrides)
+	c.start("kafka-monitor", "kafka-monitor", "run")
+	c.start("redis-monitor", "redis-monitor")
+	c.start("crawler", "crawler", "--spider", "link")
+	c.start("rest", "rest")
+	waitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
+		resp, err := http.Get(c.restURL("/"))
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st map[string]any
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st["node_health"] == "GREEN"
+	})
+	return c
+}
+
+func (c *cluster) restURL(path string) string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.restPort) + path
+}
+
+func (c *cluster) environ() []string {
+	var env []string
+	for k, v := range c.env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// proc is one component process.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	out  *harness.OutputBuffer
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// start runs a component binary with the cluster's settings; on cleanup it
+// gets SIGTERM (SIGKILL after 10 s) and its output is shown if the test failed.
+func (c *cluster) start(name, bin string, args ...string) *proc {
+	tb := c.tb
+	tb.Helper()
+	cmd := exec.Command(binary(tb, bin), args...)
+	cmd.Env = c.environ()
+	cmd.Dir = tb.TempDir()
+	p := &proc{name: name, cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	c.procs = append(c.procs, p)
+	tb.Cleanup(func() {
+		if p.exited() {
+			tb.Errorf("%s exited by itself: %v", name, p.err)
+		} else {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-p.done
+				tb.Errorf("%s still running 10s after SIGTERM; killed", name)
+			}
+		}
+		if tb.Failed() {
+			tb.Logf("output of %s (last 16 KiB):\n%s", name, tail(p.out.String(), 16<<10))
+		}
+	})
+	return p
+}
+
+func (c *cluster) proc(name string) *proc {
+	for _, p := range c.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	c.tb.Fatalf("no process %s", name)
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// feed runs `kafka-monitor feed '<json>'` as an operator does; it must exit 0.
+func (c *cluster) feed(req map[string]any) {
+	c.tb.Helper()
+	body, err := json.Marshal(req)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(c.tb, "kafka-monitor"), "feed", string(body))
+	cmd.Env = c.environ()
+	cmd.Dir = c.tb.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.tb.Fatalf("kafka-monitor feed %s: %v\n%s", body, err, out)
+	}
+}
+
+// postFeed sends req to the REST service's /feed and returns its answer.
+func (c *cluster) postFeed(req map[string]any) map[string]any {
+	c.tb.Helper()
+	body, err := json.Marshal(req)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	resp, err := http.Post(c.restURL("/feed"), "application/json", bytes.NewReader(body))
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var ans map[string]any
+	if err := json.Unmarshal(raw, &ans); err != nil {
+		c.tb.Fatalf("POST /feed %s: status %d, not JSON: %.500s", body, resp.StatusCode, raw)
+	}
+	if resp.StatusCode != http.StatusOK || ans["status"] != "SUCCESS" {
+		c.tb.Fatalf("POST /feed %s: status %d: %s", body, resp.StatusCode, raw)
+	}
+	return ans
+}
+
+// topic collects every message of a topic, from its start, in the background.
+type topic struct {
+	name string
+	mu   sync.Mutex
+	msgs []map[string]any
+	bad  []string
+}
+
+// watch starts reading a topic (creating it if need be) until the test ends.
+func (c *cluster) watch(name string) *topic {
+	tb := c.tb
+	tb.Helper()
+	cfg := kafkaclient.Config{
+		Brokers: c.kafka.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
+		MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20,
+		FetchMaxWait: 50 * time.Millisecond, Partitions: 1, ReplicationFactor: 1,
+	}
+	full := cfg.Topic(name)
+	ctx, cancel := context.WithCancel(context.Background())
+	waitFor(tb, "topic "+full, 10*time.Second, func() bool {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		defer ccancel()
+		return cfg.EnsureTopics(cctx, kafkaclient.TopicSpec{Name: full, Partitions: 1}) == nil
+	})
+	r, err := cfg.NewPartitionReader(full, 0, kafka.FirstOffset)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	t := &topic{name: full}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			msg, err := r.ReadMessage(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				continue
+			}
+			var m map[string]any
+			t.mu.Lock()
+			if err := json.Unmarshal(msg.Value, &m); err != nil {
+				t.bad = append(t.bad, string(msg.Value))
+			} else {
+				t.msgs = append(t.msgs, m)
+			}
+			t.mu.Unlock()
+		}
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		r.Close()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if len(t.bad) > 0 {
+			tb.Errorf("%d messages on %s are not JSON objects, first: %.300s", len(t.bad), full, t.bad[0])
+		}
+	})
+	return t
+}
+
+// all returns the messages read so far that keep says to.
+func (t *topic) all(keep func(map[string]any) bool) []map[string]any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []map[string]any
+	for _, m := range t.msgs {
+		if keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// await waits for a message keep accepts and returns the first.
+func (t *topic) await(tb testing.TB, what string, timeout time.Duration, keep func(map[string]any) bool) map[string]any {
+	tb.Helper()
+	var got map[string]any
+	waitFor(tb, what+" on "+t.name, timeout, func() bool {
+		if ms := t.all(keep); len(ms) > 0 {
+			got = ms[0]
+			return true
+		}
+		return false
+	})
+	return got
+}
+
+// byUUID accepts answers with that uuid.
+func byUUID(uuid string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["uuid"] == uuid }
+}
+
+// byCrawl accepts crawl results of that crawlid.
+func byCrawl(crawlID string) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["crawlid"] == crawlID && m["url"] != nil }
+}
+
+// waitFor polls cond every 10 ms until it holds, failing after timeout.
+func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// drained waits until the link spider has nothing queued and nothing leased.
+func (c *cluster) drained(timeout time.Duration) {
+	c.tb.Helper()
+	ctx := context.Background()
+	waitFor(c.tb, "the queues and leases to empty", timeout, func() bool {
+		pipe := c.rdb.TxPipeline()
+		keys := pipe.Keys(ctx, "link:*:queue")
+		leases := pipe.ZCard(ctx, "leases:link")
+		items := pipe.HLen(ctx, "leases:link:items")
+		if _, err := pipe.Exec(ctx); err != nil {
+			return false
+		}
+		return len(keys.Val()) == 0 && leases.Val() == 0 && items.Val() == 0
+	})
+}
+
+// queued returns the crawlids of the requests in a domain queue, one per request.
+func (c *cluster) queued(key string) []string {
+	c.tb.Helper()
+	members, err := c.rdb.ZRange(context.Background(), key, 0, -1).Result()
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	var out []string
+	for _, m := range members {
+		var r struct {
+			CrawlID string `json:"crawlid"`
+		}
+		if err := json.Unmarshal([]byte(m), &r); err != nil {
+			c.tb.Fatalf("queued request is not JSON: %v: %.300s", err, m)
+		}
+		out = append(out, r.CrawlID)
+	}
+	return out
+}
+
+// lastDomainConfig returns the fields of the crawler's latest "Domain config
+// changed" log line (nil before any).
+func (c *cluster) lastDomainConfig() map[string]any {
+	var last map[string]any
+	for _, line := range strings.Split(c.proc("crawler").out.String(), "\n") {
+		if !strings.Contains(line, "Domain config changed") {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil {
+			last = m
+		}
+	}
+	return last
+}
+
+// --- shape checks -----------------------------------------------------------
+
+// has checks that m has each key with a value of the kind named: "string",
+// "number", "object", "array", "bool", "any".
+func has(tb testing.TB, what string, m map[string]any, kinds map[string]string) {
+	tb.Helper()
+	for k, kind := range kinds {
+		v, ok := m[k]
+		if !ok {
+			tb.Errorf("%s: no %q in %s", what, k, brief(m))
+			continue
+		}
+		var okKind bool
+		switch kind {
+		case "string":
+			_, okKind = v.(string)
+		case "number":
+			_, okKind = v.(float64)
+		case "object":
+			_, okKind = v.(map[string]any)
+		case "array":
+			_, okKind = v.([]any)
+		case "bool":
+			_, okKind = v.(bool)
+		case "any":
+			okKind = true
+		}
+		if !okKind {
+			tb.Errorf("%s: %q is %T (%v), want a %s", what, k, v, v, kind)
+		}
+	}
+}
+
+// obj returns m[k] as an object (failing the test if it is not one).
+func obj(tb testing.TB, m map[string]any, k string) map[string]any {
+	tb.Helper()
+	o, ok := m[k].(map[string]any)
+	if !ok {
+		tb.Fatalf("%q is %T, want an object, in %s", k, m[k], brief(m))
+	}
+	return o
+}
+
+// windows checks a rolling-window counter object: keys are seconds or
+// "lifetime", values numbers.
+func windows(tb testing.TB, what string, m map[string]any) {
+	tb.Helper()
+	for k, v := range m {
+		if _, err := strconv.Atoi(k); err != nil && k != "lifetime" {
+			tb.Errorf("%s: window key %q is neither seconds nor lifetime", what, k)
+		}
+		if _, ok := v.(float64); !ok {
+			tb.Errorf("%s: window %q is %T, want a number", what, k, v)
+		}
+	}
+}
+
+// nodes checks a "nodes" object: host -> list of ids.
+func nodes(tb testing.TB, what string, m map[string]any) {
+	tb.Helper()
+	n := obj(tb, m, "nodes")
+	if len(n) == 0 {
+		tb.Errorf("%s: no nodes", what)
+	}
+	for host, ids := range n {
+		list, ok := ids.([]any)
+		if !ok || len(list) == 0 {
+			tb.Errorf("%s: nodes[%q] is %v, want a non-empty list of ids", what, host, ids)
+		}
+	}
+}
+
+func brief(m map[string]any) string {
+	b, _ := json.Marshal(m)
+	return tail(string(b), 1500)
+}
