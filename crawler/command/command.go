@@ -15,15 +15,17 @@
 package command
 
 import (
+	"context"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // New builds the crawler command tree. Spiders must be registered
@@ -52,24 +54,9 @@ crawler's log settings are SC_LOG_* as in the original.`,
 	root.PersistentFlags().String("spider", "", "the spider type to crawl for: "+strings.Join(spider.Registered(), ", ")+" (setting SPIDER, default link)")
 	flags.Bind("spider", "SPIDER")
 	runE := func(cmd *cobra.Command, _ []string) error {
-		s, err := flags.Load(defaults)
-		if err != nil {
-			return err
-		}
-		log, err := logfactory.New(logfactory.PrefixedConfigFromSettings(s, "SC_", s.String("SC_LOGGER_NAME")))
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		redisconn.RouteClientLogs(log)
-		rdb := redisconn.New(s)
-		defer rdb.Close()
-		e, err := engine.New(cmd.Context(), s, log, rdb)
-		if err != nil {
-			return err
-		}
-		defer e.Close()
-		return e.Run(cmd.Context())
+		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+			return engine.New(ctx, s, log, rdb)
+		})
 	}
 	root.Args = cobra.NoArgs
 	root.RunE = runE

@@ -15,11 +15,13 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
@@ -56,19 +58,9 @@ batch in hand, commits it and exits 0.`,
 		Example: "  kafka-monitor run\n  kafka-monitor run --settings localsettings.yaml --log-level DEBUG",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, log, err := setup(flags, defaults)
-			if err != nil {
-				return err
-			}
-			defer log.Close()
-			rdb := redisconn.New(s)
-			defer rdb.Close()
-			m, err := monitor.New(cmd.Context(), s, log, rdb)
-			if err != nil {
-				return err
-			}
-			defer m.Close()
-			return m.Run(cmd.Context())
+			return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+				return monitor.New(ctx, s, log, rdb)
+			})
 		},
 	}
 

@@ -15,12 +15,15 @@
 package command
 
 import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/monitor"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // New builds the redis-monitor command tree. Plugins must be registered
@@ -43,24 +46,9 @@ Settings come from built-in defaults, a YAML file (--settings), environment vari
 same names and flags, in that order; 'redis-monitor settings' prints them with their sources.`,
 		defaults)
 	runE := func(cmd *cobra.Command, _ []string) error {
-		s, err := flags.Load(defaults)
-		if err != nil {
-			return err
-		}
-		log, err := logfactory.New(logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME")))
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		redisconn.RouteClientLogs(log)
-		rdb := redisconn.New(s)
-		defer rdb.Close()
-		m, err := monitor.New(cmd.Context(), s, log, rdb)
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		return m.Run(cmd.Context())
+		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+			return monitor.New(ctx, s, log, rdb)
+		})
 	}
 	root.Args = cobra.NoArgs
 	root.RunE = runE

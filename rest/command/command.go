@@ -15,12 +15,15 @@
 package command
 
 import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // New builds the rest command tree. The request plugins must be registered
@@ -56,24 +59,18 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 	flags.Bind("port", "FLASK_PORT")
 	flags.Bind("host", "FLASK_HOST")
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		s, err := flags.Load(defaults)
-		if err != nil {
-			return err
-		}
-		log, err := logfactory.New(logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME")))
-		if err != nil {
-			return err
-		}
-		defer log.Close()
-		redisconn.RouteClientLogs(log)
-		rdb := redisconn.New(s)
-		defer rdb.Close()
-		svc, err := server.New(cmd.Context(), s, log, rdb)
-		if err != nil {
-			return err
-		}
-		defer svc.Close()
-		return svc.ListenAndServe(cmd.Context())
+		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+			svc, err := server.New(ctx, s, log, rdb)
+			if err != nil {
+				return nil, err
+			}
+			return serving{svc}, nil
+		})
 	}
 	return root
 }
+
+// serving runs the REST service as a cli.Service.
+type serving struct{ *server.Service }
+
+func (s serving) Run(ctx context.Context) error { return s.ListenAndServe(ctx) }

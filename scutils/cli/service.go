@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// Service is a component's long-running part, as its main runs it.
+type Service interface {
+	// Run works until ctx is cancelled (SIGINT/SIGTERM), then drains.
+	Run(ctx context.Context) error
+	// Close releases what the service holds (not the logger or Redis client).
+	Close()
+}
+
+// Builder makes a component's Service from its settings, logger and Redis client.
+type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error)
+
+// RunService is every component's main: it loads the settings the user
+// gave, opens the logger (<prefix>LOG_* settings, named by
+// <prefix>LOGGER_NAME; see SetLogPrefix), routes the Redis client's own log
+// lines to it, connects to Redis, builds the service and runs it until ctx
+// ends, closing everything afterwards.
+func RunService(ctx context.Context, f *SettingsFlags, defaults settings.Defaults, build Builder) error {
+	s, err := f.Load(defaults)
+	if err != nil {
+		return err
+	}
+	log, err := logfactory.New(logfactory.PrefixedConfigFromSettings(s, f.logPrefix, s.String(f.logPrefix+"LOGGER_NAME")))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	redisconn.RouteClientLogs(log)
+	rdb := redisconn.New(s)
+	defer rdb.Close()
+	svc, err := build(ctx, s, log, rdb)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	return svc.Run(ctx)
+}
