@@ -49,12 +49,12 @@ type Item struct {
 	Request *request.Request
 	// Domain and Queue are where it was popped from.
 	Domain, Queue string
-	lease         *throttle.Lease
+	leaseID       string
 	dom           *domain
 }
 
 // LeaseID identifies the item's lease (for logs).
-func (it *Item) LeaseID() string { return it.lease.ID }
+func (it *Item) LeaseID() string { return it.leaseID }
 
 // Scheduler serves one spider type. Next must be called from one goroutine;
 // the other methods are safe for concurrent use.
@@ -72,6 +72,7 @@ type Scheduler struct {
 	config   domainconfig.Document
 	ip       string
 	inflight map[string]*Item // by lease id
+	popped   []*Item          // popped by a batch, not yet handed out (in inflight too)
 	wake     chan struct{}
 	slots    chan struct{}
 	stats    Stats
@@ -202,6 +203,14 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 }
 
 func (s *Scheduler) next(ctx context.Context) (*Item, error) {
+	s.mu.Lock()
+	if len(s.popped) > 0 {
+		it := s.popped[0]
+		s.popped = s.popped[1:]
+		s.mu.Unlock()
+		return it, nil
+	}
+	s.mu.Unlock()
 	errDelay := 100 * time.Millisecond
 	for {
 		s.mu.Lock()
@@ -249,16 +258,21 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 	}
 }
 
-// attempt tries one throttled, leased pop from d.
+// attempt tries one throttled, leased pop from d. When the throttle and
+// the free request slots allow, it pops several items in the same step;
+// the first is returned and the others wait in s.ready to be handed out by
+// the next calls (they are leased and renewed meanwhile).
 func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	s.mu.Lock()
 	q, blocked := d.q, d.blocked
+	// Our own slot is held; the others free now can take the extra items.
+	want := 1 + min(cap(s.slots)-len(s.slots)-len(s.popped), s.cfg.PerDomain-d.inflight-1, maxBatchPop-1)
 	s.mu.Unlock()
 	if blocked || q == nil { // blocked since it was picked
 		return nil, nil
 	}
 	lease := s.leases.New()
-	res, err := q.Attempt(ctx, lease)
+	res, err := q.AttemptN(ctx, lease, max(want, 1))
 	if err != nil {
 		return nil, err
 	}
@@ -280,27 +294,41 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 		s.setNext(d, now.Add(d.backoff))
 		return nil, nil
 	}
-	s.stats.Popped++
 	d.lastPop, d.backoff = now, 0
-	req, derr := request.Decode([]byte(res.Raw))
-	if derr != nil {
-		// Not a request anyone can crawl: drop it, with a log line.
-		s.stats.Undecodable++
-		s.log.Error("Dropped an undecodable request", logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(res.Raw)})
-		s.setNext(d, now)
-		go func() { _ = s.leases.Ack(context.WithoutCancel(ctx), lease.ID) }()
-		return nil, nil
+	var items []*Item
+	add := func(raw, leaseID string) {
+		s.stats.Popped++
+		req, derr := request.Decode([]byte(raw))
+		if derr != nil {
+			// Not a request anyone can crawl: drop it, with a log line.
+			s.stats.Undecodable++
+			s.log.Error("Dropped an undecodable request", logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)})
+			go func() { _ = s.leases.Ack(context.WithoutCancel(ctx), leaseID) }()
+			return
+		}
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d}
+		s.inflight[leaseID] = item
+		d.inflight++
+		items = append(items, item)
 	}
-	item := &Item{Request: req, Domain: d.name, Queue: d.key, lease: lease, dom: d}
-	s.inflight[lease.ID] = item
-	d.inflight++
+	add(res.Raw, lease.ID)
+	for _, more := range res.More {
+		add(more.Raw, more.LeaseID)
+	}
 	if d.inflight >= s.cfg.PerDomain {
 		s.setNext(d, never)
 	} else {
 		s.setNext(d, now)
 	}
-	return item, nil
+	if len(items) == 0 {
+		return nil, nil
+	}
+	s.popped = append(s.popped, items[1:]...)
+	return items[0], nil
 }
+
+// maxBatchPop bounds the items one pop takes from a domain.
+const maxBatchPop = 32
 
 func (s *Scheduler) setNext(d *domain, t time.Time) {
 	if d.blocked {
@@ -332,8 +360,8 @@ func (s *Scheduler) forget(d *domain) {
 // finish ends an item's time in flight.
 func (s *Scheduler) finish(it *Item) {
 	s.mu.Lock()
-	if _, ok := s.inflight[it.lease.ID]; ok {
-		delete(s.inflight, it.lease.ID)
+	if _, ok := s.inflight[it.leaseID]; ok {
+		delete(s.inflight, it.leaseID)
 		it.dom.inflight--
 		if it.dom.next.Equal(never) && !it.dom.blocked {
 			s.setNext(it.dom, s.now())
@@ -348,7 +376,7 @@ func (s *Scheduler) finish(it *Item) {
 // dropped for good). Concurrent calls share round trips. When it fails the
 // item stays in flight: call Done again, or Release returns it.
 func (s *Scheduler) Done(ctx context.Context, it *Item) error {
-	err := s.acks.ack(context.WithoutCancel(ctx), it.lease.ID)
+	err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID)
 	if err == nil {
 		s.finish(it)
 	}
@@ -363,7 +391,7 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *request.Request)
 		return err
 	}
 	queue := rediskeys.QueueKey(retry.SpiderID, it.Domain)
-	if err := s.leases.Requeue(context.WithoutCancel(ctx), it.lease.ID, queue, string(member), retry.Score()); err != nil {
+	if err := s.leases.Requeue(context.WithoutCancel(ctx), it.leaseID, queue, string(member), retry.Score()); err != nil {
 		return err // still in flight: retry the call, or Release returns it
 	}
 	s.finish(it)

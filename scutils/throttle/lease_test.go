@@ -215,3 +215,43 @@ func TestDenialsSayHowLongToWait(t *testing.T) {
 		t.Fatalf("moderation denial %+v, %v; want a wait of about 2s", res, err)
 	}
 }
+
+func TestAttemptNPopsWhatTheWindowAllowsAndLeasesEach(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, 30*time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 5})
+	fill(t, "link:a.com:queue", 10)
+	lease := l.New()
+	res, err := tq.AttemptN(ctx, lease, 8)
+	if err != nil || res.Status != throttle.Popped || len(res.More) != 4 {
+		t.Fatalf("AttemptN = %+v, %v; want 5 items (the window's limit)", res, err)
+	}
+	if res.Raw != `"item-9"` || res.More[0].Raw != `"item-8"` || res.More[3].LeaseID != lease.ID+":5" || res.More[3].Score != -5 {
+		t.Fatalf("items %+v", res)
+	}
+	if n, _ := l.Count(ctx); n != 5 {
+		t.Fatalf("%d leases, want 5", n)
+	}
+	if n := c.ZCard(ctx, tq.WindowKey()).Val(); n != 5 {
+		t.Fatalf("%d hits, want 5", n)
+	}
+	if res, _ := tq.AttemptN(ctx, l.New(), 8); res.Status != throttle.DeniedByWindow {
+		t.Fatalf("after the limit: %v", res.Status)
+	}
+	ids := []string{lease.ID}
+	for _, m := range res.More {
+		ids = append(ids, m.LeaseID)
+	}
+	if err := l.Ack(ctx, ids...); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := l.Count(ctx); n != 0 {
+		t.Fatalf("%d leases left after acking every id", n)
+	}
+	// A moderated throttle pops one at a time.
+	mod := newThrottle(t, "link:b.com:queue", throttle.Config{Window: time.Minute, Limit: 5, Moderate: true})
+	fill(t, "link:b.com:queue", 5)
+	if res, _ := mod.AttemptN(ctx, nil, 8); res.Status != throttle.Popped || len(res.More) != 0 {
+		t.Fatalf("moderated AttemptN popped %d more", len(res.More))
+	}
+}

@@ -12,11 +12,15 @@
 -- ARGV[7] unique hit id: the window member (members must differ for
 --         concurrent pops; readers only count them, the score is the time)
 -- ARGV[8] lease seconds, 0 = no lease   ARGV[9] lease id
+-- ARGV[10] most items to pop (priority queues, unmoderated throttles only;
+--          as many as the window still allows)
 --
--- Returns {status, item, wait, score}: status 0 = denied by window,
--- 1 = denied by moderation, 2 = allowed but queue empty, 3 = popped.
--- wait (a string, seconds) is how long a denial will last at least;
--- score (a string) is the popped item's score in a priority queue.
+-- Returns {status, item, wait, score, item2, score2, ...}: status 0 =
+-- denied by window, 1 = denied by moderation, 2 = allowed but queue empty,
+-- 3 = popped. wait (a string, seconds) is how long a denial will last at
+-- least; score (a string) is the popped item's score in a priority queue.
+-- Items after the first are leased as "<lease id>:<n>" (n from 2) and
+-- their hits are "<hit id>:<n>".
 -- Times are the Redis server's clock, so every crawler shares one clock.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -47,25 +51,49 @@ if moderation > 0 then
   end
 end
 
-local item, score
-if ARGV[6] == 'ZPOPMIN' then
-  local popped = redis.call('ZPOPMIN', KEYS[1])
-  item, score = popped[1], popped[2]
-else
-  item = redis.call(ARGV[6], KEYS[1])
+local want = tonumber(ARGV[10]) or 1
+if moderation > 0 or ARGV[6] ~= 'ZPOPMIN' then
+  want = 1
 end
-if not item then
+want = math.max(1, math.min(want, limit - hits))
+
+local popped = {}
+if ARGV[6] == 'ZPOPMIN' then
+  local res = redis.call('ZPOPMIN', KEYS[1], want)
+  for i = 1, #res, 2 do
+    popped[#popped + 1] = {res[i], res[i + 1]}
+  end
+else
+  local item = redis.call(ARGV[6], KEYS[1])
+  if item then
+    popped[1] = {item, '0'}
+  end
+end
+if #popped == 0 then
   return {2, false, '0'}
 end
 
-redis.call('ZADD', KEYS[2], stamp, ARGV[7])
+local lease = tonumber(ARGV[8])
+local out = {3}
+for i, p in ipairs(popped) do
+  local suffix = ''
+  if i > 1 then
+    suffix = ':' .. i
+  end
+  redis.call('ZADD', KEYS[2], stamp, ARGV[7] .. suffix)
+  if lease > 0 then
+    redis.call('ZADD', KEYS[4], string.format('%.6f', now + lease), ARGV[9] .. suffix)
+    redis.call('HSET', KEYS[5], ARGV[9] .. suffix, cjson.encode({q = KEYS[1], s = p[2], m = p[1]}))
+  end
+  if i == 1 then
+    out[2], out[3], out[4] = p[1], '0', p[2]
+  else
+    out[#out + 1] = p[1]
+    out[#out + 1] = p[2]
+  end
+end
 redis.call('EXPIRE', KEYS[2], ttl)
 if moderation > 0 then
   redis.call('SET', KEYS[3], stamp, 'EX', ttl)
 end
-local lease = tonumber(ARGV[8])
-if lease > 0 then
-  redis.call('ZADD', KEYS[4], string.format('%.6f', now + lease), ARGV[9])
-  redis.call('HSET', KEYS[5], ARGV[9], cjson.encode({q = KEYS[1], s = score or '0', m = item}))
-end
-return {3, item, '0', score or '0'}
+return out

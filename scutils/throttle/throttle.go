@@ -230,6 +230,16 @@ type Result struct {
 	// Wait is how long a denial lasts at least: until the oldest hit leaves
 	// the window, or until the moderation gap has passed.
 	Wait time.Duration
+	// More are the items popped after the first by AttemptN.
+	More []Item
+}
+
+// Item is one more item of an AttemptN; with a lease, its lease id is
+// the first item's plus ":<n>" (n from 2).
+type Item struct {
+	Raw     string
+	Score   float64
+	LeaseID string
 }
 
 // Attempt is one throttled pop that returns the item undecoded with its
@@ -237,6 +247,13 @@ type Result struct {
 // lease (see Leases) the popped item is recorded as leased in the same
 // atomic step.
 func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
+	return t.AttemptN(ctx, lease, 1)
+}
+
+// AttemptN is Attempt popping up to n items in the same step, as many as
+// the window still allows, from a priority queue with an unmoderated
+// throttle (otherwise one). Every item is a hit and, with a lease, leased.
+func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
 	elastic := "0"
 	if t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit) {
 		elastic = "1"
@@ -253,7 +270,7 @@ func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
 		keys = append(keys, t.queue.Key(), t.queue.Key())
 	}
 	res, err := popScript.Run(ctx, t.rdb, keys,
-		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leaseTTL, leaseID,
+		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leaseTTL, leaseID, max(n, 1),
 	).Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
@@ -268,12 +285,21 @@ func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
 		out.Wait = time.Duration(max(wait, 0) * float64(time.Second))
 		return out, nil
 	}
-	if t.kickIn.Load() < int64(t.cfg.Limit) {
-		t.kickIn.Add(1)
-	}
 	out.Raw, _ = res[1].(string)
 	if len(res) > 3 {
 		out.Score, _ = strconv.ParseFloat(fmt.Sprint(res[3]), 64)
+	}
+	for i := 4; i+1 < len(res); i += 2 {
+		p := Item{}
+		p.Raw, _ = res[i].(string)
+		p.Score, _ = strconv.ParseFloat(fmt.Sprint(res[i+1]), 64)
+		if lease != nil {
+			p.LeaseID = lease.ID + ":" + strconv.Itoa(len(out.More)+2)
+		}
+		out.More = append(out.More, p)
+	}
+	if t.kickIn.Load() < int64(t.cfg.Limit) {
+		t.kickIn.Add(int64(1 + len(out.More)))
 	}
 	return out, nil
 }
