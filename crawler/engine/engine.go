@@ -125,10 +125,8 @@ func (e *Engine) setupStats(ctx context.Context) error {
 	if !e.settings.Bool("STATS_STATUS_CODES") {
 		return nil
 	}
-	windows, unknown := stats.KnownWindows(e.settings.Strings("STATS_TIMES"))
-	for _, name := range unknown {
-		e.log.Warning("Unable to find Stats Time '" + name + "'")
-	}
+	windows := stats.WindowsFromSettings(e.settings, e.log)
+	opts := stats.OptionsFromSettings(e.settings, e.log)
 	// 504 is always counted: requests that got no response at all count as
 	// 504s, as the original's retry middleware counts them.
 	codes := e.settings.Ints("STATUS_RESPONSE_CODES")
@@ -136,9 +134,7 @@ func (e *Engine) setupStats(ctx context.Context) error {
 		codes = append(codes, 504)
 	}
 	for _, code := range codes {
-		ws, err := stats.NewWindowSet(ctx, e.rdb, rediskeys.CrawlerStatusKey(e.host, e.spider.Name(), strconv.Itoa(code)), windows, true,
-			stats.WithCycleTime(e.settings.Seconds("STATS_CYCLE")),
-			stats.WithErrorHandler(func(err error) { e.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()}) }))
+		ws, err := stats.NewWindowSet(ctx, e.rdb, rediskeys.CrawlerStatusKey(e.host, e.spider.Name(), strconv.Itoa(code)), windows, true, opts...)
 		if err != nil {
 			return err
 		}

@@ -105,22 +105,12 @@ func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
 }
 
 func (m *Monitor) setupStats(ctx context.Context) error {
-	windows, unknown := stats.KnownWindows(m.settings.Strings("STATS_TIMES"))
-	for _, name := range unknown {
-		m.log.Warning("Unable to find Stats Time '" + name + "'")
-	}
-	cfg := stats.MonitorStatsConfig{Component: "kafka-monitor", Windows: windows, Total: m.settings.Bool("STATS_TOTAL")}
-	if m.settings.Bool("STATS_PLUGINS") {
-		for _, p := range m.plugins {
-			cfg.Plugins = append(cfg.Plugins, p.Plugin.Name())
-		}
+	names := make([]string, len(m.plugins))
+	for i, p := range m.plugins {
+		names[i] = p.Plugin.Name()
 	}
 	var err error
-	m.stats, err = stats.NewMonitorStats(ctx, m.rdb, cfg,
-		stats.WithCycleTime(m.settings.Seconds("STATS_CYCLE")),
-		stats.WithErrorHandler(func(err error) {
-			m.log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
-		}))
+	m.stats, err = stats.NewMonitorStatsFromSettings(ctx, m.rdb, m.settings, m.log, "kafka-monitor", names)
 	return err
 }
 
