@@ -96,7 +96,7 @@ func TestResultHasEveryFieldOfTheSpecsCrawlResult(t *testing.T) {
 	if attrs, _ := json.Marshal(page["attrs"]); string(attrs) != `{"customer":"abc","n":[1,2]}` {
 		t.Errorf("attrs %s", attrs)
 	}
-	if ua := page["request_headers"].(map[string]any)["User-Agent"]; ua != "MyCrawler/1.0" {
+	if ua := jsonText(page["request_headers"].(map[string]any)["User-Agent"]); ua != `["MyCrawler/1.0"]` {
 		t.Errorf("request_headers User-Agent %v", ua)
 	}
 	if ct := page["response_headers"].(map[string]any)["Content-Type"]; !strings.Contains(jsonText(ct), "text/html") {

@@ -12,9 +12,8 @@ import (
 
 // NewPage returns the crawl result of a response, filled as the original's
 // link spider fills its item: url (the request's), response_url,
-// status_code, status_msg, response_headers (every header with all its
-// values), request_headers (one value per name, repeated values joined by
-// ", "), body and encoding (see Text), links (empty), and attrs, appid and
+// status_code, status_msg, response_headers and request_headers (every
+// header as a list of its values, as Scrapy's headers are), body and encoding (see Text), links (empty), and attrs, appid and
 // crawlid from the request. The pipeline sets Timestamp.
 //
 // status_msg is the response's reason phrase ("Not Found"), or the standard
@@ -27,7 +26,7 @@ func NewPage(resp *Response) *Page {
 		StatusCode:      resp.Status,
 		StatusMsg:       reasonPhrase(resp.Status, resp.StatusText),
 		ResponseHeaders: make(map[string][]string, len(resp.Header)),
-		RequestHeaders:  make(map[string]string, len(resp.RequestHeader)),
+		RequestHeaders:  make(map[string][]string, len(resp.RequestHeader)),
 		Body:            body,
 		Encoding:        enc,
 		Links:           []Link{},
@@ -37,7 +36,7 @@ func NewPage(resp *Response) *Page {
 		p.ResponseHeaders[k] = slices.Clone(v)
 	}
 	for k, v := range resp.RequestHeader {
-		p.RequestHeaders[k] = strings.Join(v, ", ")
+		p.RequestHeaders[k] = slices.Clone(v)
 	}
 	if r := resp.Request; r != nil {
 		p.URL = r.URL
@@ -88,7 +87,7 @@ func (p Page) MarshalJSON() ([]byte, error) {
 		f.ResponseHeaders = map[string][]string{}
 	}
 	if f.RequestHeaders == nil {
-		f.RequestHeaders = map[string]string{}
+		f.RequestHeaders = map[string][]string{}
 	}
 	var b bytes.Buffer
 	if err := encodeNoEscape(&b, &f); err != nil {

@@ -11,7 +11,7 @@ type Page struct {
 	StatusCode      int                 `json:"status_code"`
 	StatusMsg       string              `json:"status_msg"`
 	ResponseHeaders map[string][]string `json:"response_headers"`
-	RequestHeaders  map[string]string   `json:"request_headers"`
+	RequestHeaders  map[string][]string `json:"request_headers"`
 	Body            string              `json:"body"`
 	Encoding        string              `json:"encoding"`
 	Links           []Link              `json:"links"`

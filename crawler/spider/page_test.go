@@ -66,12 +66,15 @@ func TestPageJSONHasTheQuickStartsFields(t *testing.T) {
 		"status_code":  200.0,
 		"status_msg":   "OK",
 		"links":        []any{},
+		// The spec's example prints each request header as one string; the
+		// original's crawler writes Scrapy's Headers, a list per name, as
+		// response_headers are. A mixed cluster needs one type: lists.
 		"request_headers": map[string]any{
-			"Accept-Language": "en",
-			"Accept-Encoding": "gzip,deflate",
-			"Accept":          "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-			"User-Agent":      "Scrapy/1.0.4 (+http://scrapy.org)",
-			"Cookie":          "x=1, y=2",
+			"Accept-Language": []any{"en"},
+			"Accept-Encoding": []any{"gzip,deflate"},
+			"Accept":          []any{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"},
+			"User-Agent":      []any{"Scrapy/1.0.4 (+http://scrapy.org)"},
+			"Cookie":          []any{"x=1", "y=2"},
 		},
 		"attrs":     nil,
 		"timestamp": "2016-01-22T04:22:35.976672",

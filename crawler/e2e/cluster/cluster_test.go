@@ -121,6 +121,23 @@ func checkResult(tb testing.TB, m map[string]any, crawlID string, attrs map[stri
 	if len(m["request_headers"].(map[string]any)) == 0 {
 		tb.Errorf("%s: empty request_headers", what)
 	}
+	// As the original's crawler writes them: every header, request and
+	// response, a list of strings.
+	for _, field := range []string{"request_headers", "response_headers"} {
+		for name, v := range m[field].(map[string]any) {
+			values, ok := v.([]any)
+			if ok {
+				for _, s := range values {
+					if _, isString := s.(string); !isString {
+						ok = false
+					}
+				}
+			}
+			if !ok || len(values) == 0 {
+				tb.Errorf("%s: %s %q is %v, want a list of strings", what, field, name, v)
+			}
+		}
+	}
 	if attrs == nil {
 		if m["attrs"] != nil {
 			tb.Errorf("%s: attrs %v, want null", what, m["attrs"])
@@ -293,7 +310,7 @@ func TestCrawlFeedAndREST(t *testing.T) {
 	cr := statsAnswer("crawler")
 	spiders("crawler stats", obj(t, cr, "spiders"))
 	machines("crawler stats", obj(t, cr, "machines"))
-	queues("crawler stats", obj(t, cr, "queues"))
+	queues("crawler stats", obj(t, cr, "queue"))
 	nodes(t, "rest stats", statsAnswer("rest"))
 	all := statsAnswer("all")
 	monitor("all kafka-monitor", obj(t, all, "kafka-monitor"))
@@ -302,7 +319,7 @@ func TestCrawlFeedAndREST(t *testing.T) {
 	ac := obj(t, all, "crawler")
 	spiders("all crawler", obj(t, ac, "spiders"))
 	machines("all crawler", obj(t, ac, "machines"))
-	queues("all crawler", obj(t, ac, "queues"))
+	queues("all crawler", obj(t, ac, "queue"))
 
 	// The REST service answers a stats request inline.
 	ra := c.postFeed(map[string]any{"stats": "rest", "appid": appID, "uuid": "rest-stats-inline"})

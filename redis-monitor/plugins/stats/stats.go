@@ -7,7 +7,7 @@
 //	spider                              {"spiders": {...}}
 //	machine                             {"machines": {...}}
 //	queue                               {"queues": {...}}
-//	crawler                             {"spiders", "machines", "queues"}
+//	crawler                             {"spiders", "machines", "queue"}
 //	all                                 {"kafka-monitor", "redis-monitor", "crawler", "rest"}
 //
 // plus "stats", "appid", "uuid" and "server_time" at the top level.
@@ -168,11 +168,12 @@ func (r reader) answer(ctx context.Context, stats string) (map[string]any, error
 	return nil, errUnknownStats
 }
 
-// crawlerAnswer is the "crawler" stats: spiders, machines and queues. The
-// original's code names the last "queue"; we use "queues" as the spec's
-// examples show, which is also the key of the "queue" stats answer.
+// crawlerAnswer is the "crawler" stats: spiders, machines and the queue
+// backlog. The backlog is under "queue", as the original's Redis Monitor
+// sends it and the spec's REST example shows (the Kafka Monitor page's
+// example says "queues", which is the key of the "queue" stats answer only).
 func crawlerAnswer(c *crawlerStats, q *queueStats) map[string]any {
-	return map[string]any{"spiders": c.spiders(), "machines": c.machines(), "queues": q.answer()}
+	return map[string]any{"spiders": c.spiders(), "machines": c.machines(), "queue": q.answer()}
 }
 
 // A collector builds an answer section from the keys a SCAN finds. Keys come

@@ -188,7 +188,7 @@ func expectedAnswer(t testing.TB, stats string) map[string]any {
 		return map[string]any{
 			"spiders":  expected(t, "spider")["spiders"],
 			"machines": expected(t, "machine")["machines"],
-			"queues":   expected(t, "queue")["queues"],
+			"queue":    expected(t, "queue")["queues"],
 		}
 	case "all":
 		return map[string]any{
@@ -312,7 +312,7 @@ func TestAComponentWithoutKeysAnswersEmptySections(t *testing.T) {
 		"crawler": map[string]any{
 			"spiders":  map[string]any{"unique_spider_count": 0.0, "total_spider_count": 0.0},
 			"machines": map[string]any{"count": 0.0},
-			"queues":   map[string]any{"total_backlog": 0.0},
+			"queue":    map[string]any{"total_backlog": 0.0},
 		},
 	})
 }
