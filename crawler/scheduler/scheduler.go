@@ -455,11 +455,8 @@ func (s *Scheduler) signalLocked() {
 
 // domainOf is the domain part of one of this spider's queue keys.
 func (s *Scheduler) domainOf(key string) (string, bool) {
-	prefix, suffix := s.cfg.SpiderID+":", ":queue"
-	if len(key) <= len(prefix)+len(suffix) || key[:len(prefix)] != prefix || key[len(key)-len(suffix):] != suffix {
-		return "", false
-	}
-	return key[len(prefix) : len(key)-len(suffix)], true
+	spider, domain, ok := rediskeys.ParseQueueKey(key)
+	return domain, ok && spider == s.cfg.SpiderID
 }
 
 // configure (re)builds d's throttle from the domain config and the IP.
@@ -509,7 +506,7 @@ func (s *Scheduler) Throttle(domainName string) (hits int, window time.Duration,
 
 // scan adds every queue of the spider found in Redis.
 func (s *Scheduler) scan(ctx context.Context) {
-	pattern := escapeGlob(s.cfg.SpiderID) + ":*:queue"
+	pattern := rediskeys.QueuePattern(s.cfg.SpiderID)
 	var cursor uint64
 	for {
 		keys, next, err := s.rdb.Scan(ctx, cursor, pattern, 1000).Result()
@@ -694,8 +691,8 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *request.Request, reqs [
 // Clear removes the spider's queues, leases and filters (SCHEDULER_PERSIST false).
 func (s *Scheduler) Clear(ctx context.Context) error {
 	var errs []error
-	for _, pattern := range []string{escapeGlob(s.cfg.SpiderID) + ":*:queue", escapeGlob(s.cfg.SpiderID) + ":dupefilter:*",
-		escapeGlob(s.cfg.SpiderID) + ":domain_max_page_filter:*", escapeGlob(s.cfg.SpiderID) + ":global_page_count_filter:*"} {
+	for _, pattern := range []string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.GlobEscape(s.cfg.SpiderID) + ":dupefilter:*",
+		rediskeys.GlobEscape(s.cfg.SpiderID) + ":domain_max_page_filter:*", rediskeys.GlobEscape(s.cfg.SpiderID) + ":global_page_count_filter:*"} {
 		iter := s.rdb.Scan(ctx, 0, pattern, 1000).Iterator()
 		for iter.Next(ctx) {
 			if err := s.rdb.Del(ctx, iter.Val()).Err(); err != nil {
@@ -718,18 +715,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func escapeGlob(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }
 
 func preview(s string) string {

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // Entry is the part of a queued request the monitor needs.
@@ -35,29 +37,6 @@ type Queue struct {
 	Skipped int // members without appid and crawlid
 }
 
-// Pattern is the SCAN pattern of a spider's domain queues.
-func Pattern(spiderID string) string { return GlobEscape(spiderID) + ":*:queue" }
-
-// GlobEscape quotes the characters SCAN MATCH treats as special.
-func GlobEscape(s string) string {
-	if !strings.ContainsAny(s, `*?[]\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// Domain returns the domain part of a queue key of spiderID.
-func Domain(spiderID, key string) string {
-	return strings.TrimSuffix(strings.TrimPrefix(key, spiderID+":"), ":queue")
-}
-
 // batch is how many queues are read per round trip.
 const batch = 100
 
@@ -68,7 +47,7 @@ const batch = 100
 func Scan(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func(Queue) error) error {
 	var cursor uint64
 	for {
-		keys, next, err := rdb.Scan(ctx, cursor, Pattern(spiderID), 1000).Result()
+		keys, next, err := rdb.Scan(ctx, cursor, rediskeys.QueuePattern(spiderID), 1000).Result()
 		if err != nil {
 			return err
 		}
@@ -99,7 +78,11 @@ func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []s
 			}
 			return err
 		}
-		q := Queue{Key: keys[i], Domain: Domain(spiderID, keys[i]), Entries: make([]Entry, 0, len(members))}
+		spider, domain, ok := rediskeys.ParseQueueKey(keys[i])
+		if !ok || spider != spiderID {
+			continue // matched the pattern, but not a domain queue of spiderID
+		}
+		q := Queue{Key: keys[i], Domain: domain, Entries: make([]Entry, 0, len(members))}
 		for _, m := range members {
 			if e, ok := Parse(m); ok {
 				q.Entries = append(q.Entries, e)

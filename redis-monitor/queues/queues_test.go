@@ -107,12 +107,3 @@ func TestPurgeRemovesOnlyTheCrawlsRequests(t *testing.T) {
 		t.Fatalf("%d requests left, %v; want 300 of other crawls", left, err)
 	}
 }
-
-func TestPatternEscapesGlobCharacters(t *testing.T) {
-	if got := queues.Pattern(`we*ird[1]`); got != `we\*ird\[1\]:*:queue` {
-		t.Fatal(got)
-	}
-	if got := queues.Domain("link", "link:::1.:queue"); got != "::1." {
-		t.Fatal(got)
-	}
-}

@@ -26,6 +26,50 @@ func QueueKeyForURL(spiderID, rawURL string) (string, error) {
 	return QueueKey(spiderID, d), nil
 }
 
+// QueuePattern is the SCAN MATCH pattern of a spider's domain queues,
+// "<spiderid>:*:queue" (glob characters in spiderID escaped). It also
+// matches keys that are not queues; ParseQueueKey tells them apart.
+func QueuePattern(spiderID string) string { return GlobEscape(spiderID) + ":*:queue" }
+
+// AllQueuesPattern matches every spider's domain queues (and, like
+// QueuePattern, some other keys: check each with ParseQueueKey).
+const AllQueuesPattern = "*:*:queue"
+
+// ParseQueueKey splits a domain queue key "<spiderid>:<domain>:queue" into
+// its spider and domain. Other keys end in ":queue" too; only a key with a
+// colon-free spider id and a colon-free domain counts, or an IPv6 host's
+// queue, whose domain keeps the address and its dot ("link:::1.:queue").
+func ParseQueueKey(key string) (spiderID, domain string, ok bool) {
+	rest, found := strings.CutSuffix(key, ":queue")
+	if !found {
+		return "", "", false
+	}
+	spiderID, domain, found = strings.Cut(rest, ":")
+	switch {
+	case !found || spiderID == "" || domain == "":
+		return "", "", false
+	case strings.Contains(domain, ":") && net.ParseIP(strings.TrimSuffix(domain, ".")) == nil:
+		return "", "", false
+	}
+	return spiderID, domain, true
+}
+
+// GlobEscape quotes the characters SCAN MATCH treats as special, so a name
+// that holds them matches only itself.
+func GlobEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // QueueChannel is the pub/sub channel on which a new domain queue of a spider
 // is announced (the message is the queue key), so crawlers start on it at
 // once instead of waiting for their next scan of "<spiderid>:*:queue".

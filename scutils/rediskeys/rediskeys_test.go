@@ -81,3 +81,37 @@ func TestKeyFormats(t *testing.T) {
 		}
 	}
 }
+
+func TestParseQueueKeyTakesOnlyDomainQueues(t *testing.T) {
+	for key, want := range map[string]string{
+		"link:istresearch.com:queue":   "link istresearch.com",
+		"link:127.0.0.1.:queue":        "link 127.0.0.1.",
+		"link:::1.:queue":              "link ::1.",
+		"link:fe80::1.:queue":          "link fe80::1.",
+		"link:foo:bar:queue":           "",
+		"link:istresearch.com:queue:x": "",
+		"queue":                        "",
+		"a:queue":                      "",
+		":example.com:queue":           "",
+		"link::queue":                  "",
+		"link:istresearch.com:queues":  "",
+	} {
+		spider, domain, ok := rediskeys.ParseQueueKey(key)
+		got := ""
+		if ok {
+			got = spider + " " + domain
+		}
+		if got != want {
+			t.Errorf("ParseQueueKey(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestQueuePatternEscapesGlobCharacters(t *testing.T) {
+	if got := rediskeys.QueuePattern(`we*ird[1]`); got != `we\*ird\[1\]:*:queue` {
+		t.Fatal(got)
+	}
+	if got := rediskeys.GlobEscape(`a?b\c`); got != `a\?b\\c` {
+		t.Fatal(got)
+	}
+}

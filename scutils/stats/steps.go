@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // stepKeyFormat is the date stamp of a step key, the original's
@@ -70,19 +72,6 @@ func isStepKey(base, key string) bool {
 	return err == nil
 }
 
-// escapeGlob quotes the characters SCAN MATCH treats as a pattern.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // purger deletes the step keys beyond keepMax, newest kept. It scans only
 // when the step has changed since its last successful run, as only then can
 // a new key have appeared.
@@ -104,7 +93,7 @@ func (p *purger) purge(ctx context.Context, now time.Time) error {
 		return nil
 	}
 	var keys []string
-	iter := p.rdb.Scan(ctx, 0, escapeGlob(p.steps.key)+":*", 1000).Iterator()
+	iter := p.rdb.Scan(ctx, 0, rediskeys.GlobEscape(p.steps.key)+":*", 1000).Iterator()
 	for iter.Next(ctx) {
 		if k := iter.Val(); isStepKey(p.steps.key, k) {
 			keys = append(keys, k)

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 func init() {
@@ -466,7 +466,7 @@ func (c *crawlerStats) machines() map[string]any {
 }
 
 // queuePattern finds the domain queues, <spiderid>:<domain>:queue.
-const queuePattern = "*:*:queue"
+const queuePattern = rediskeys.AllQueuesPattern
 
 // queueStats is the backlog of every domain queue, per spider.
 type queueStats struct {
@@ -487,22 +487,9 @@ type domainBacklog struct {
 
 func newQueueStats() *queueStats { return &queueStats{bySpider: map[string]*spiderQueue{}} }
 
-// queueKeyParts splits a domain queue key into spider and domain. Other keys
-// can end in ":queue" too: only <spiderid>:<domain>:queue counts, with one
-// exception, an IPv6 host's queue (rediskeys.Domain keeps the address, so
-// "link:::1.:queue").
+// queueKeyParts is rediskeys.ParseQueueKey of a key split on ':'.
 func queueKeyParts(parts []string) (spider, domain string, ok bool) {
-	switch {
-	case len(parts) < 3 || parts[len(parts)-1] != "queue":
-		return "", "", false
-	case len(parts) == 3:
-		return parts[0], parts[1], true
-	}
-	domain = strings.Join(parts[1:len(parts)-1], ":")
-	if net.ParseIP(strings.TrimSuffix(domain, ".")) == nil {
-		return "", "", false
-	}
-	return parts[0], domain, true
+	return rediskeys.ParseQueueKey(strings.Join(parts, ":"))
 }
 
 func (q *queueStats) take(parts []string) bool {

@@ -422,29 +422,6 @@ func TestQueuesListEveryDomainSorted(t *testing.T) {
 	})
 }
 
-func TestQueueKeyParts(t *testing.T) {
-	for key, want := range map[string]string{
-		"link:istresearch.com:queue":   "link istresearch.com",
-		"link:127.0.0.1.:queue":        "link 127.0.0.1.",
-		"link:::1.:queue":              "link ::1.",
-		"link:fe80::1.:queue":          "link fe80::1.",
-		"link:foo:bar:queue":           "",
-		"link:istresearch.com:queue:x": "",
-		"queue":                        "",
-		"a:queue":                      "",
-		"link:istresearch.com:queues":  "",
-	} {
-		spider, domain, ok := queueKeyParts(strings.Split(key, ":"))
-		got := ""
-		if ok {
-			got = spider + " " + domain
-		}
-		if got != want {
-			t.Errorf("queueKeyParts(%q) = %q, want %q", key, got, want)
-		}
-	}
-}
-
 // vanishing wraps a collector and, as it takes each key, lets change alter
 // it in Redis: what happens between a SCAN page and the reads it leads to.
 type vanishing struct {
