@@ -1,0 +1,176 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// claimScript claims a finished crawl for publishing its crawl-complete:
+// nothing outstanding, not completed yet, and no live claim by another
+// monitor. A crawl without a ledger, or already completed, leaves the active
+// set. Returns the ledger (HGETALL) when claimed, else false.
+//
+// KEYS[1] ledger, KEYS[2] active set
+// ARGV[1] index member, ARGV[2] now (epoch seconds), ARGV[3] claim "<owner>|<deadline>"
+var claimScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return false
+end
+local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done', 'completed', 'completing')
+if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) ~= (tonumber(v[3]) or 0) then
+  return false
+end
+if v[4] then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return false
+end
+if v[5] then
+  local deadline = tonumber(string.match(v[5], '|(.*)$'))
+  if deadline and deadline > tonumber(ARGV[2]) then
+    return false
+  end
+end
+redis.call('HSET', KEYS[1], 'completing', ARGV[3])
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// finishScript ends a claim once its crawl-complete is published: the crawl
+// is completed and leaves the active set, unless new work arrived meanwhile
+// (then it stays active and completes again later).
+//
+// KEYS[1] ledger, KEYS[2] active set
+// ARGV[1] index member, ARGV[2] the claim, ARGV[3] stamp, ARGV[4] ttl
+var finishScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'completing') ~= ARGV[2] then
+  return 0
+end
+redis.call('HDEL', KEYS[1], 'completing')
+local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done')
+if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) ~= (tonumber(v[3]) or 0) then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'completed', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+`)
+
+// A Completer finds finished crawls and hands each to exactly one of the
+// Redis Monitors running it: Claim a batch, publish each crawl-complete,
+// Finish each. A claim lasts ClaimTTL; a monitor that dies holding one lets
+// another claim the crawl after that (and publish it, possibly again).
+type Completer struct {
+	rdb   redis.Cmdable
+	owner string
+	ttl   time.Duration
+	// ClaimTTL is how long a claim keeps other monitors off (default 30 s).
+	ClaimTTL time.Duration
+	// Batch is the most active crawls looked at per Claim (default 10,000).
+	Batch int
+	now   func() time.Time
+}
+
+// NewCompleter returns a completer for the monitor owner (a unique id);
+// completed ledgers live ttl (LEDGER_TTL).
+func NewCompleter(rdb redis.Cmdable, owner string, ttl time.Duration) *Completer {
+	return &Completer{rdb: rdb, owner: owner, ttl: ttl, ClaimTTL: 30 * time.Second, Batch: 10000, now: time.Now}
+}
+
+// Finished is a claimed crawl with its final progress.
+type Finished struct {
+	Crawl    Crawl
+	Progress *Progress
+	claim    string
+}
+
+// Claim claims the finished crawls among the active ones.
+func (c *Completer) Claim(ctx context.Context) ([]Finished, error) {
+	members, err := c.rdb.ZRange(ctx, rediskeys.LedgerActiveKey, 0, int64(c.Batch-1)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list active crawls: %w", err)
+	}
+	if len(members) == 0 {
+		return nil, nil
+	}
+	crawls := make([]Crawl, 0, len(members))
+	for _, m := range members {
+		cr, err := ParseMember(m)
+		if err != nil { // not ours: drop it from the set
+			c.rdb.ZRem(ctx, rediskeys.LedgerActiveKey, m)
+			continue
+		}
+		crawls = append(crawls, cr)
+	}
+	now := c.now()
+	claim := c.owner + "|" + strconv.FormatFloat(epoch(now.Add(c.ClaimTTL)), 'f', 3, 64)
+	cmds, err := c.claim(ctx, crawls, now, claim)
+	if IsNoScript(err) { // Redis restarted and lost its scripts
+		if err := LoadScripts(ctx, c.rdb); err != nil {
+			return nil, err
+		}
+		cmds, err = c.claim(ctx, crawls, now, claim)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Finished
+	for i, cmd := range cmds {
+		vals, err := cmd.StringSlice()
+		if err != nil || len(vals) == 0 {
+			continue
+		}
+		h := make(map[string]string, len(vals)/2)
+		for j := 0; j+1 < len(vals); j += 2 {
+			h[vals[j]] = vals[j+1]
+		}
+		p := parseProgress(h)
+		p.State = StateComplete
+		out = append(out, Finished{Crawl: crawls[i], Progress: p, claim: claim})
+	}
+	return out, nil
+}
+
+// claim runs the claim script for each crawl in one round trip.
+func (c *Completer) claim(ctx context.Context, crawls []Crawl, now time.Time, claim string) ([]*redis.Cmd, error) {
+	pipe := c.rdb.Pipeline()
+	cmds := make([]*redis.Cmd, len(crawls))
+	for i, cr := range crawls {
+		cmds[i] = claimScript.Run(ctx, pipe, []string{cr.Key(), rediskeys.LedgerActiveKey}, cr.Member(), Stamp(now), claim)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("claim finished crawls: %w", err)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && err != redis.Nil {
+			return nil, fmt.Errorf("claim finished crawls: %w", err)
+		}
+	}
+	return cmds, nil
+}
+
+// Finish marks a claimed crawl completed once its crawl-complete is out.
+func (c *Completer) Finish(ctx context.Context, f Finished) error {
+	err := finishScript.Run(ctx, c.rdb, []string{f.Crawl.Key(), rediskeys.LedgerActiveKey},
+		f.Crawl.Member(), f.claim, Stamp(c.now()), ttlSeconds(c.ttl)).Err()
+	if err != nil {
+		return fmt.Errorf("complete crawl %s: %w", f.Crawl.CrawlID, err)
+	}
+	return nil
+}
+
+// Message is the crawl-complete message for f, published on the outbound
+// topics: action, appid, crawlid, spiderid, reason ("finished", "stopped"
+// or "expired"), progress and server_time (epoch seconds).
+func (f Finished) Message(now time.Time) map[string]any {
+	return map[string]any{
+		"action": "crawl-complete", "appid": f.Crawl.AppID, "crawlid": f.Crawl.CrawlID, "spiderid": f.Crawl.SpiderID,
+		"reason": f.Progress.Reason(), "progress": f.Progress, "server_time": now.Unix(),
+	}
+}

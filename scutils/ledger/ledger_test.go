@@ -1,0 +1,399 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+var redisServer *harness.Redis
+
+func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+
+var (
+	ctx   = context.Background()
+	crawl = ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+	t0    = time.Unix(1700000000, 0)
+)
+
+// client is a client of the shared server, emptied for this test.
+func client(t *testing.T) *redis.Client {
+	t.Helper()
+	if err := redisServer.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return redisServer.TestClient(t)
+}
+
+func mustRead(t *testing.T, rdb redis.Cmdable, c ledger.Crawl) *ledger.Progress {
+	t.Helper()
+	ps, err := ledger.Read(ctx, rdb, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0] == nil {
+		t.Fatalf("no ledger for %v", c)
+	}
+	return ps[0]
+}
+
+// seed queues one seed for c the way the Kafka Monitor does.
+func seed(t *testing.T, rdb *redis.Client, c ledger.Crawl, member string) int64 {
+	t.Helper()
+	pipe := rdb.Pipeline()
+	cmd := ledger.QueueSeed(ctx, pipe, rediskeys.QueueKey(c.SpiderID, "example.com"), -50, member, c, t0, time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Val().(int64)
+}
+
+func TestASeedFedTwiceIsQueuedAndCountedOnce(t *testing.T) {
+	rdb := client(t)
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	member := `{"url":"http://example.com/","appid":"app","crawlid":"c1"}`
+	if got := seed(t, rdb, crawl, member); got != 1 {
+		t.Fatalf("first seed: %d, want 1", got)
+	}
+	if got := seed(t, rdb, crawl, member); got != 0 {
+		t.Fatalf("same seed again: %d, want 0", got)
+	}
+	p := mustRead(t, rdb, crawl)
+	if p.Seeds != 1 || p.Queued != 1 || p.State != ledger.StateRunning || p.Started != 1700000000 {
+		t.Fatalf("progress %+v, want 1 seed queued, running, started at t0", p)
+	}
+	if n := rdb.ZCard(ctx, "link:example.com:queue").Val(); n != 1 {
+		t.Fatalf("queue holds %d, want 1", n)
+	}
+	for _, key := range []string{rediskeys.LedgerActiveKey, rediskeys.LedgerCrawlsKey, rediskeys.LedgerAppCrawlsKey("app")} {
+		if m := rdb.ZRange(ctx, key, 0, -1).Val(); len(m) != 1 || m[0] != crawl.Member() {
+			t.Errorf("%s = %v, want [%s]", key, m, crawl.Member())
+		}
+	}
+	if ttl := rdb.TTL(ctx, crawl.Key()).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Errorf("ledger ttl %v, want within an hour", ttl)
+	}
+}
+
+func TestATallyCountsEveryFateAndQueuedPlusInFlightIsWhatIsLeft(t *testing.T) {
+	rdb := client(t)
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 10)
+	tl.Refused(crawl, ledger.RefusedDuplicate, 4)
+	tl.Refused(crawl, ledger.RefusedOffDomain, 2)
+	tl.Fetched(crawl, 200)
+	tl.Fetched(crawl, 200)
+	tl.Fetched(crawl, 404)
+	tl.Published(crawl, false)
+	tl.Published(crawl, true)
+	tl.Retried(crawl)
+	tl.Dropped(crawl, ledger.DroppedTimeout)
+	tl.RefusedPopped(crawl, ledger.RefusedRobots)
+	var more ledger.Tally
+	more.Purged(crawl, ledger.PurgedStop, 2)
+	tl.Merge(&more)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, t0, time.Hour)
+	// Two requests leased by a crawler, one of another crawl.
+	for id, m := range map[string]string{
+		"a": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/1\",\"appid\":\"app\",\"crawlid\":\"c1\"}"}`,
+		"b": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/2\",\"meta\":{\"appid\":\"app\",\"crawlid\":\"c1\"}}"}`,
+		"c": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/3\",\"appid\":\"app\",\"crawlid\":\"other\"}"}`,
+	} {
+		pipe.HSet(ctx, rediskeys.LeaseKey("link")+":items", id, m)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := mustRead(t, rdb, crawl)
+	want := ledger.Progress{
+		State: ledger.StateRunning, Enqueued: 10, Queued: 2, InFlight: 2, Fetched: 3,
+		StatusCodes: map[string]int64{"200": 2, "404": 1}, Published: 2, PublishedTruncated: 1, Retried: 1,
+		Dropped: map[string]int64{"timeout": 1}, Refused: map[string]int64{"duplicate": 4, "off_domain": 2, "robots": 1},
+		Purged: map[string]int64{"stop": 2}, Done: 6, LastActivity: 1700000000, Started: 1700000000,
+	}
+	if got, exp := jsonOf(t, p), jsonOf(t, &want); got != exp {
+		t.Fatalf("progress\n got %s\nwant %s", got, exp)
+	}
+	if p.Queued+p.InFlight != p.Seeds+p.Enqueued-p.Done {
+		t.Fatal("queued + in flight is not what is left")
+	}
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
+	rdb := client(t)
+	members := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 3)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, t0, time.Hour)
+	for _, m := range members {
+		pipe.ZAdd(ctx, "link:example.com:queue", redis.Z{Score: -1, Member: m})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pipe = rdb.TxPipeline()
+	cmds := ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", crawl, ledger.PurgedExpire, append(members[:2:2], `{"gone":1}`), t0)
+	ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := cmds[0].Val().(int64); n != 2 {
+		t.Fatalf("purged %d, want 2", n)
+	}
+	p := mustRead(t, rdb, crawl)
+	if p.Done != 2 || p.Purged["expire"] != 2 || p.Queued != 1 || p.EndedBy != "expire" || p.Reason() != "expired" {
+		t.Fatalf("progress %+v", p)
+	}
+	// A crawl without a ledger (fed by the original's Kafka Monitor) gets none.
+	other := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "python"}
+	pipe = rdb.TxPipeline()
+	ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", other, ledger.PurgedStop, members[2:], t0)
+	ledger.EndedBy(ctx, pipe, other, ledger.PurgedStop)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, other.Key()).Val(); n != 0 {
+		t.Fatal("a purge created a ledger for a crawl that had none")
+	}
+	if n := rdb.ZCard(ctx, "link:example.com:queue").Val(); n != 0 {
+		t.Fatalf("queue holds %d, want 0", n)
+	}
+}
+
+func finishAll(t *testing.T, c *ledger.Completer) []ledger.Finished {
+	t.Helper()
+	fs, err := c.Claim(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fs {
+		if err := c.Finish(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T) {
+	rdb := client(t)
+	write := func(f func(*ledger.Tally)) {
+		var tl ledger.Tally
+		f(&tl)
+		pipe := rdb.TxPipeline()
+		tl.Write(ctx, pipe, time.Now(), time.Hour)
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := ledger.NewCompleter(rdb, "a", time.Hour), ledger.NewCompleter(rdb, "b", time.Hour)
+	write(func(tl *ledger.Tally) { tl.Enqueued(crawl, 2) })
+	write(func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	if fs := finishAll(t, a); len(fs) != 0 {
+		t.Fatalf("completed with one request left: %+v", fs)
+	}
+	write(func(tl *ledger.Tally) { tl.Dropped(crawl, ledger.Dropped504) })
+	// Two monitors at once: exactly one claims it.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []ledger.Finished
+	for _, c := range []*ledger.Completer{a, b} {
+		wg.Go(func() {
+			fs := finishAll(t, c)
+			mu.Lock()
+			got = append(got, fs...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(got) != 1 || got[0].Crawl != crawl || got[0].Progress.Published != 1 || got[0].Progress.Dropped["504"] != 1 {
+		t.Fatalf("finished %+v, want the crawl once with its counts", got)
+	}
+	msg := got[0].Message(time.Unix(1700000001, 0))
+	if msg["action"] != "crawl-complete" || msg["reason"] != "finished" || msg["server_time"] != int64(1700000001) {
+		t.Fatalf("message %v", msg)
+	}
+	if p := mustRead(t, rdb, crawl); p.State != ledger.StateComplete {
+		t.Fatalf("state %q after completion", p.State)
+	}
+	if fs := finishAll(t, b); len(fs) != 0 {
+		t.Fatal("completed twice")
+	}
+	if n := rdb.ZCard(ctx, rediskeys.LedgerActiveKey).Val(); n != 0 {
+		t.Fatalf("%d crawls still active", n)
+	}
+	// New seeds: running again, and complete again once done.
+	write(func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
+	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning {
+		t.Fatalf("state %q after new work", p.State)
+	}
+	write(func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	if fs := finishAll(t, a); len(fs) != 1 {
+		t.Fatalf("second completion: %d", len(fs))
+	}
+}
+
+func TestWorkArrivingWhileACompletionIsPublishedKeepsTheCrawlActive(t *testing.T) {
+	rdb := client(t)
+	c := ledger.NewCompleter(rdb, "a", time.Hour)
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 1)
+	tl.Published(crawl, false)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := c.Claim(ctx)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("claim: %v %v", fs, err)
+	}
+	var more ledger.Tally
+	more.Enqueued(crawl, 1)
+	pipe = rdb.TxPipeline()
+	more.Write(ctx, pipe, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Finish(ctx, fs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning {
+		t.Fatalf("state %q, want running", p.State)
+	}
+	if n := rdb.ZCard(ctx, rediskeys.LedgerActiveKey).Val(); n != 1 {
+		t.Fatal("the crawl left the active set with work outstanding")
+	}
+}
+
+func TestAClaimOfADeadMonitorIsTakenOverAfterItsDeadline(t *testing.T) {
+	rdb := client(t)
+	dead, live := ledger.NewCompleter(rdb, "dead", time.Hour), ledger.NewCompleter(rdb, "live", time.Hour)
+	dead.ClaimTTL = 300 * time.Millisecond
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 1)
+	tl.Published(crawl, false)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if fs, _ := dead.Claim(ctx); len(fs) != 1 {
+		t.Fatal("no claim")
+	}
+	if fs := finishAll(t, live); len(fs) != 0 {
+		t.Fatal("claimed while another monitor's claim is live")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(finishAll(t, live)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the dead monitor's claim was never taken over")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClaimReloadsScriptsRedisForgot(t *testing.T) {
+	rdb := client(t)
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 1)
+	tl.Published(crawl, false)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if fs := finishAll(t, ledger.NewCompleter(rdb, "a", time.Hour)); len(fs) != 1 {
+		t.Fatalf("finished %d, want 1", len(fs))
+	}
+}
+
+func TestListShowsCrawlsNewestFirstAndForgetsExpiredOnes(t *testing.T) {
+	rdb := client(t)
+	for i, id := range []string{"old", "mid", "new"} {
+		var tl ledger.Tally
+		tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: id}, 1)
+		pipe := rdb.TxPipeline()
+		tl.Write(ctx, pipe, t0.Add(time.Duration(i)*time.Minute), time.Hour)
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tl ledger.Tally
+	tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "other", CrawlID: "x"}, 1)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, t0, time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	entries, total, err := ledger.List(ctx, rdb, "app", 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total != 3 || len(entries) != 2 || entries[0].CrawlID != "new" || entries[1].CrawlID != "mid" {
+		t.Fatalf("page 1: %d %+v", total, entries)
+	}
+	if entries, _, _ := ledger.List(ctx, rdb, "app", 2, 2); len(entries) != 1 || entries[0].CrawlID != "old" {
+		t.Fatalf("page 2: %+v", entries)
+	}
+	if _, total, _ := ledger.List(ctx, rdb, "", 0, 10); total != 4 {
+		t.Fatalf("all apps: %d crawls, want 4", total)
+	}
+	rdb.Del(ctx, ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "mid"}.Key())
+	entries, total, _ = ledger.List(ctx, rdb, "app", 0, 10)
+	if total != 2 || len(entries) != 2 {
+		t.Fatalf("after expiry: %d %+v", total, entries)
+	}
+	if n := rdb.ZCard(ctx, rediskeys.LedgerCrawlsKey).Val(); n != 3 {
+		t.Fatalf("global index holds %d, want 3", n)
+	}
+}
+
+// The original's components scan these patterns; no ledger key may match
+// one, whatever the ids hold.
+func TestNoLedgerKeyMatchesAPatternTheOriginalScans(t *testing.T) {
+	patterns := []string{"*:*:queue", "*:queue", "info:*", "stop:*", "expire:*", "statsrequest:*", "zk:*", "stats:*",
+		"timeout:*", "*:dupefilter:*", "*:blacklist", "*:*:throttle_*", "lock:*"}
+	ids := []string{"queue", "blacklist", "link", "app", "stats", "info"}
+	var keys []string
+	for _, s := range ids {
+		for _, a := range ids {
+			for _, c := range ids {
+				keys = append(keys, ledger.Crawl{SpiderID: s, AppID: a, CrawlID: c}.Key(), rediskeys.LedgerAppCrawlsKey(a))
+			}
+		}
+	}
+	keys = append(keys, rediskeys.LedgerActiveKey, rediskeys.LedgerCrawlsKey)
+	for _, k := range keys {
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, k); ok {
+				t.Errorf("key %q matches %q", k, p)
+			}
+		}
+	}
+}

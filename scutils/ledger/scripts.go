@@ -1,0 +1,121 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// LuaNewWork defines the Lua function ledger_new_work for scripts that add
+// work to a crawl (a seed, a crawler's follow-ups) in the same step as the
+// queue write: prepend it to the script's source and call
+//
+//	ledger_new_work(keys, member, field, n, stamp, ttl)
+//
+// with keys = {ledger, active, crawls, app crawls} (NewWorkKeys, passed in
+// KEYS), member = Crawl.Member(), field FieldSeeds or FieldEnqueued, stamp =
+// Stamp(now) and ttl in seconds. It does what Tally.Write does for new work.
+const LuaNewWork = `
+local function ledger_new_work(keys, member, field, n, stamp, ttl)
+  redis.call('HINCRBY', keys[1], field, n)
+  redis.call('HSET', keys[1], 'last_activity', stamp)
+  redis.call('HSETNX', keys[1], 'started', stamp)
+  redis.call('HDEL', keys[1], 'completed')
+  redis.call('EXPIRE', keys[1], ttl)
+  redis.call('ZADD', keys[2], stamp, member)
+  redis.call('ZADD', keys[3], 'NX', stamp, member)
+  redis.call('ZADD', keys[4], 'NX', stamp, member)
+end
+`
+
+// NewWorkKeys are the keys ledger_new_work writes for c, in its order.
+func NewWorkKeys(c Crawl) []string {
+	return []string{c.Key(), rediskeys.LedgerActiveKey, rediskeys.LedgerCrawlsKey, rediskeys.LedgerAppCrawlsKey(c.AppID)}
+}
+
+// seedScript queues a seed and counts it, only when the queue did not hold
+// the same member already (a request fed twice is queued once).
+//
+// KEYS[1] queue, KEYS[2..5] NewWorkKeys
+// ARGV[1] score, ARGV[2] member, ARGV[3] index member, ARGV[4] stamp, ARGV[5] ttl
+var seedScript = redis.NewScript(LuaNewWork + `
+if redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2]) == 0 then
+  return 0
+end
+ledger_new_work({KEYS[2], KEYS[3], KEYS[4], KEYS[5]}, ARGV[3], 'seeds', 1, ARGV[4], ARGV[5])
+return 1
+`)
+
+// QueueSeed adds to pipe the queueing of a seed request (member, at score
+// in queue) with its count in c's ledger, in one atomic step. The command's
+// result is 1 when the seed was queued, 0 when the queue already held it.
+func QueueSeed(ctx context.Context, pipe redis.Pipeliner, queue string, score float64, member string, c Crawl, now time.Time, ttl time.Duration) *redis.Cmd {
+	keys := append([]string{queue}, NewWorkKeys(c)...)
+	return seedScript.Run(ctx, pipe, keys, score, member, c.Member(), Stamp(now), ttlSeconds(ttl))
+}
+
+// purgeScript removes members of one crawl from a queue and counts those
+// removed as purged, in one step. The count is kept only where the crawl
+// has a ledger (a crawl fed by the original's Kafka Monitor has none).
+//
+// KEYS[1] queue, KEYS[2] ledger; ARGV[1] field, ARGV[2] stamp, ARGV[3..] members
+var purgeScript = redis.NewScript(`
+local n = redis.call('ZREM', KEYS[1], unpack(ARGV, 3))
+if n > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('HINCRBY', KEYS[2], ARGV[1], n)
+  redis.call('HINCRBY', KEYS[2], 'done', n)
+  redis.call('HSET', KEYS[2], 'last_activity', ARGV[2])
+end
+return n
+`)
+
+// maxPurgeMembers bounds one purge script call (Lua's unpack has a limit).
+const maxPurgeMembers = 1000
+
+// PurgeQueued adds to pipe the removal of c's members from queue, counted as
+// purged by p; each command's result is how many it removed.
+func PurgeQueued(ctx context.Context, pipe redis.Pipeliner, queue string, c Crawl, p Purge, members []string, now time.Time) []*redis.Cmd {
+	var cmds []*redis.Cmd
+	for len(members) > 0 {
+		chunk := members[:min(len(members), maxPurgeMembers)]
+		members = members[len(chunk):]
+		args := make([]any, 0, len(chunk)+2)
+		args = append(args, PrefixPurged+string(p), Stamp(now))
+		for _, m := range chunk {
+			args = append(args, m)
+		}
+		cmds = append(cmds, purgeScript.Run(ctx, pipe, []string{queue, c.Key()}, args...))
+	}
+	return cmds
+}
+
+// EndedBy records, in pipe, that p (a stop or an expire) ended c: its
+// crawl-complete then says "stopped" or "expired".
+func EndedBy(ctx context.Context, pipe redis.Pipeliner, c Crawl, p Purge) {
+	// Only an existing ledger: HSET alone would create one without seeds.
+	pipe.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], 'ended_by', ARGV[1]) end return 0`,
+		[]string{c.Key()}, string(p))
+}
+
+// LoadScripts loads the ledger's scripts into Redis. A script added to a
+// pipeline is sent by its SHA1 only (EVALSHA), which fails with NOSCRIPT
+// when Redis does not know it: load them at start-up, and again when a
+// write fails with IsNoScript (Redis restarted without its script cache),
+// then write again.
+func LoadScripts(ctx context.Context, rdb redis.Scripter) error {
+	for _, s := range []*redis.Script{seedScript, purgeScript, claimScript, finishScript} {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return fmt.Errorf("load ledger scripts: %w", err)
+		}
+	}
+	return nil
+}
+
+// IsNoScript reports whether err says Redis did not know a script.
+func IsNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+func ttlSeconds(d time.Duration) int64 { return max(1, int64(d/time.Second)) }
