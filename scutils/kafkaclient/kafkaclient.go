@@ -94,7 +94,7 @@ type Config struct {
 // name when a value is unusable.
 func ConfigFromSettings(s *settings.Settings) (Config, error) {
 	cfg := Config{
-		Brokers:           SplitHosts(s.String("KAFKA_HOSTS")),
+		Brokers:           settings.SplitList(s.String("KAFKA_HOSTS")),
 		TopicPrefix:       s.String("KAFKA_TOPIC_PREFIX"),
 		ConnTimeout:       s.Seconds("KAFKA_CONN_TIMEOUT"),
 		BatchLinger:       s.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS"),
@@ -145,17 +145,6 @@ func (c Config) Validate() error {
 		}
 	}
 	return nil
-}
-
-// SplitHosts reads "a:9092, b:9092" as a list of addresses.
-func SplitHosts(hosts string) []string {
-	var out []string
-	for _, h := range strings.Split(hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 // Topic returns the cluster topic "<prefix>.<name>", e.g. Topic("crawled_firehose").
