@@ -2,7 +2,6 @@ package domainconfig
 
 import (
 	"maps"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -60,19 +59,18 @@ func (d Document) Marshal() []byte {
 	return []byte(e.out.String())
 }
 
+// yamlNonFinite are PyYAML's spellings of the floats repr writes as inf,
+// -inf and nan.
+var yamlNonFinite = map[string]string{"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}
+
 // yamlFloat formats f as PyYAML's represent_float: repr(f) lower-cased
 // (pyrepr.Float already is), ".0" added to an exponent form without a point
 // ("1.0e+16"), and .inf, -.inf, .nan.
 func yamlFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return ".nan"
-	case math.IsInf(f, 1):
-		return ".inf"
-	case math.IsInf(f, -1):
-		return "-.inf"
-	}
 	s := pyrepr.Float(f)
+	if y, ok := yamlNonFinite[s]; ok {
+		return y
+	}
 	if !strings.Contains(s, ".") {
 		s = strings.Replace(s, "e", ".0e", 1)
 	}

@@ -15,17 +15,12 @@ import (
 // with at least two exponent digits otherwise ("1e-05", "1e+16",
 // "1.5e+300"); "inf", "-inf" and "nan" for the non-finite.
 func Float(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return strings.ToLower(strings.TrimPrefix(e, "+")) // Go's +Inf, -Inf, NaN
 	}
 	// The exponent of the shortest digits decides the form. Go's 'e' format
 	// writes at least two exponent digits, as Python does.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
 	if exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:]); exp < -4 || exp >= 16 {
 		return e
 	}

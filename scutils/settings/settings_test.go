@@ -127,6 +127,8 @@ func TestSplitListDropsBlanksAndEmptyItems(t *testing.T) {
 		want []string
 	}{
 		{"localhost:9092", []string{"localhost:9092"}},
+		{"scdev", []string{"scdev"}},
+		{"zk1:2181,zk2:2181", []string{"zk1:2181", "zk2:2181"}},
 		{"a:9092, b:9092", []string{"a:9092", "b:9092"}},
 		{" zk1:2181 , ,zk2 ", []string{"zk1:2181", "zk2"}},
 		{"", nil},
