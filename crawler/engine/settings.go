@@ -9,12 +9,14 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
 // Defaults are the crawler's settings: the spec's crawler settings (names
 // and defaults as Scrapy Cluster 1.3; logging is SC_LOG_*), the scheduler's
-// (scheduler.Defaults), the downloader's (fetch.Defaults), the shared
-// REDIS_*, KAFKA_* and ZOOKEEPER_* settings, and:
+// (scheduler.Defaults), the downloader's (fetch.Defaults), the stats
+// windows' (stats.Defaults: STATS_CYCLE, STATS_TIMES), the shared REDIS_*,
+// KAFKA_* and ZOOKEEPER_* settings, and:
 //
 //	SPIDER                 "link"  (Go) the spider type this process crawls for (--spider)
 //	SC_LOGGER_NAME         "sc-crawler"
@@ -23,14 +25,12 @@ import (
 //	KAFKA_BASE_64_ENCODE   false  publish bodies as base64 of the raw bytes
 //	STATS_STATUS_CODES     true   count responses per status code
 //	STATUS_RESPONSE_CODES  [200, 404, 403, 504]  the codes counted
-//	STATS_CYCLE            5      seconds between trims of the stats windows
-//	STATS_TIMES            the windows kept, by StatsCollector name
 //	SHUTDOWN_GRACE         10     (Go) seconds in-flight requests may take to finish after SIGTERM; the rest go back to their queues
 func Defaults() settings.Defaults {
 	return cli.Merge(
 		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
 		logfactory.PrefixedDefaults("SC_", "sc_crawler.log"),
-		scheduler.Defaults(), fetch.Defaults(),
+		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(),
 		settings.Defaults{
 			"SPIDER":                "link",
 			"SC_LOGGER_NAME":        "sc-crawler",
@@ -38,11 +38,6 @@ func Defaults() settings.Defaults {
 			"KAFKA_BASE_64_ENCODE":  false,
 			"STATS_STATUS_CODES":    true,
 			"STATUS_RESPONSE_CODES": []int{200, 404, 403, 504},
-			"STATS_CYCLE":           5,
-			"STATS_TIMES": []string{
-				"SECONDS_15_MINUTE", "SECONDS_1_HOUR", "SECONDS_6_HOUR",
-				"SECONDS_12_HOUR", "SECONDS_1_DAY", "SECONDS_1_WEEK",
-			},
-			"SHUTDOWN_GRACE": 10.0,
+			"SHUTDOWN_GRACE":        10.0,
 		})
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -323,7 +324,7 @@ func (m *Monitor) classify(raw []byte) request {
 	}
 	// As the original, the request carries the time it was received (its
 	// queue entry too, so a crawl fed twice is queued twice).
-	req["ts"] = json.Number(plugin.PythonFloat(float64(time.Now().UnixMicro()) / 1e6))
+	req["ts"] = json.Number(pyrepr.Float(float64(time.Now().UnixMicro()) / 1e6))
 	r.plugin, r.req = p, req
 	return r
 }

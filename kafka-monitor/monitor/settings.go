@@ -3,6 +3,7 @@ package monitor
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
 // Defaults are the Kafka Monitor's settings with their defaults: the spec's
@@ -20,15 +21,11 @@ import (
 //	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one
 //	LOGGER_NAME               "kafka-monitor"
 //	LOG_FILE                  "kafka_monitor.log"
-//	STATS_TOTAL               true   total and fail counters
-//	STATS_PLUGINS             true   a counter per plugin
-//	STATS_CYCLE               5      seconds between trims of the stats windows
-//	STATS_DUMP                60     seconds between stats dumps to the log; 0 never
-//	STATS_TIMES               the windows kept, by StatsCollector name
+//	STATS_*                   stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
 //	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), settings.Defaults{
 		"SLEEP_TIME":                0.01,
 		"HEARTBEAT_TIMEOUT":         120,
 		"KAFKA_INCOMING_TOPIC":      "demo.incoming",
@@ -42,15 +39,7 @@ func Defaults() settings.Defaults {
 			"plugins.stats_handler.StatsHandler":         300,
 			"plugins.zookeeper_handler.ZookeeperHandler": 400,
 		},
-		"LOGGER_NAME":   "kafka-monitor",
-		"STATS_TOTAL":   true,
-		"STATS_PLUGINS": true,
-		"STATS_CYCLE":   5,
-		"STATS_DUMP":    60,
-		"STATS_TIMES": []string{
-			"SECONDS_15_MINUTE", "SECONDS_1_HOUR", "SECONDS_6_HOUR",
-			"SECONDS_12_HOUR", "SECONDS_1_DAY", "SECONDS_1_WEEK",
-		},
+		"LOGGER_NAME":       "kafka-monitor",
 		"MAX_REQUEST_BYTES": 1 << 20,
 		"BATCH_SIZE":        500,
 	})

@@ -5,8 +5,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
 )
 
 // MarshalPython encodes v as JSON the way the original writes it, so stored
@@ -45,7 +46,7 @@ func appendJSON(b []byte, v any) ([]byte, bool) {
 		if math.IsInf(t, 0) || math.IsNaN(t) {
 			return b, false
 		}
-		return append(b, PythonFloat(t)...), true
+		return append(b, pyrepr.Float(t)...), true
 	case []any:
 		b = append(b, '[')
 		for i, x := range t {
@@ -161,7 +162,7 @@ func pythonFloats(v any) any {
 		if math.IsInf(t, 0) || math.IsNaN(t) {
 			return t
 		}
-		return json.Number(PythonFloat(t))
+		return json.Number(pyrepr.Float(t))
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
@@ -176,20 +177,4 @@ func pythonFloats(v any) any {
 		return out
 	}
 	return v
-}
-
-// PythonFloat formats f as Python's repr(float): the shortest digits that
-// read back as f, in positional form with at least one decimal when the
-// decimal exponent is from -4 to 15, in exponent form otherwise.
-func PythonFloat(f float64) string {
-	e := strconv.FormatFloat(f, 'e', -1, 64) // e.g. "1.5e-05"
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
 }

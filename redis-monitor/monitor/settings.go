@@ -4,6 +4,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
 // Defaults are the Redis Monitor's settings with their defaults: the spec's
@@ -24,16 +25,12 @@ import (
 //	PLUGINS                the five built-in plugins at ranks 100-500; null disables one
 //	LOGGER_NAME            "redis-monitor"
 //	LOG_FILE               "redis_monitor.log"
-//	STATS_TOTAL            true   total and fail counters
-//	STATS_PLUGINS          true   a counter per plugin
-//	STATS_CYCLE            5      seconds between trims of the stats windows
-//	STATS_DUMP             60     seconds between stats dumps to the log; 0 never
+//	STATS_*                stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	STATS_DUMP_CRAWL       true   also dump the crawlers' stats
 //	STATS_DUMP_QUEUE       true   also dump the queue backlog
-//	STATS_TIMES            the windows kept, by StatsCollector name
 //	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), settings.Defaults{
 		"SLEEP_TIME":            0.1,
 		"RETRY_FAILURES":        true,
 		"RETRY_FAILURES_MAX":    3,
@@ -49,16 +46,8 @@ func Defaults() settings.Defaults {
 			"plugins.zookeeper_monitor.ZookeeperMonitor": 500,
 		},
 		"LOGGER_NAME":      "redis-monitor",
-		"STATS_TOTAL":      true,
-		"STATS_PLUGINS":    true,
-		"STATS_CYCLE":      5,
-		"STATS_DUMP":       60,
 		"STATS_DUMP_CRAWL": true,
 		"STATS_DUMP_QUEUE": true,
-		"STATS_TIMES": []string{
-			"SECONDS_15_MINUTE", "SECONDS_1_HOUR", "SECONDS_6_HOUR",
-			"SECONDS_12_HOUR", "SECONDS_1_DAY", "SECONDS_1_WEEK",
-		},
-		"SHUTDOWN_GRACE": 10,
+		"SHUTDOWN_GRACE":   10,
 	})
 }

@@ -2,11 +2,12 @@ package domainconfig
 
 import (
 	"maps"
-	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
 )
 
 // Marshal writes d as the original Redis Monitor does, with PyYAML's
@@ -50,7 +51,7 @@ func (d Document) Marshal() []byte {
 				e.writeIndicator(":", true, false, true)
 			}
 			e.field(4, "hits", strconv.Itoa(dom.Hits))
-			e.field(4, "scale", pythonFloat(dom.Scale))
+			e.field(4, "scale", yamlFloat(dom.Scale))
 			e.field(4, "window", strconv.Itoa(dom.Window))
 		}
 	}
@@ -58,30 +59,20 @@ func (d Document) Marshal() []byte {
 	return []byte(e.out.String())
 }
 
-// pythonFloat formats f as PyYAML's represent_float: repr(f) lower-cased,
-// ".0" added to an exponent form without a point, .inf/-.inf/.nan.
-func pythonFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return ".nan"
-	case math.IsInf(f, 1):
-		return ".inf"
-	case math.IsInf(f, -1):
-		return "-.inf"
+// yamlNonFinite are PyYAML's spellings of the floats repr writes as inf,
+// -inf and nan.
+var yamlNonFinite = map[string]string{"inf": ".inf", "-inf": "-.inf", "nan": ".nan"}
+
+// yamlFloat formats f as PyYAML's represent_float: repr(f) lower-cased
+// (pyrepr.Float already is), ".0" added to an exponent form without a point
+// ("1.0e+16"), and .inf, -.inf, .nan.
+func yamlFloat(f float64) string {
+	s := pyrepr.Float(f)
+	if y, ok := yamlNonFinite[s]; ok {
+		return y
 	}
-	// repr uses the shortest round-tripping digits, in positional form
-	// for decimal exponents -5 < exp < 16 and in exponent form otherwise.
-	s := strconv.FormatFloat(f, 'e', -1, 64)
-	exp, _ := strconv.Atoi(s[strings.IndexByte(s, 'e')+1:])
-	if exp < -4 || exp >= 16 {
-		if !strings.Contains(s, ".") {
-			s = strings.Replace(s, "e", ".0e", 1)
-		}
-		return s
-	}
-	s = strconv.FormatFloat(f, 'f', -1, 64)
 	if !strings.Contains(s, ".") {
-		s += ".0"
+		s = strings.Replace(s, "e", ".0e", 1)
 	}
 	return s
 }

@@ -3,23 +3,10 @@
 // crawler, REST) talks to Kafka configured the same way. It wraps
 // github.com/segmentio/kafka-go.
 //
-// The settings (names and defaults as Scrapy Cluster 1.3; a component may
-// override a default in its own Defaults, e.g. the REST service reads from
-// 'latest'):
-//
-//	KAFKA_HOSTS                            "localhost:9092"  comma-separated brokers
-//	KAFKA_TOPIC_PREFIX                     "demo"            prefix of every cluster topic
-//	KAFKA_CONN_TIMEOUT                     5                 seconds to connect
-//	KAFKA_PRODUCER_BATCH_LINGER_MS         25                how long a producer batches
-//	KAFKA_PRODUCER_BUFFER_BYTES            4 MiB             TCP send buffer of producer connections
-//	KAFKA_PRODUCER_MAX_REQUEST_SIZE        1 MiB             largest produce batch (and so message)
-//	KAFKA_CONSUMER_AUTO_OFFSET_RESET       "earliest"        where a new consumer group starts
-//	KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES 10 MiB            largest fetch (and so message) consumed
-//	KAFKA_CONSUMER_TIMEOUT                 50                ms a fetch waits for new messages
-//	KAFKA_CONSUMER_COMMIT_INTERVAL_MS      5000              auto-commit interval
-//	KAFKA_CONSUMER_AUTO_COMMIT_ENABLE      true              commit periodically rather than per message
-//	KAFKA_TOPIC_PARTITIONS                 3                 partitions of topics this cluster creates
-//	KAFKA_TOPIC_REPLICATION_FACTOR         1                 replication of topics this cluster creates
+// The settings are the KAFKA_* names of Defaults, with Scrapy Cluster 1.3's
+// names and defaults (the Default* constants); Config's fields say what each
+// does. A component may override a default in its own Defaults, e.g. the
+// REST service reads from 'latest'.
 //
 // Components that must not lose messages (the Kafka Monitor) read with
 // auto-commit off and commit each message after handling it: at-least-once.
@@ -39,54 +26,81 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
+// The defaults of the KAFKA_* settings (the setting each is for beside it)
+// and of Config's ClientID.
+const (
+	DefaultHosts             = "localhost:9092"        // KAFKA_HOSTS: comma-separated brokers
+	DefaultTopicPrefix       = "demo"                  // KAFKA_TOPIC_PREFIX
+	DefaultConnTimeout       = 5 * time.Second         // KAFKA_CONN_TIMEOUT, in seconds
+	DefaultBatchLinger       = 25 * time.Millisecond   // KAFKA_PRODUCER_BATCH_LINGER_MS
+	DefaultSendBufferBytes   = 4 << 20                 // KAFKA_PRODUCER_BUFFER_BYTES
+	DefaultMaxRequestBytes   = 1 << 20                 // KAFKA_PRODUCER_MAX_REQUEST_SIZE
+	DefaultAutoOffsetReset   = "earliest"              // KAFKA_CONSUMER_AUTO_OFFSET_RESET: "earliest" or "latest"
+	DefaultFetchMaxBytes     = 10 << 20                // KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES
+	DefaultFetchMaxWait      = 50 * time.Millisecond   // KAFKA_CONSUMER_TIMEOUT, in milliseconds
+	DefaultCommitInterval    = 5000 * time.Millisecond // KAFKA_CONSUMER_COMMIT_INTERVAL_MS
+	DefaultAutoCommit        = true                    // KAFKA_CONSUMER_AUTO_COMMIT_ENABLE
+	DefaultPartitions        = 3                       // KAFKA_TOPIC_PARTITIONS
+	DefaultReplicationFactor = 1                       // KAFKA_TOPIC_REPLICATION_FACTOR
+	DefaultClientID          = "scrapy-cluster"        // Config.ClientID
+)
+
 // Defaults are the Kafka settings every component shares. A component adds
 // them to its own settings.Defaults (maps.Copy) and may override values.
 func Defaults() settings.Defaults {
 	return settings.Defaults{
-		"KAFKA_HOSTS":                            "localhost:9092",
-		"KAFKA_TOPIC_PREFIX":                     "demo",
-		"KAFKA_CONN_TIMEOUT":                     5,
-		"KAFKA_PRODUCER_BATCH_LINGER_MS":         25,
-		"KAFKA_PRODUCER_BUFFER_BYTES":            4 * 1024 * 1024,
-		"KAFKA_PRODUCER_MAX_REQUEST_SIZE":        1024 * 1024,
-		"KAFKA_CONSUMER_AUTO_OFFSET_RESET":       "earliest",
-		"KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES": 10 * 1024 * 1024,
-		"KAFKA_CONSUMER_TIMEOUT":                 50,
-		"KAFKA_CONSUMER_COMMIT_INTERVAL_MS":      5000,
-		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE":      true,
-		"KAFKA_TOPIC_PARTITIONS":                 3,
-		"KAFKA_TOPIC_REPLICATION_FACTOR":         1,
+		"KAFKA_HOSTS":                            DefaultHosts,
+		"KAFKA_TOPIC_PREFIX":                     DefaultTopicPrefix,
+		"KAFKA_CONN_TIMEOUT":                     int(DefaultConnTimeout / time.Second),
+		"KAFKA_PRODUCER_BATCH_LINGER_MS":         int(DefaultBatchLinger / time.Millisecond),
+		"KAFKA_PRODUCER_BUFFER_BYTES":            DefaultSendBufferBytes,
+		"KAFKA_PRODUCER_MAX_REQUEST_SIZE":        DefaultMaxRequestBytes,
+		"KAFKA_CONSUMER_AUTO_OFFSET_RESET":       DefaultAutoOffsetReset,
+		"KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES": DefaultFetchMaxBytes,
+		"KAFKA_CONSUMER_TIMEOUT":                 int(DefaultFetchMaxWait / time.Millisecond),
+		"KAFKA_CONSUMER_COMMIT_INTERVAL_MS":      int(DefaultCommitInterval / time.Millisecond),
+		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE":      DefaultAutoCommit,
+		"KAFKA_TOPIC_PARTITIONS":                 DefaultPartitions,
+		"KAFKA_TOPIC_REPLICATION_FACTOR":         DefaultReplicationFactor,
 	}
 }
 
-// Config is the Kafka part of a component's settings.
+// Config is the Kafka part of a component's settings. ConfigFromSettings
+// fills it; the Default* constants are the settings' defaults.
 type Config struct {
 	// Brokers are "host:port" addresses (KAFKA_HOSTS).
 	Brokers []string
-	// TopicPrefix prefixes the cluster's topics (KAFKA_TOPIC_PREFIX, "demo").
+	// TopicPrefix prefixes the cluster's topics (KAFKA_TOPIC_PREFIX).
 	TopicPrefix string
-	// ConnTimeout bounds connecting to a broker (KAFKA_CONN_TIMEOUT, 5 s).
+	// ConnTimeout bounds connecting to a broker (KAFKA_CONN_TIMEOUT).
 	ConnTimeout time.Duration
-	// BatchLinger is how long a producer waits to fill a batch (25 ms).
+	// BatchLinger is how long a producer waits to fill a batch
+	// (KAFKA_PRODUCER_BATCH_LINGER_MS).
 	BatchLinger time.Duration
-	// SendBufferBytes is the producer connections' TCP send buffer (4 MiB).
+	// SendBufferBytes is the producer connections' TCP send buffer
+	// (KAFKA_PRODUCER_BUFFER_BYTES).
 	SendBufferBytes int
-	// MaxRequestBytes bounds one produce request (1 MiB).
+	// MaxRequestBytes bounds one produce request, and so the largest
+	// message written (KAFKA_PRODUCER_MAX_REQUEST_SIZE).
 	MaxRequestBytes int
 	// StartAtEarliest: a consumer group without committed offsets starts at
 	// the oldest message (true) or only new ones (KAFKA_CONSUMER_AUTO_OFFSET_RESET).
 	StartAtEarliest bool
-	// FetchMaxBytes bounds one fetch, so also the largest message read (10 MiB).
+	// FetchMaxBytes bounds one fetch, so also the largest message read
+	// (KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES).
 	FetchMaxBytes int
-	// FetchMaxWait is how long a fetch waits for new messages (50 ms).
+	// FetchMaxWait is how long a fetch waits for new messages
+	// (KAFKA_CONSUMER_TIMEOUT).
 	FetchMaxWait time.Duration
-	// CommitInterval is the auto-commit period; 0 commits synchronously on
-	// each CommitMessages call (KAFKA_CONSUMER_AUTO_COMMIT_ENABLE false).
+	// CommitInterval is the auto-commit period (KAFKA_CONSUMER_COMMIT_INTERVAL_MS);
+	// 0 commits synchronously on each CommitMessages call
+	// (KAFKA_CONSUMER_AUTO_COMMIT_ENABLE false).
 	CommitInterval time.Duration
-	// Partitions and ReplicationFactor are used when this cluster creates a topic.
+	// Partitions and ReplicationFactor are used when this cluster creates a
+	// topic (KAFKA_TOPIC_PARTITIONS, KAFKA_TOPIC_REPLICATION_FACTOR).
 	Partitions        int
 	ReplicationFactor int
-	// ClientID names the component to the brokers (default "scrapy-cluster").
+	// ClientID names the component to the brokers ("" means DefaultClientID).
 	ClientID string
 }
 
@@ -94,7 +108,7 @@ type Config struct {
 // name when a value is unusable.
 func ConfigFromSettings(s *settings.Settings) (Config, error) {
 	cfg := Config{
-		Brokers:           SplitHosts(s.String("KAFKA_HOSTS")),
+		Brokers:           settings.SplitList(s.String("KAFKA_HOSTS")),
 		TopicPrefix:       s.String("KAFKA_TOPIC_PREFIX"),
 		ConnTimeout:       s.Seconds("KAFKA_CONN_TIMEOUT"),
 		BatchLinger:       s.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS"),
@@ -104,7 +118,7 @@ func ConfigFromSettings(s *settings.Settings) (Config, error) {
 		FetchMaxWait:      s.Millis("KAFKA_CONSUMER_TIMEOUT"),
 		Partitions:        s.Int("KAFKA_TOPIC_PARTITIONS"),
 		ReplicationFactor: s.Int("KAFKA_TOPIC_REPLICATION_FACTOR"),
-		ClientID:          "scrapy-cluster",
+		ClientID:          DefaultClientID,
 	}
 	if s.Bool("KAFKA_CONSUMER_AUTO_COMMIT_ENABLE") {
 		cfg.CommitInterval = s.Millis("KAFKA_CONSUMER_COMMIT_INTERVAL_MS")
@@ -147,17 +161,6 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// SplitHosts reads "a:9092, b:9092" as a list of addresses.
-func SplitHosts(hosts string) []string {
-	var out []string
-	for _, h := range strings.Split(hosts, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // Topic returns the cluster topic "<prefix>.<name>", e.g. Topic("crawled_firehose").
 func (c Config) Topic(name string) string { return c.TopicPrefix + "." + name }
 
@@ -184,7 +187,7 @@ func (c Config) transport() *kafka.Transport {
 
 func (c Config) clientID() string {
 	if c.ClientID == "" {
-		return "scrapy-cluster"
+		return DefaultClientID
 	}
 	return c.ClientID
 }

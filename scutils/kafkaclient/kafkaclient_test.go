@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,11 +33,15 @@ func TestConfigFromSettingsReadsTheSpecsSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(cfg.Brokers, ",") != "localhost:9092" || cfg.TopicPrefix != "demo" ||
-		cfg.BatchLinger != 25*time.Millisecond || cfg.SendBufferBytes != 4<<20 ||
-		cfg.FetchMaxBytes != 10<<20 || cfg.FetchMaxWait != 50*time.Millisecond ||
-		!cfg.StartAtEarliest || cfg.CommitInterval != 5*time.Second || cfg.ConnTimeout != 5*time.Second {
-		t.Fatalf("defaults: %+v", cfg)
+	// The spec's defaults, in the settings' units.
+	want := kafkaclient.Config{
+		Brokers: []string{"localhost:9092"}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
+		BatchLinger: 25 * time.Millisecond, SendBufferBytes: 4 << 20, MaxRequestBytes: 1 << 20,
+		StartAtEarliest: true, FetchMaxBytes: 10 << 20, FetchMaxWait: 50 * time.Millisecond,
+		CommitInterval: 5 * time.Second, Partitions: 3, ReplicationFactor: 1, ClientID: "scrapy-cluster",
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", cfg, want)
 	}
 	if cfg.Topic("crawled_firehose") != "demo.crawled_firehose" {
 		t.Fatal(cfg.Topic("crawled_firehose"))

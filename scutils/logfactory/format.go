@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
 )
 
 const (
@@ -416,7 +418,7 @@ func writePyRepr(b *bytes.Buffer, v any) {
 	case uint64:
 		b.WriteString(strconv.FormatUint(x, 10))
 	case float64:
-		b.WriteString(pyFloat(x))
+		b.WriteString(pyrepr.Float(x))
 	case string:
 		writePyString(b, x)
 	case []any:
@@ -447,31 +449,6 @@ func writePyRepr(b *bytes.Buffer, v any) {
 	default: // not produced by normalize; kept total all the same
 		writePyString(b, fmt.Sprintf("<%T>", v))
 	}
-}
-
-// pyFloat formats a float as Python's repr: shortest round-trip digits,
-// always with a '.0' or an exponent, exponent form below 1e-4 and from 1e16.
-func pyFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	// The decimal exponent of the shortest digits decides the form. Go's 'e'
-	// format already writes at least two exponent digits, like Python:
-	// 1e+16, 1.5e-05.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	if exp, err := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:]); err == nil && (exp < -4 || exp >= 16) {
-		return e
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.ContainsAny(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // writePyString writes s as Python's repr() of a str: single quotes unless

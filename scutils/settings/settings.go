@@ -140,7 +140,11 @@ func (s *Settings) applyString(defaults Defaults, name, raw string, src Source) 
 				return fmt.Errorf("setting %s from %s: cannot parse %q: %w", name, src, raw, err)
 			}
 		} else if isList(def) {
-			v = splitList(raw)
+			list := []any{} // an empty string is an empty list
+			for _, item := range SplitList(raw) {
+				list = append(list, item)
+			}
+			v = list
 		}
 	}
 	return s.apply(defaults, name, v, src)
@@ -154,9 +158,12 @@ func isList(def any) bool {
 	return false
 }
 
-// splitList reads "a, b,c" as a list; an empty string is an empty list.
-func splitList(raw string) []any {
-	out := []any{}
+// SplitList reads a comma-separated value such as "a, b,c" (a list
+// setting given as text, or a list of hosts like KAFKA_HOSTS and
+// ZOOKEEPER_HOSTS) as its items: blanks around items and empty items are
+// dropped, so "" and " , " have none (nil).
+func SplitList(raw string) []string {
+	var out []string
 	for _, part := range strings.Split(raw, ",") {
 		if p := strings.TrimSpace(part); p != "" {
 			out = append(out, p)

@@ -3,6 +3,7 @@ package settings_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,35 @@ func TestEnvironmentParsesListsAndMaps(t *testing.T) {
 	}
 	if m, ok := mustGet(t, s, "ANYTHING").(map[string]any); !ok || m["x"] == nil {
 		t.Errorf("ANYTHING = %#v", mustGet(t, s, "ANYTHING"))
+	}
+}
+
+func TestSplitListDropsBlanksAndEmptyItems(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"localhost:9092", []string{"localhost:9092"}},
+		{"scdev", []string{"scdev"}},
+		{"zk1:2181,zk2:2181", []string{"zk1:2181", "zk2:2181"}},
+		{"a:9092, b:9092", []string{"a:9092", "b:9092"}},
+		{" zk1:2181 , ,zk2 ", []string{"zk1:2181", "zk2"}},
+		{"", nil},
+		{" , ", nil},
+	} {
+		if got := settings.SplitList(tc.in); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+			t.Errorf("SplitList(%q) = %#v, want %#v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAnEmptyListFromTheEnvironmentIsAnEmptyList(t *testing.T) {
+	s, err := settings.Load(defaults(), settings.Options{Environ: []string{"STATS_TIMES= , "}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Strings("STATS_TIMES"); got == nil || len(got) != 0 {
+		t.Errorf("STATS_TIMES = %#v, want an empty list", got)
 	}
 }
 

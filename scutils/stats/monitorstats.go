@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // MonitorStatsConfig configures NewMonitorStats from a monitor's settings.
@@ -36,7 +38,7 @@ type MonitorStats struct {
 func NewMonitorStats(ctx context.Context, rdb redis.Cmdable, cfg MonitorStatsConfig, opts ...Option) (*MonitorStats, error) {
 	m := &MonitorStats{windows: cfg.Windows, plugins: map[string]*WindowSet{}}
 	newSet := func(name string) (*WindowSet, error) {
-		return NewWindowSet(ctx, rdb, "stats:"+cfg.Component+":"+name, cfg.Windows, true, opts...)
+		return NewWindowSet(ctx, rdb, rediskeys.StatsKey(cfg.Component, name), cfg.Windows, true, opts...)
 	}
 	var err error
 	if cfg.Total {

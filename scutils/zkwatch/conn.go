@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // Logger receives the watcher's and the ZooKeeper client's diagnostic lines.
@@ -47,15 +49,7 @@ func (l *clientLogger) withLast(err error) error {
 // Blanks around names and empty entries are dropped; a host without a port
 // gets ZooKeeper's default port 2181 when connecting. Chroot suffixes
 // ("zk1:2181/app") are not supported.
-func SplitHosts(s string) []string {
-	var hosts []string
-	for _, h := range strings.Split(s, ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
-	return hosts
-}
+func SplitHosts(s string) []string { return settings.SplitList(s) }
 
 // Dial connects to ZooKeeper and waits until the client holds a session, or
 // until ctx ends. The returned connection reconnects by itself, as every

@@ -436,23 +436,6 @@ func TestCancellingTheContextStopsTheWatcher(t *testing.T) {
 	}
 }
 
-func TestSplitHosts(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"scdev", []string{"scdev"}},
-		{"zk1:2181,zk2:2181", []string{"zk1:2181", "zk2:2181"}},
-		{" zk1:2181 , ,zk2 ", []string{"zk1:2181", "zk2"}},
-		{"", nil},
-	} {
-		got := zkwatch.SplitHosts(tc.in)
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) || len(got) != len(tc.want) {
-			t.Errorf("SplitHosts(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestBackoffGrowsAndIsCapped(t *testing.T) {
 	max := 10 * time.Second
 	for n, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 5: max, 50: max} {
