@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -28,11 +29,17 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 )
 
-// quick is a configuration with short timeouts for tests.
+// loopback are the networks the tests' sites are on, which the address
+// guard refuses unless told otherwise.
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// quick is a configuration with short timeouts for tests, allowed to
+// reach sites on loopback.
 func quick(mod ...func(*fetch.Config)) fetch.Config {
 	cfg := fetch.DefaultConfig()
 	cfg.Timeout = 5 * time.Second
 	cfg.Proxy = noProxy
+	cfg.AllowedNetworks = loopback
 	for _, m := range mod {
 		m(&cfg)
 	}
