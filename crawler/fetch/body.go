@@ -11,19 +11,18 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // Reading bodies within DOWNLOAD_MAXSIZE. A body is read as a stream and
 // never more than maxSize decoded bytes are held: a plain body with a
 // Content-Length goes into one buffer of its size (at most maxSize); one
-// without grows to at most maxSize. A compressed body is decoded twice: once
+// without is read into pooled chunks and copied once into a buffer of its
+// length. A compressed body is decoded twice: once
 // to count its decoded length, up to maxSize+1, keeping only the compressed
 // bytes that make it; then into one buffer of exactly that length. So a
 // compression bomb costs its decoded maxSize and the few compressed bytes
 // behind them, and the buffer is never grown by copying.
-
-// initialBuffer is where a body of unknown length starts.
-const initialBuffer = 16 << 10
 
 // readBody reads at most maxSize bytes of the body, after decoding gzip or
 // deflate, and closes it. truncated reports that there was more. An error
@@ -73,29 +72,50 @@ func readPlain(r io.Reader, size, maxSize int64) ([]byte, bool, error) {
 		}
 		return body, size > maxSize, nil
 	}
-	body := make([]byte, 0, min(initialBuffer, maxSize))
-	for {
-		if int64(len(body)) == maxSize {
-			more, err := r.Read(make([]byte, 1))
-			if more == 0 && err != nil && err != io.EOF {
-				return nil, false, err
-			}
-			return body, more > 0, nil
+	// Unknown length: into pooled chunks, then one buffer of the exact
+	// length, so the body is never copied into ever larger buffers.
+	var chunks []*[chunkSize]byte
+	defer func() {
+		for _, c := range chunks {
+			chunkPool.Put(c)
 		}
-		if len(body) == cap(body) {
-			grown := make([]byte, len(body), min(2*int64(cap(body)), maxSize))
-			copy(grown, body)
-			body = grown
+	}()
+	var total int64
+	for total < maxSize {
+		if total%chunkSize == 0 {
+			chunks = append(chunks, chunkPool.Get().(*[chunkSize]byte))
 		}
-		n, err := r.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
+		c := chunks[len(chunks)-1]
+		n, err := r.Read(c[total%chunkSize : min(chunkSize, total%chunkSize+maxSize-total)])
+		total += int64(n)
 		if err == io.EOF {
-			return body, false, nil
+			return join(chunks, total), false, nil
 		}
 		if err != nil {
 			return nil, false, err
 		}
 	}
+	var probe [1]byte
+	more, err := io.ReadFull(r, probe[:])
+	if more == 0 && err != io.EOF {
+		return nil, false, err
+	}
+	return join(chunks, total), more > 0, nil
+}
+
+// chunkSize is the size of the pooled pieces bodies of unknown length are
+// read into.
+const chunkSize = 32 << 10
+
+var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+// join copies the first total bytes of chunks into one slice.
+func join(chunks []*[chunkSize]byte, total int64) []byte {
+	out := make([]byte, total)
+	for i, c := range chunks {
+		copy(out[int64(i)*chunkSize:], c[:])
+	}
+	return out
 }
 
 // readDecoded reads a gzip or deflate body from src: at most maxSize
