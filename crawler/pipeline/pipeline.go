@@ -12,10 +12,8 @@
 package pipeline
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -56,65 +54,96 @@ func Timestamp(t time.Time) string {
 const overhead = 512
 
 // Encode returns the message for page: timestamp set, body encoded, cut to
-// fit the maximum message size.
+// fit the maximum message size. The message is sized before it is built: a
+// body may be far larger than a message can be (DOWNLOAD_MAXSIZE is ten
+// times KAFKA_PRODUCER_MAX_REQUEST_SIZE by default) and grows when escaped,
+// so only what fits is ever encoded.
 func (p *Pipeline) Encode(page *spider.Page) ([]byte, error) {
 	page.Timestamp = Timestamp(p.now())
-	if p.base64 {
-		page.Body = base64.StdEncoding.EncodeToString(page.RawBody)
-	}
-	msg, err := marshal(page)
-	if err != nil {
-		return nil, fmt.Errorf("encode page %s: %w", page.URL, err)
+	text := page.Body
+	if p.maxBytes <= 0 {
+		page.Body = p.body(page, text, -1)
+		return marshalPage(page)
 	}
 	limit := p.maxBytes - overhead
-	if p.maxBytes <= 0 || len(msg) <= limit {
-		return msg, nil
+	page.Body = ""
+	rest, err := marshalPage(page)
+	if err != nil {
+		return nil, err
+	}
+	if p.fits(page, text, limit-len(rest)) {
+		page.Body = p.body(page, text, -1)
+		return marshalPage(page)
 	}
 	// Cut the body to what fits beside the other fields, and mark it.
-	body := page.Body
-	page.Body = ""
 	if page.Extra == nil {
 		page.Extra = map[string]any{}
 	}
 	page.Extra["truncated"] = true
-	rest, err := marshal(page)
-	if err != nil {
+	if rest, err = marshalPage(page); err != nil {
 		return nil, err
 	}
 	room := limit - len(rest)
 	if room < 0 {
 		return nil, fmt.Errorf("page %s: result of %d bytes exceeds %d without its body", page.URL, len(rest), limit)
 	}
-	page.Body = prefixFitting(body, room, p.base64)
-	if msg, err = marshal(page); err != nil {
+	page.Body = p.body(page, text, room)
+	msg, err := marshalPage(page)
+	if err != nil {
 		return nil, err
 	}
 	p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": page.URL, "max_bytes": p.maxBytes})
 	return msg, nil
 }
 
-// marshal encodes a page without HTML-escaping (bodies keep their < > &).
-func marshal(page *spider.Page) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(page); err != nil {
-		return nil, err
+// fits reports whether the whole body takes at most room bytes encoded.
+func (p *Pipeline) fits(page *spider.Page, text string, room int) bool {
+	if p.base64 {
+		return base64.StdEncoding.EncodedLen(len(page.RawBody)) <= room
 	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return room >= 0 && len(prefixFitting(text, room)) == len(text)
 }
 
+// body is the body field: text, or with KAFKA_BASE_64_ENCODE the raw
+// bytes in base64; cut to take at most room bytes encoded (-1: whole).
+func (p *Pipeline) body(page *spider.Page, text string, room int) string {
+	if !p.base64 {
+		if room < 0 {
+			return text
+		}
+		return prefixFitting(text, room)
+	}
+	raw := page.RawBody
+	if room >= 0 {
+		raw = raw[:min(len(raw), room/4*3)] // whole base64 quanta: it still decodes
+	}
+	return base64.StdEncoding.EncodeToString(raw)
+}
+
+func marshalPage(page *spider.Page) ([]byte, error) {
+	msg, err := marshal(page)
+	if err != nil {
+		return nil, fmt.Errorf("encode page %s: %w", page.URL, err)
+	}
+	return msg, nil
+}
+
+// marshal encodes a page without HTML-escaping (bodies keep their < > &),
+// as Page.MarshalJSON writes it; calling it directly spares the copy
+// json.Encoder makes to check its output.
+func marshal(page *spider.Page) ([]byte, error) { return page.MarshalJSON() }
+
 // prefixFitting is the longest prefix of s whose JSON string encoding
-// (as marshal writes it) takes at most room bytes; for
-// base64 text it is cut at a multiple of 4, so it still decodes.
-func prefixFitting(s string, room int, base64Text bool) string {
+// (as marshal writes it) takes at most room bytes. It reads no further
+// into s than that.
+func prefixFitting(s string, room int) string {
 	used, end := 0, 0
 	for i, r := range s {
 		n := utf8.RuneLen(r)
 		switch {
 		case r == utf8.RuneError && n == 3 && !strings.HasPrefix(s[i:], "\uFFFD"):
 			n = 6 // invalid bytes become \ufffd
-		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t' || r == '\b' || r == '\f':
 			n = 2
 		case r < 0x20 || r == '\u2028' || r == '\u2029':
 			n = 6
@@ -128,11 +157,7 @@ func prefixFitting(s string, room int, base64Text bool) string {
 			end = i + 1
 		}
 	}
-	out := s[:end]
-	if base64Text {
-		out = out[:len(out)-len(out)%4]
-	}
-	return out
+	return s[:end]
 }
 
 // Publish logs and sends one page; it returns once Kafka acknowledged it, or

@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"runtime"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -81,6 +83,55 @@ func TestEncodeCutsAnOversizeBodyToFit(t *testing.T) {
 			if _, err := base64.StdEncoding.DecodeString(got["body"].(string)); err != nil {
 				t.Fatalf("cut base64 body does not decode: %v", err)
 			}
+		}
+	}
+}
+
+func TestPrefixFittingIsTheLongestPrefixTheEncoderFitsInRoom(t *testing.T) {
+	s := "a\x00\b\f\n\r\t\"\\é\u2028\xff<>&z"
+	empty, _ := marshal(&spider.Page{})
+	encodedLen := func(body string) int {
+		msg, err := marshal(&spider.Page{Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(msg) - len(empty)
+	}
+	for room := 0; room <= encodedLen(s); room++ {
+		prefix := prefixFitting(s, room)
+		if !strings.HasPrefix(s, prefix) || encodedLen(prefix) > room {
+			t.Fatalf("room %d: prefix %q takes %d bytes", room, prefix, encodedLen(prefix))
+		}
+		if rest := s[len(prefix):]; rest != "" {
+			_, size := utf8.DecodeRuneInString(rest)
+			if longer := s[:len(prefix)+size]; encodedLen(longer) <= room {
+				t.Fatalf("room %d: %q fits too, not only %q", room, longer, prefix)
+			}
+		}
+	}
+	if got := prefixFitting(s, encodedLen(s)); got != s {
+		t.Fatalf("the whole string fits in its own length, got %q", got)
+	}
+}
+
+func TestEncodeOnlyEncodesWhatFits(t *testing.T) {
+	// 10 MB of NUL bytes escape to 60 MB; a message holds 1 MB.
+	body := strings.Repeat("\x00", 10<<20)
+	page := &spider.Page{URL: "http://a.com", Body: body, RawBody: []byte(body)}
+	for _, b64 := range []bool{false, true} {
+		p := testPipeline(t, b64, 1<<20)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		page.Body, page.Extra = body, nil
+		msg, err := p.Encode(page)
+		runtime.ReadMemStats(&after)
+		if err != nil || len(msg) > 1<<20 || page.Extra["truncated"] != true {
+			t.Fatalf("base64 %v: %d bytes, %v", b64, len(msg), err)
+		}
+		// A few copies of the 1 MB message, not of the 60 MB the body
+		// escapes to.
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 10<<20 {
+			t.Fatalf("base64 %v: encoding a message of 1 MB allocated %d MB", b64, allocated>>20)
 		}
 	}
 }
