@@ -64,7 +64,7 @@ func New(cfg Config) *Fetcher {
 		fromEnv := httpproxy.FromEnvironment().ProxyFunc()
 		proxy = func(r *http.Request) (*url.URL, error) { return fromEnv(r.URL) }
 	}
-	g := &guard{off: cfg.AllowPrivate, allowed: cfg.AllowedNetworks}
+	g := newGuard(cfg)
 	// The Fetch's deadline bounds connecting. The proxy, chosen by the
 	// operator, may be anywhere; every other connection is guarded.
 	toProxy := &net.Dialer{KeepAlive: 30 * time.Second}

@@ -17,6 +17,7 @@ import (
 	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,6 +384,73 @@ func TestBodiesAreCutAtTheMaximumSize(t *testing.T) {
 	}
 }
 
+func TestCompressionBombsCostOnlyWhatIsKept(t *testing.T) {
+	const maxSize = 1 << 20
+	errorBomb := testsite.Bomb("gzip", 64)
+	site := testsite.Start(t, testsite.WithHandler("/error-bomb", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Encoding", "gzip")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write(errorBomb)
+	})))
+	testsite.Bomb("gzip", 128) // built before measuring: 128 MiB inflated, 128 times what is kept
+	testsite.Bomb("deflate", 128)
+	f := newFetcher(t, quick(func(c *fetch.Config) { c.MaxSize = maxSize }))
+	for _, tt := range []struct {
+		path   string
+		status int
+	}{{"/bomb/gzip/128", 200}, {"/bomb/deflate/128", 200}, {"/error-bomb", 500}} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res := mustFetch(t, f, fetch.Request{URL: site.URL(tt.path)})
+		runtime.ReadMemStats(&after)
+		if res.Status != tt.status || !res.Truncated || !bytes.Equal(res.Body, make([]byte, maxSize)) || res.Header.Get("Content-Encoding") != "" {
+			t.Errorf("%s: %d, %d bytes, truncated %v, Content-Encoding %q", tt.path, res.Status, len(res.Body), res.Truncated, res.Header.Get("Content-Encoding"))
+		}
+		// The body kept, the compressed bytes behind it and the decoders'
+		// windows: not the gigabyte, nor buffers grown by copying.
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2*maxSize {
+			t.Errorf("%s: fetching %d bytes allocated %d", tt.path, maxSize, allocated)
+		}
+	}
+}
+
+func TestBodiesAreReadIntoBuffersOfTheirSize(t *testing.T) {
+	const maxSize = 4 << 20
+	site := testsite.Start(t)
+	f := newFetcher(t, quick(func(c *fetch.Config) { c.MaxSize = maxSize }))
+	for _, tt := range []struct {
+		path string
+		size int
+		// allocated bounds what a fetch allocates: the body, and for a body
+		// of unknown length the pooled chunks it was read into.
+		allocated uint64
+	}{
+		{"/huge/3000000", 3_000_000, 3_000_000 + 256<<10},
+		{"/huge/50000000", maxSize, maxSize + 256<<10},
+		{"/huge/3000000?chunked=1", 3_000_000, 2*3_000_000 + 256<<10},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		res := mustFetch(t, f, fetch.Request{URL: site.URL(tt.path)})
+		runtime.ReadMemStats(&after)
+		if len(res.Body) != tt.size || cap(res.Body) != tt.size || !bytes.Equal(res.Body, testsite.HugePrefix(tt.size)) {
+			t.Errorf("%s: %d bytes in a buffer of %d", tt.path, len(res.Body), cap(res.Body))
+		}
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > tt.allocated {
+			t.Errorf("%s: fetching %d bytes allocated %d, want at most %d", tt.path, len(res.Body), allocated, tt.allocated)
+		}
+	}
+}
+
+func TestEndlessBodiesTimeOut(t *testing.T) {
+	site := testsite.Start(t)
+	f := newFetcher(t, quick(func(c *fetch.Config) { c.Timeout = 300 * time.Millisecond }))
+	res, err := f.Fetch(context.Background(), fetch.Request{URL: site.URL("/drip?every=10")})
+	if !errors.Is(err, fetch.ErrTimeout) || !fetch.IsRetryable(err) || res != nil {
+		t.Fatalf("drip: %v, %v", res, err)
+	}
+}
+
 func TestTimeoutsAreRetryableErrors(t *testing.T) {
 	site := testsite.Start(t)
 	f := newFetcher(t, quick(func(c *fetch.Config) { c.Timeout = 200 * time.Millisecond }))
@@ -507,7 +575,7 @@ func TestNewFillsInTheDefaults(t *testing.T) {
 	want := fetch.DefaultConfig()
 	if cfg.Timeout != 10*time.Second || cfg.MaxSize != 10<<20 || cfg.MaxRedirects != 20 || cfg.UserAgent != fetch.DefaultUserAgent ||
 		cfg.RobotsCacheTTL != time.Hour || cfg.MaxConns != 16 || cfg.MaxConnsPerHost != 8 ||
-		!maps.Equal(cfg.DefaultHeaders, want.DefaultHeaders) || cfg.DisableRedirects || cfg.ObeyRobots {
+		!maps.Equal(cfg.DefaultHeaders, want.DefaultHeaders) || cfg.DisableRedirects || cfg.ObeyRobots || cfg.AllowPrivate {
 		t.Fatalf("config %+v", cfg)
 	}
 	if want.RetryTimes != 3 || !slices.Equal(want.RetryHTTPCodes, []int{504}) {

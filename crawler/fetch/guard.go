@@ -23,6 +23,20 @@ type guard struct {
 	allowed []netip.Prefix
 }
 
+// newGuard returns the guard for cfg. Allowed networks written as
+// IPv4-mapped IPv6 (::ffff:10.0.0.0/104) are taken as the IPv4 networks
+// they are.
+func newGuard(cfg Config) *guard {
+	g := &guard{off: cfg.AllowPrivate}
+	for _, p := range cfg.AllowedNetworks {
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		g.allowed = append(g.allowed, p.Masked())
+	}
+	return g
+}
+
 // blockedV4 and blockedV6 are the ranges refused besides those netip names
 // (loopback, private, link-local, multicast, unspecified), with the reason
 // given.
