@@ -386,19 +386,21 @@ func TestBodiesAreCutAtTheMaximumSize(t *testing.T) {
 
 func TestCompressionBombsCostOnlyWhatIsKept(t *testing.T) {
 	const maxSize = 1 << 20
-	errorBomb := testsite.Bomb("gzip", 64)
+	errorBomb := testsite.Bomb("gzip", 8)
 	site := testsite.Start(t, testsite.WithHandler("/error-bomb", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Encoding", "gzip")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write(errorBomb)
 	})))
-	testsite.Bomb("gzip", 128) // built before measuring: 128 MiB inflated, 128 times what is kept
-	testsite.Bomb("deflate", 128)
+	// Built before measuring (the e2e benchmark uses bombs of 1 GiB; here
+	// building one under the race detector would take seconds).
+	testsite.Bomb("gzip", 16) // 16 MiB inflated: 16 times what is kept
+	testsite.Bomb("deflate", 16)
 	f := newFetcher(t, quick(func(c *fetch.Config) { c.MaxSize = maxSize }))
 	for _, tt := range []struct {
 		path   string
 		status int
-	}{{"/bomb/gzip/128", 200}, {"/bomb/deflate/128", 200}, {"/error-bomb", 500}} {
+	}{{"/bomb/gzip/16", 200}, {"/bomb/deflate/16", 200}, {"/error-bomb", 500}} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		res := mustFetch(t, f, fetch.Request{URL: site.URL(tt.path)})
@@ -407,8 +409,8 @@ func TestCompressionBombsCostOnlyWhatIsKept(t *testing.T) {
 			t.Errorf("%s: %d, %d bytes, truncated %v, Content-Encoding %q", tt.path, res.Status, len(res.Body), res.Truncated, res.Header.Get("Content-Encoding"))
 		}
 		// The body kept, the compressed bytes behind it and the decoders'
-		// windows: not the gigabyte, nor buffers grown by copying.
-		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2*maxSize {
+		// windows: not the whole bomb, nor buffers grown by copying.
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > maxSize+256<<10 {
 			t.Errorf("%s: fetching %d bytes allocated %d", tt.path, maxSize, allocated)
 		}
 	}
