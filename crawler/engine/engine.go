@@ -7,7 +7,9 @@
 // Retries: a request that got no response (timeout, connection error) or a
 // 504 is queued again at lower priority up to RETRY_TIMES times, then
 // dropped with an error line; a request that can never succeed (invalid URL,
-// redirect loop, disallowed by robots.txt) is dropped with a warning. Every
+// redirect loop, disallowed by robots.txt, an internal address the fetcher
+// refuses) is dropped with a warning naming the reason ("private_address",
+// ...; fetch.DropReason). Every
 // response, 4xx and 5xx included, is parsed and published, as the original
 // does. Response codes are counted in stats:crawler:<host>:<spiderid>:<code>
 // and the process reports itself at stats:crawler:<host>:<spiderid>:<id>.
@@ -73,9 +75,10 @@ type Engine struct {
 	counters Counters
 }
 
-// Counters count what the engine did since start.
+// Counters count what the engine did since start. Refused counts the
+// dropped requests whose address the fetcher refused (FETCH_BLOCK_PRIVATE).
 type Counters struct {
-	Pages, Published, Retried, Dropped, Expired, ParseErrors atomic.Int64
+	Pages, Published, Retried, Dropped, Expired, ParseErrors, Refused atomic.Int64
 }
 
 // New builds a crawler for the spider named by the SPIDER setting.
@@ -240,6 +243,12 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 			return
 		}
 		e.counters.Dropped.Add(1)
+		if reason := fetch.DropReason(err); reason != "" {
+			extra["reason"] = reason // "private_address", "robots_txt", ...
+		}
+		if errors.Is(err, fetch.ErrForbiddenAddress) {
+			e.counters.Refused.Add(1)
+		}
 		e.log.Warning("Request cannot be crawled; dropped", extra)
 		e.done(ctx, item)
 		return

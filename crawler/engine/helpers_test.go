@@ -54,6 +54,8 @@ func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) 
 		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
 		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2",
 		"SC_LOG_LEVEL": "DEBUG", "SC_LOG_JSON": "true",
+		// The test sites are on loopback, which the fetcher refuses by default.
+		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
 	}
 	for k, v := range overrides {
 		env[k] = v

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -55,6 +57,10 @@ func Defaults() settings.Defaults {
 		"CONCURRENT_REQUESTS_PER_DOMAIN": defaultPerDomain,
 		"RETRY_TIMES":                    defaultRetryTimes,
 		"RETRY_HTTP_CODES":               []int{defaultRetryStatusCode},
+		// Config's zero value blocks (AllowPrivate false): the default is
+		// the safe one, whichever way a Config is made.
+		"FETCH_BLOCK_PRIVATE":    !Config{}.AllowPrivate,
+		"FETCH_ALLOWED_NETWORKS": []string{},
 	}
 }
 
@@ -101,8 +107,24 @@ type Config struct {
 	// Proxy chooses a proxy per request (nil: the standard environment
 	// variables HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read by New, as
 	// http.ProxyFromEnvironment reads them: requests to localhost and
-	// loopback addresses never use a proxy).
+	// loopback addresses never use a proxy). The proxy's own address is
+	// never refused; what it connects to is its business (see AllowPrivate).
 	Proxy func(*http.Request) (*url.URL, error)
+	// AllowPrivate turns the address guard off (FETCH_BLOCK_PRIVATE false).
+	// By default (false) the fetcher refuses, with ErrForbiddenAddress, to
+	// connect to loopback, private (RFC 1918, fc00::/7), link-local
+	// (169.254/16, fe80::/10), shared (100.64/10), unspecified, multicast,
+	// broadcast and reserved addresses and their IPv4-mapped forms: it
+	// checks each address it dials, whatever name led there, and hosts
+	// written as addresses (127.1, 2130706433, [::ffff:127.0.0.1]) or
+	// localhost names before it sends anything. Through a proxy only the
+	// latter is possible: the proxy resolves names and must refuse internal
+	// addresses itself.
+	AllowPrivate bool
+	// AllowedNetworks are internal networks the fetcher may reach despite
+	// the guard, e.g. 127.0.0.0/8 for a test site on loopback
+	// (FETCH_ALLOWED_NETWORKS; nil: none).
+	AllowedNetworks []netip.Prefix
 }
 
 // DefaultConfig is the configuration Defaults describe.
@@ -149,6 +171,10 @@ func ConfigFromSettings(s *settings.Settings) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	allowed, err := ParseNetworks(s.Strings("FETCH_ALLOWED_NETWORKS"))
+	if err != nil {
+		return Config{}, fmt.Errorf("setting FETCH_ALLOWED_NETWORKS: %w", err)
+	}
 	cfg := Config{
 		Timeout:          s.Seconds("DOWNLOAD_TIMEOUT"),
 		MaxSize:          int64(s.Int("DOWNLOAD_MAXSIZE")),
@@ -163,8 +189,30 @@ func ConfigFromSettings(s *settings.Settings) (Config, error) {
 		MaxConnsPerHost:  s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
 		RetryTimes:       s.Int("RETRY_TIMES"),
 		RetryHTTPCodes:   s.Ints("RETRY_HTTP_CODES"),
+		AllowPrivate:     !s.Bool("FETCH_BLOCK_PRIVATE"),
+		AllowedNetworks:  allowed,
 	}
 	return cfg, cfg.Validate()
+}
+
+// ParseNetworks reads networks in CIDR notation ("127.0.0.0/8",
+// "::1/128"); a bare address is a network of that one address. Host bits
+// are cleared ("10.1.2.3/8" is 10.0.0.0/8).
+func ParseNetworks(cidrs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range cidrs {
+		s = strings.TrimSpace(s)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(s)
+			if aerr != nil || addr.Zone() != "" {
+				return nil, fmt.Errorf("%q is not a network in CIDR notation (such as 10.0.0.0/8 or fd00::/8): %w", s, err)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // Validate reports the first unusable field of a complete configuration
@@ -190,6 +238,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("setting USER_AGENT: %q is not a usable header value", c.UserAgent)
 	case !httpguts.ValidHeaderFieldValue(c.RobotsUserAgent):
 		return fmt.Errorf("setting ROBOTSTXT_USER_AGENT: %q is not a valid user agent", c.RobotsUserAgent)
+	}
+	for _, p := range c.AllowedNetworks {
+		if !p.IsValid() {
+			return fmt.Errorf("setting FETCH_ALLOWED_NETWORKS: %v is not a valid network", p)
+		}
 	}
 	for _, code := range c.RetryHTTPCodes {
 		if code < 100 || code > 599 {

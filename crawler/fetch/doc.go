@@ -23,20 +23,48 @@
 //   - returns every response as a Result, whatever its status: 4xx and 5xx
 //     pages are crawl results too (the original's HTTPERROR_ALLOW_ALL). The
 //     engine retries statuses RetryableStatus names (RETRY_HTTP_CODES);
+//   - refuses to connect to internal addresses (see Address guard below),
+//     with ErrForbiddenAddress;
 //   - reads at most DOWNLOAD_MAXSIZE body bytes, after decompressing gzip or
 //     deflate (the applied Content-Encoding header is then removed, as
 //     Scrapy does). A longer body is cut and the Result marked Truncated; it
 //     is never read unbounded and never fails the page. A body whose
-//     encoding is corrupt is kept as received, Content-Encoding included;
+//     encoding is corrupt is kept as received, Content-Encoding included.
+//     Bodies are read as streams and never held beyond that: a body with a
+//     Content-Length goes into one buffer of its size, one without into
+//     pooled chunks copied once into a buffer of its length, and a
+//     compressed one is decoded twice (to count, then into a buffer of
+//     exactly the length kept), so a compression bomb costs DOWNLOAD_MAXSIZE
+//     and the few compressed bytes behind it. Error pages and redirects
+//     alike; robots.txt at most 500 KiB;
 //   - gives up after DOWNLOAD_TIMEOUT for the whole Fetch: waiting for
 //     robots.txt, connecting, every redirect hop and reading the body.
 //
 // Failures without a response are errors; IsRetryable tells those worth
 // another attempt (timeouts, refused or reset connections, temporary DNS
 // failures, responses cut short) from those that fail the same way every time
-// (invalid URLs, unsupported schemes, redirect loops, robots.txt). The engine
+// (invalid URLs, unsupported schemes, redirect loops, robots.txt, refused
+// addresses; DropReason names which). The engine
 // retries the former RETRY_TIMES times and then drops the request with a log
 // line and a stat, as the original's retry middleware does.
+//
+// # Address guard
+//
+// By default (FETCH_BLOCK_PRIVATE; Config.AllowPrivate false) the fetcher
+// does not connect to loopback, private (RFC 1918, fc00::/7), link-local
+// (169.254/16, fe80::/10), shared (100.64/10), unspecified (0/8, ::),
+// multicast, broadcast or reserved addresses, nor to their IPv4-mapped,
+// IPv4-compatible or NAT64 IPv6 forms, except to FETCH_ALLOWED_NETWORKS
+// (Config.AllowedNetworks). It checks the address of every connection it
+// makes (the dialer's Control hook), whatever name led there: names that
+// resolve inside, DNS rebinding, redirects and robots.txt loads are all
+// covered. Before anything is sent, per hop, it also refuses hosts written
+// as such an address in any form inet_aton or the URL standard read
+// (127.1, 2130706433, 0x7f.1, 0177.0.0.1, [::ffff:127.0.0.1]) and
+// localhost names (localhost, *.localhost). Through a proxy that second
+// check is all it can do: the proxy resolves names and must refuse internal
+// addresses itself; the proxy's own address is never refused. A refusal
+// is ErrForbiddenAddress: not retryable, DropReason "private_address".
 //
 // # Robots
 //
@@ -79,4 +107,8 @@
 //	RETRY_TIMES                     3         attempts after the first, for retryable
 //	                                          errors and statuses (the engine's)
 //	RETRY_HTTP_CODES                [504]     statuses retried rather than published
+//	FETCH_BLOCK_PRIVATE (Go)        true      refuse internal addresses (Address guard)
+//	FETCH_ALLOWED_NETWORKS (Go)     []        CIDR networks fetched despite the guard,
+//	                                          e.g. 127.0.0.0/8,::1/128 for a test site;
+//	                                          a value that is not one fails the start
 package fetch

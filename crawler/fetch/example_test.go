@@ -3,6 +3,7 @@ package fetch_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
@@ -17,7 +18,10 @@ func ExampleFetcher_Fetch() {
 		return
 	}
 	defer site.Close()
-	f := fetch.New(fetch.DefaultConfig())
+	cfg := fetch.DefaultConfig()
+	// The test site is on loopback, which the fetcher refuses by default.
+	cfg.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	f := fetch.New(cfg)
 	defer f.Close()
 
 	res, err := f.Fetch(context.Background(), fetch.Request{URL: site.URL("/redirect?to=/status/404"), UserAgent: "MyBot/1.0"})

@@ -1,6 +1,9 @@
 package fetch
 
-import "time"
+import (
+	"net"
+	"time"
+)
 
 // SetClock replaces the robots.txt cache's clock.
 func SetClock(f *Fetcher, now func() time.Time) {
@@ -8,3 +11,6 @@ func SetClock(f *Fetcher, now func() time.Time) {
 	defer f.robots.mu.Unlock()
 	f.robots.now = now
 }
+
+// SetResolver makes the fetcher resolve names with r (before any Fetch).
+func SetResolver(f *Fetcher, r *net.Resolver) { f.dialer.Resolver = r }

@@ -1,11 +1,7 @@
 package fetch
 
 import (
-	"bytes"
 	"cmp"
-	"compress/flate"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +47,9 @@ type Result struct {
 // Fetcher downloads pages. It is safe for concurrent use.
 type Fetcher struct {
 	cfg       Config
+	guard     *guard
+	proxy     func(*http.Request) (*url.URL, error)
+	dialer    *net.Dialer // for everything but proxies: guarded
 	transport *http.Transport
 	header    http.Header // the headers every request starts with
 	robots    *robotsCache
@@ -65,10 +64,29 @@ func New(cfg Config) *Fetcher {
 		fromEnv := httpproxy.FromEnvironment().ProxyFunc()
 		proxy = func(r *http.Request) (*url.URL, error) { return fromEnv(r.URL) }
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second} // the Fetch's deadline bounds connecting
+	g := newGuard(cfg)
+	// The Fetch's deadline bounds connecting. The proxy, chosen by the
+	// operator, may be anywhere; every other connection is guarded.
+	toProxy := &net.Dialer{KeepAlive: 30 * time.Second}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	if !g.off {
+		dialer.Control = g.control
+	}
 	transport := &http.Transport{
-		Proxy:                  proxy,
-		DialContext:            dialer.DialContext,
+		// fetch decides on the proxy (and checks what it can before a proxy
+		// is asked); the transport only reads the decision.
+		Proxy: func(r *http.Request) (*url.URL, error) {
+			if h := hopOf(r.Context()); h != nil {
+				return h.proxy, nil
+			}
+			return nil, nil
+		},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if h := hopOf(ctx); h != nil && h.proxy != nil && addr == proxyAddr(h.proxy) {
+				return toProxy.DialContext(ctx, network, addr)
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           max(cfg.MaxConns, cfg.MaxConnsPerHost),
 		MaxIdleConnsPerHost:    cfg.MaxConnsPerHost,
@@ -88,6 +106,9 @@ func New(cfg Config) *Fetcher {
 	base, stop := context.WithCancel(context.Background())
 	f := &Fetcher{
 		cfg:       cfg,
+		guard:     g,
+		proxy:     proxy,
+		dialer:    dialer,
 		transport: transport,
 		header:    header,
 		stop:      stop,
@@ -134,8 +155,9 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 	return fmt.Errorf("%w (%w)", ctx.Err(), err)
 }
 
-// fetch runs the redirect loop: one request per hop, robots.txt checked per
-// hop when robots is set, cookie only to the first hop's host.
+// fetch runs the redirect loop: one request per hop, the host and
+// robots.txt (when robots is set) checked per hop, cookie only to the first
+// hop's host.
 func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, robots bool, maxSize int64) (*Result, error) {
 	u, err := parseTarget(rawURL)
 	if err != nil {
@@ -144,6 +166,11 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 	origin := u.Hostname()
 	visited := map[string]bool{withoutFragment(u): true}
 	for redirects := 0; ; redirects++ {
+		// Before robots.txt and before any proxy is asked: nothing is sent
+		// for a host that is an internal address.
+		if err := f.guard.checkHost(u.Hostname()); err != nil {
+			return nil, err
+		}
 		if robots {
 			if err := f.robots.check(ctx, u, userAgent); err != nil {
 				return nil, err
@@ -154,10 +181,14 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 		if cookie != "" && strings.EqualFold(u.Hostname(), origin) {
 			header.Set("Cookie", cookie)
 		}
-		req := (&http.Request{Method: http.MethodGet, URL: u, Header: header, Host: u.Host}).WithContext(ctx)
+		h := &hop{}
+		req := (&http.Request{Method: http.MethodGet, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))
+		if h.proxy, err = f.proxy(req); err != nil {
+			return nil, fmt.Errorf("choose a proxy for %s: %w", u, err)
+		}
 		// The transport, not an http.Client: fetch follows redirects itself
-		// (cookies, robots.txt and loops are checked per hop), and there is
-		// no cookie jar, so no cookie outlives its request.
+		// (cookies, robots.txt, loops and addresses are checked per hop),
+		// and there is no cookie jar, so no cookie outlives its request.
 		resp, err := f.transport.RoundTrip(req)
 		if err != nil {
 			return nil, err
@@ -248,73 +279,4 @@ func statusText(resp *http.Response) string {
 		return t
 	}
 	return strings.TrimSpace(strings.TrimPrefix(resp.Status, strconv.Itoa(resp.StatusCode)))
-}
-
-// readBody reads at most maxSize bytes of the body (after decoding gzip or
-// deflate) and closes it.
-func readBody(resp *http.Response, maxSize int64) ([]byte, bool, error) {
-	defer resp.Body.Close()
-	raw, truncated, err := readLimited(resp.Body, resp.ContentLength, maxSize)
-	if err != nil { // a response cut short is not a page: retry it
-		return nil, false, err
-	}
-	encoding := strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Encoding")))
-	var zr io.Reader
-	switch encoding {
-	case "gzip", "x-gzip":
-		gz, err := gzip.NewReader(bytes.NewReader(raw))
-		if err != nil {
-			return raw, truncated, nil // not gzip after all: keep it as it came
-		}
-		zr = gz
-	case "deflate":
-		// RFC 9110 deflate is zlib-wrapped; some servers send it raw.
-		if z, err := zlib.NewReader(bytes.NewReader(raw)); err == nil {
-			zr = z
-		} else {
-			zr = flate.NewReader(bytes.NewReader(raw))
-		}
-	default:
-		return raw, truncated, nil
-	}
-	decoded, cut, err := readLimited(zr, -1, maxSize)
-	switch {
-	case err == nil:
-	case truncated && errors.Is(err, io.ErrUnexpectedEOF):
-		// The compressed body was cut at maxSize: keep what it held.
-	default:
-		return raw, truncated, nil // corrupt: keep it as it came
-	}
-	resp.Header.Del("Content-Encoding")
-	return decoded, truncated || cut, nil
-}
-
-// readLimited reads r up to its end or limit+1 bytes, whichever comes
-// first, and returns at most limit bytes and whether there were more (on an
-// error, what was read before it); size is the expected length (-1:
-// unknown), a hint for the buffer.
-func readLimited(r io.Reader, size, limit int64) ([]byte, bool, error) {
-	hint := int64(512)
-	if size >= 0 {
-		hint = min(size, limit) + 1 // +1: the read that finds EOF needs no growth
-	}
-	b := make([]byte, 0, min(hint, 1<<20))
-	lr := io.LimitReader(r, limit+1)
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := lr.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return b[:min(int64(len(b)), limit)], false, err
-		}
-	}
-	if int64(len(b)) > limit {
-		return b[:limit], true, nil
-	}
-	return b, false, nil
 }

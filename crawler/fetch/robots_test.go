@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -209,5 +210,24 @@ func TestConcurrentFetchesShareOneRobotsTxtLoad(t *testing.T) {
 	}
 	if got := loads.Load(); got != 1 {
 		t.Fatalf("robots.txt loaded %d times, want 1", got)
+	}
+}
+
+func TestRobotsTxtIsReadUpTo500KiB(t *testing.T) {
+	padding := "# " + strings.Repeat("x", 600<<10) + "\n"
+	for _, tt := range []struct {
+		name, body string
+		allowed    bool
+	}{
+		{"a rule before the cap holds", "User-agent: *\nDisallow: /page/\n" + padding, false},
+		{"a rule past the cap is never read", "User-agent: *\nAllow: /\n" + padding + "User-agent: *\nDisallow: /page/\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			site := testsite.Start(t, testsite.WithRobots(http.StatusOK, tt.body))
+			_, err := newFetcher(t, obeying()).Fetch(context.Background(), fetch.Request{URL: site.URL("/page/1")})
+			if allowed := err == nil; allowed != tt.allowed || (err != nil && !errors.Is(err, fetch.ErrRobotsDisallowed)) {
+				t.Fatalf("fetch: %v, want allowed %v", err, tt.allowed)
+			}
+		})
 	}
 }

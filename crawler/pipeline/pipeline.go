@@ -15,9 +15,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -56,84 +54,172 @@ func Timestamp(t time.Time) string {
 const overhead = 512
 
 // Encode returns the message for page: timestamp set, body encoded, cut to
-// fit the maximum message size.
+// fit the maximum message size (and then marked "truncated"). The message
+// is sized before it is built: a body may be far larger than a message can
+// be (DOWNLOAD_MAXSIZE is ten times KAFKA_PRODUCER_MAX_REQUEST_SIZE by
+// default) and grows when escaped, so only what fits is ever encoded, once,
+// into a message of its size.
 func (p *Pipeline) Encode(page *spider.Page) ([]byte, error) {
 	page.Timestamp = Timestamp(p.now())
-	if p.base64 {
-		page.Body = base64.StdEncoding.EncodeToString(page.RawBody)
+	text := page.Body
+	page.Body = ""
+	defer func() { page.Body = text }()
+	rest, err := marshalPage(page) // everything but the body
+	if err != nil {
+		return nil, err
 	}
-	msg, err := marshal(page)
+	room := -1 // no limit
+	if p.maxBytes > 0 {
+		room = p.maxBytes - overhead - len(rest)
+	}
+	body := p.bodyField(page, text, room)
+	if body.cut {
+		// Cut the body to what fits beside the other fields, and mark it.
+		if page.Extra == nil {
+			page.Extra = map[string]any{}
+		}
+		page.Extra["truncated"] = true
+		if rest, err = marshalPage(page); err != nil {
+			return nil, err
+		}
+		room = p.maxBytes - overhead - len(rest)
+		if room < 0 {
+			return nil, fmt.Errorf("page %s: result of %d bytes exceeds %d without its body", page.URL, len(rest), p.maxBytes-overhead)
+		}
+		body = p.bodyField(page, text, room)
+		p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": page.URL, "max_bytes": p.maxBytes})
+	}
+	return withBody(rest, body)
+}
+
+// bodyPart is what goes in the body field: text, escaped, or raw bytes in
+// base64 (KAFKA_BASE_64_ENCODE); size is its encoded length.
+type bodyPart struct {
+	text string
+	raw  []byte
+	b64  bool
+	size int
+	cut  bool // less than the whole body
+}
+
+// bodyField is the body field: the text, or the raw bytes in base64 (cut
+// at whole base64 quanta, so it still decodes), at most what takes room
+// bytes encoded (room < 0: no limit).
+func (p *Pipeline) bodyField(page *spider.Page, text string, room int) bodyPart {
+	if p.base64 {
+		raw, cut := page.RawBody, false
+		if room >= 0 && base64.StdEncoding.EncodedLen(len(raw)) > room {
+			raw, cut = raw[:room/4*3], true
+		}
+		return bodyPart{raw: raw, b64: true, size: base64.StdEncoding.EncodedLen(len(raw)), cut: cut}
+	}
+	_, n, size := jsonString(nil, text, room)
+	return bodyPart{text: text[:n], size: size, cut: n < len(text)}
+}
+
+// emptyBody is the body field of a page encoded without its body. The first
+// occurrence in a message is the field itself: the fields before it are
+// strings, whose quotes are escaped, and header maps, whose values are lists.
+const emptyBody = `"body":""`
+
+// withBody returns msg, a page encoded with an empty body, with body in
+// its body field, built in one buffer of the message's size.
+func withBody(msg []byte, body bodyPart) ([]byte, error) {
+	at := bytes.Index(msg, []byte(emptyBody))
+	if at < 0 {
+		return nil, fmt.Errorf("encode page: no %s in %.200s", emptyBody, msg)
+	}
+	at += len(emptyBody) - 1 // before the closing quote
+	out := make([]byte, 0, len(msg)+body.size)
+	out = append(out, msg[:at]...)
+	if body.b64 {
+		out = base64.StdEncoding.AppendEncode(out, body.raw)
+	} else {
+		out, _, _ = jsonString(out, body.text, -1)
+	}
+	return append(out, msg[at:]...), nil
+}
+
+func marshalPage(page *spider.Page) ([]byte, error) {
+	msg, err := page.MarshalJSON() // no HTML escaping: bodies keep their < > &
 	if err != nil {
 		return nil, fmt.Errorf("encode page %s: %w", page.URL, err)
 	}
-	limit := p.maxBytes - overhead
-	if p.maxBytes <= 0 || len(msg) <= limit {
-		return msg, nil
-	}
-	// Cut the body to what fits beside the other fields, and mark it.
-	body := page.Body
-	page.Body = ""
-	if page.Extra == nil {
-		page.Extra = map[string]any{}
-	}
-	page.Extra["truncated"] = true
-	rest, err := marshal(page)
-	if err != nil {
-		return nil, err
-	}
-	room := limit - len(rest)
-	if room < 0 {
-		return nil, fmt.Errorf("page %s: result of %d bytes exceeds %d without its body", page.URL, len(rest), limit)
-	}
-	page.Body = prefixFitting(body, room, p.base64)
-	if msg, err = marshal(page); err != nil {
-		return nil, err
-	}
-	p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": page.URL, "max_bytes": p.maxBytes})
 	return msg, nil
 }
 
-// marshal encodes a page without HTML-escaping (bodies keep their < > &).
-func marshal(page *spider.Page) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(page); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
-}
-
-// prefixFitting is the longest prefix of s whose JSON string encoding
-// (as marshal writes it) takes at most room bytes; for
-// base64 text it is cut at a multiple of 4, so it still decodes.
-func prefixFitting(s string, room int, base64Text bool) string {
-	used, end := 0, 0
-	for i, r := range s {
-		n := utf8.RuneLen(r)
-		switch {
-		case r == utf8.RuneError && n == 3 && !strings.HasPrefix(s[i:], "\uFFFD"):
-			n = 6 // invalid bytes become \ufffd
-		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
-			n = 2
-		case r < 0x20 || r == '\u2028' || r == '\u2029':
-			n = 6
+// jsonString escapes s as encoding/json does inside a string, without HTML
+// escaping: '"', '\\' and control characters escaped (\b \f \n \r \t
+// short, others \u00xx), U+2028 and U+2029 as \u2028 and \u2029, invalid
+// UTF-8 as \ufffd. It stops before the first character that would take the
+// escaped text past room bytes (room < 0: no limit) and returns dst with
+// the escaped text appended (dst nil: only measured), how many bytes of s
+// it took and how many it wrote.
+func jsonString(dst []byte, s string, room int) (out []byte, taken, size int) {
+	plain := 0 // start of the run of bytes written as they are
+	flush := func(end int) {
+		if dst != nil {
+			dst = append(dst, s[plain:end]...)
 		}
-		if used+n > room {
+	}
+	i := 0
+	for i < len(s) {
+		c, width, esc := s[i], 1, ""
+		if c < utf8.RuneSelf {
+			switch c {
+			case '"':
+				esc = `\"`
+			case '\\':
+				esc = `\\`
+			case '\b':
+				esc = `\b`
+			case '\f':
+				esc = `\f`
+			case '\n':
+				esc = `\n`
+			case '\r':
+				esc = `\r`
+			case '\t':
+				esc = `\t`
+			default:
+				if c < 0x20 {
+					esc = `\u00` + string(lowerHex[c>>4]) + string(lowerHex[c&0xf])
+				}
+			}
+		} else {
+			var r rune
+			r, width = utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && width == 1:
+				esc = `\ufffd`
+			case r == '\u2028':
+				esc = `\u2028`
+			case r == '\u2029':
+				esc = `\u2029`
+			}
+		}
+		n := width
+		if esc != "" {
+			n = len(esc)
+		}
+		if room >= 0 && size+n > room {
 			break
 		}
-		used += n
-		end = i + len(string(r))
-		if r == utf8.RuneError {
-			end = i + 1
+		if esc != "" {
+			flush(i)
+			if dst != nil {
+				dst = append(dst, esc...)
+			}
+			plain = i + width
 		}
+		size += n
+		i += width
 	}
-	out := s[:end]
-	if base64Text {
-		out = out[:len(out)-len(out)%4]
-	}
-	return out
+	flush(i)
+	return dst, i, size
 }
+
+const lowerHex = "0123456789abcdef"
 
 // Publish logs and sends one page; it returns once Kafka acknowledged it, or
 // with ctx's error, or with an error for a page that can never be sent.

@@ -1,11 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -81,6 +85,63 @@ func TestEncodeCutsAnOversizeBodyToFit(t *testing.T) {
 			if _, err := base64.StdEncoding.DecodeString(got["body"].(string)); err != nil {
 				t.Fatalf("cut base64 body does not decode: %v", err)
 			}
+		}
+	}
+}
+
+func TestJSONStringEscapesAsEncodingJSONDoes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", `"`, `\`, "é", "\u2028", "\u2029", "\xff", "\xe2\x80", "<", ">", "&", "\U0001F600", "\x7f"}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		quoted := strings.TrimSuffix(want.String(), "\n")
+		_, taken, size := jsonString(nil, s, -1)
+		got, _, _ := jsonString([]byte(`"`), s, -1)
+		if string(got)+`"` != quoted || taken != len(s) || size != len(quoted)-2 {
+			t.Fatalf("%q: escaped %s (%d bytes), encoding/json writes %s", s, got, size, quoted)
+		}
+		// With less room: the longest prefix that fits.
+		for room := 0; room < size; room++ {
+			out, taken, used := jsonString([]byte{}, s, room)
+			if used > room || len(out) != used || !strings.HasPrefix(quoted[1:], string(out)) {
+				t.Fatalf("%q in %d bytes: %q (%d)", s, room, out, used)
+			}
+			_, width := utf8.DecodeRuneInString(s[taken:])
+			if _, _, next := jsonString(nil, s[taken:taken+width], -1); used+next <= room {
+				t.Fatalf("%q in %d bytes: stopped at byte %d, but the next character fits", s, room, taken)
+			}
+		}
+	}
+}
+
+func TestEncodeOnlyEncodesWhatFits(t *testing.T) {
+	// 10 MB of NUL bytes escape to 60 MB; a message holds 1 MB.
+	body := strings.Repeat("\x00", 10<<20)
+	page := &spider.Page{URL: "http://a.com", Body: body, RawBody: []byte(body)}
+	for _, b64 := range []bool{false, true} {
+		p := testPipeline(t, b64, 1<<20)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		page.Body, page.Extra = body, nil
+		msg, err := p.Encode(page)
+		runtime.ReadMemStats(&after)
+		if err != nil || len(msg) > 1<<20 || page.Extra["truncated"] != true {
+			t.Fatalf("base64 %v: %d bytes, %v", b64, len(msg), err)
+		}
+		// The 1 MB message, once, and the small rest; not the 60 MB the
+		// body escapes to.
+		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 3<<20 {
+			t.Fatalf("base64 %v: encoding a message of 1 MB allocated %d MB", b64, allocated>>20)
 		}
 	}
 }

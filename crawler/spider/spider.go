@@ -42,7 +42,9 @@ type Response struct {
 	// Header is the response's headers; RequestHeader the headers sent.
 	Header        http.Header
 	RequestHeader http.Header
-	// Body is the (decompressed) body, cut at the maximum body size.
+	// Body is the (decompressed) body, cut at the maximum body size. It
+	// is never changed once fetched: Text, and the Page built from it,
+	// share its memory.
 	Body []byte
 	// Truncated reports that Body was cut at the maximum body size.
 	Truncated bool

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
@@ -27,6 +28,9 @@ const prescanBytes = 1024
 // Scrapy does too, naming it "cp1252"), and an undeclared ASCII page is
 // "utf-8" where Scrapy says "ascii".
 //
+// When the body is UTF-8 the text shares its memory (a body may be as
+// large as DOWNLOAD_MAXSIZE): Body must not be changed once fetched.
+//
 // Text never fails: invalid sequences become U+FFFD, and a body that is not
 // text at all (an image) still decodes, byte by byte, as windows-1252. A
 // body cut at the size limit (Truncated) does not lose its UTF-8 detection
@@ -37,19 +41,22 @@ func (r *Response) Text() (text string, encodingName string) {
 	if bom, bomName := sniffBOM(body); bom > 0 && bomName == name {
 		body = body[bom:]
 	}
+	// The body can be as large as DOWNLOAD_MAXSIZE: it is not copied
+	// into the text when it is UTF-8 already (Body is never changed), nor
+	// is a decoded body copied again.
 	if name == "utf-8" {
 		if utf8.Valid(body) {
-			return string(body), name
+			return unsafe.String(unsafe.SliceData(body), len(body)), name
 		}
-		return strings.ToValidUTF8(string(body), "\uFFFD"), name
+		return strings.ToValidUTF8(unsafe.String(unsafe.SliceData(body), len(body)), "\uFFFD"), name
 	}
 	out, err := enc.NewDecoder().Bytes(body)
 	if err != nil {
 		// x/text decoders replace what they cannot decode; this is a
 		// safety net, never expected.
-		return strings.ToValidUTF8(string(body), "\uFFFD"), name
+		return strings.ToValidUTF8(unsafe.String(unsafe.SliceData(body), len(body)), "\uFFFD"), name
 	}
-	return string(out), name
+	return unsafe.String(unsafe.SliceData(out), len(out)), name
 }
 
 // encoding decides the body's encoding (see Text).

@@ -91,6 +91,10 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		s.page(w, path, code, fmt.Sprintf("%d %s", code, http.StatusText(code)), "A page answered with this status.")
 	case strings.HasPrefix(path, "/huge/"):
 		s.huge(w, r)
+	case strings.HasPrefix(path, "/bomb/"):
+		s.bomb(w, r)
+	case path == "/drip":
+		s.drip(w, r)
 	case path == "/malformed":
 		w.Header().Set("Content-Type", htmlType)
 		_, _ = io.WriteString(w, malformedBody)

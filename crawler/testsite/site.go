@@ -31,8 +31,9 @@
 //
 // # Special pages
 //
-// /special links to an instance of each of these except robots.txt (so
-// crawling it is slow: /hang hangs until the crawler's timeout):
+// /special links to an instance of each of these except robots.txt, /bomb
+// and /drip (so crawling it is slow: /hang hangs until the crawler's
+// timeout):
 //
 //	/status/<code>       that status (200-599) with a small HTML body linking to "/"
 //	/slow/<ms>           answers after ms milliseconds (at most 5 minutes)
@@ -53,6 +54,10 @@
 //	/huge/<bytes>        a streamed body of that size (HugePrefix tells its content;
 //	                     ?chunked=1 omits Content-Length)
 //	/gzip, /deflate      compressed bodies (Content-Encoding gzip, deflate)
+//	/bomb/<enc>/<MiB>    a compression bomb: MiB (1-1024) of zero bytes sent
+//	                     compressed (enc gzip or deflate), about 1/800 of that
+//	                     on the wire (Bomb)
+//	/drip                a body that never ends: one byte every ?every=<ms> (50)
 //	/bad-gzip            claims Content-Encoding gzip but is not compressed
 //	/set-cookie          sets a cookie (?name=&value=, default session=testsite;
 //	                     ?next=<path> redirects there)

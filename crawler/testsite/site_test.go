@@ -475,3 +475,76 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestBombsInflateToTheirSizeFromAFewBytes(t *testing.T) {
+	site := testsite.Start(t)
+	for _, tt := range []struct {
+		encoding string
+		open     func(io.Reader) (io.Reader, error)
+	}{
+		{"gzip", func(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }},
+		{"deflate", func(r io.Reader) (io.Reader, error) { return zlib.NewReader(r) }},
+	} {
+		const mib = 8
+		resp := get(t, site.URL(fmt.Sprintf("/bomb/%s/%d", tt.encoding, mib)))
+		if resp.status != http.StatusOK || resp.header.Get("Content-Encoding") != tt.encoding || len(resp.body) > mib<<20/500 ||
+			!bytes.Equal(resp.body, testsite.Bomb(tt.encoding, mib)) {
+			t.Fatalf("%s bomb: %d, %d bytes, Content-Encoding %q", tt.encoding, resp.status, len(resp.body), resp.header.Get("Content-Encoding"))
+		}
+		zr, err := tt.open(bytes.NewReader(resp.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var zeros, other int64
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := zr.Read(buf)
+			for _, c := range buf[:n] {
+				if c == 0 {
+					zeros++
+				} else {
+					other++
+				}
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s bomb: %v", tt.encoding, err)
+			}
+		}
+		if zeros != mib<<20 || other != 0 {
+			t.Fatalf("%s bomb inflates to %d zero bytes and %d others, want %d zero bytes", tt.encoding, zeros, other, mib<<20)
+		}
+	}
+	for _, p := range []string{"/bomb/gzip/0", "/bomb/gzip/1025", "/bomb/brotli/1", "/bomb/gzip/x"} {
+		if resp := get(t, site.URL(p)); resp.status != http.StatusBadRequest {
+			t.Errorf("%s: %d", p, resp.status)
+		}
+	}
+}
+
+func TestDripSendsABodyThatNeverEnds(t *testing.T) {
+	site := testsite.Start(t)
+	resp, err := client.Get(site.URL("/drip?every=5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ContentLength != -1 {
+		t.Fatalf("Content-Length %d", resp.ContentLength)
+	}
+	// Twenty bytes arrive one by one; the client then leaves and the handler ends.
+	buf := make([]byte, 1)
+	for i := range 20 {
+		if _, err := io.ReadFull(resp.Body, buf); err != nil || buf[0] != '.' {
+			t.Fatalf("byte %d: %q, %v", i, buf, err)
+		}
+	}
+	resp.Body.Close()
+	if err := site.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if resp := get(t, testsite.Start(t).URL("/drip?every=0")); resp.status != http.StatusBadRequest {
+		t.Fatalf("every=0: %d", resp.status)
+	}
+}

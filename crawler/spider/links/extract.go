@@ -33,7 +33,8 @@
 //     host:port.
 //   - deny_extensions is case-insensitive on both sides, takes entries with
 //     or without the dot, and understands two-part extensions ("tar.gz").
-//   - Links longer than MaxURLLength are dropped, as Scrapy's
+//   - hrefs longer than 8 KiB are dropped by Extract, and links longer
+//     than MaxURLLength by Follow, as Scrapy's
 //     UrlLengthMiddleware drops the requests (the original still listed
 //     them in the result).
 //   - Responses that are not markup (images, PDF, JSON...) have no links;
@@ -45,6 +46,7 @@
 package links
 
 import (
+	"io"
 	"net/url"
 	"strings"
 	"unicode"
@@ -121,6 +123,9 @@ func extract(pageURL, doc string) []found {
 	out := make([]found, 0, len(s.links))
 	seen := make(map[string]bool, len(s.links))
 	for _, l := range s.links {
+		if len(l.href) > maxHrefBytes {
+			continue
+		}
 		u, ok := resolve(base, l.href)
 		if !ok {
 			continue
@@ -139,7 +144,7 @@ func extract(pageURL, doc string) []found {
 // is markup to a parser without scripting (lxml); it is scanned once more
 // (top level only: such elements do not nest as raw text).
 func (s *scanner) scan(doc string, top bool) {
-	z := html.NewTokenizer(strings.NewReader(doc))
+	z := html.NewTokenizer(withoutInertMiddles(doc))
 	var open *rawLink // the <a> whose text is being collected
 	skipText := false
 	for {
@@ -185,6 +190,45 @@ func (s *scanner) scan(doc string, top bool) {
 		}
 		skipText = false
 	}
+}
+
+// Inert runs. The tokenizer holds a whole token in memory, in a buffer it
+// grows by doubling: a page that is one 10 MB token (a compression bomb of
+// zero bytes, an endless attribute) would cost it 16 MB, and 32 MB
+// allocated. A run of bytes without '<', '>', quotes, '=' or '-' cannot
+// start or end a tag, comment, attribute value or element, so only its
+// start (the text of a link, at most maxTextBytes of it) and its end (next
+// to the markup that follows) can matter for links: the middle of a long
+// one is skipped. An href that long may have lost its middle: hrefs longer
+// than maxHrefBytes are dropped (no link that long is followed:
+// MaxURLLength).
+const (
+	inertRunMax  = 64 << 10 // longer runs lose their middle
+	inertRunKeep = 8 << 10  // how much of their start and end is kept
+	maxHrefBytes = inertRunKeep
+)
+
+// structural are the bytes that end an inert run.
+var structural = [256]bool{'<': true, '>': true, '"': true, '\'': true, '=': true, '-': true}
+
+// withoutInertMiddles reads doc without the middles of its long inert runs.
+func withoutInertMiddles(doc string) io.Reader {
+	var parts []io.Reader
+	at, start := 0, 0
+	for i := 0; i <= len(doc); i++ {
+		if i < len(doc) && !structural[doc[i]] {
+			continue
+		}
+		if i-start > inertRunMax {
+			parts = append(parts, strings.NewReader(doc[at:start+inertRunKeep]))
+			at = i - inertRunKeep
+		}
+		start = i + 1
+	}
+	if parts == nil {
+		return strings.NewReader(doc)
+	}
+	return io.MultiReader(append(parts, strings.NewReader(doc[at:]))...)
 }
 
 // rawTagName is the name of a tag token as written: after "<" or "</", up

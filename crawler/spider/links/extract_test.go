@@ -3,6 +3,7 @@ package links_test
 import (
 	"net/url"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -183,12 +184,39 @@ func TestLinkTextIsCollapsedAndBounded(t *testing.T) {
 func TestHugeAttributesAreHarmless(t *testing.T) {
 	long := "http://example.com/" + strings.Repeat("a", 1<<20)
 	doc := `<a title="` + strings.Repeat("t", 1<<20) + `" href="ok.html">ok</a><a href="` + long + `">long</a>`
-	if got := links.Extract(pageURL, doc); len(got) != 2 || got[1].URL != long {
-		t.Fatalf("Extract found %d links", len(got))
+	// An href of 1 MB is not even extracted (over 8 KiB).
+	if got := links.Extract(pageURL, doc); len(got) != 1 || got[0].URL != "http://example.com/dir/ok.html" {
+		t.Fatalf("Extract found %q", got)
 	}
 	// Scrapy's URLLENGTH_LIMIT: the long one is not followed.
 	if got := urls(follow(t, doc, &request.Request{})); !reflect.DeepEqual(got, []string{"http://example.com/dir/ok.html"}) {
 		t.Fatalf("Follow = %q", got)
+	}
+}
+
+func TestLongRunsOfTextLoseNoLinkAndCostNoCopy(t *testing.T) {
+	// A compression bomb's 10 MB of zero bytes, a long link text and
+	// comments around them: every link is found, with its text, and the
+	// tokenizer is not handed the runs' middles.
+	zeros := strings.Repeat("\x00", 10<<20)
+	words := strings.Repeat("word ", 100_000)
+	doc := "<a href=/a>" + zeros + "</a><!-- " + zeros + " --><a href='/b'>" + words + "</a>" +
+		"<script>" + zeros + "<a href=/not-a-link></script><a href=/c title=" + zeros + ">c</a>" + zeros
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := links.Extract(pageURL, doc)
+	runtime.ReadMemStats(&after)
+	if len(got) != 3 || got[0].URL != "http://example.com/a" || got[1].URL != "http://example.com/b" || got[2].URL != "http://example.com/c" {
+		t.Fatalf("got %q", urls(got))
+	}
+	if n := len(got[0].Text); n < 4000 || n > 4096 {
+		t.Errorf("text of /a is %d bytes", n)
+	}
+	if !strings.HasPrefix(got[1].Text, "word word") || len(got[1].Text) < 4000 || got[2].Text != "c" {
+		t.Errorf("texts %q..., %q", got[1].Text[:20], got[2].Text)
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 4<<20 {
+		t.Errorf("extracting links from %d MB allocated %d MB", len(doc)>>20, allocated>>20)
 	}
 }
 
