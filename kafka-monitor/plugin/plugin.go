@@ -103,7 +103,38 @@ type Loaded struct {
 	Schema *Schema
 }
 
-// Load instantiates the plugins the PLUGINS setting enables (name: rank;
+// Defaults are the settings of everything that validates requests for the
+// Kafka Monitor (the monitor itself, its feed command, the REST service's
+// /feed) and creates its incoming topic:
+//
+//	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one
+//	KAFKA_INCOMING_PARTITIONS 6   (Go) partitions when a component creates the incoming topic
+func Defaults() settings.Defaults {
+	return settings.Defaults{
+		"PLUGINS": map[string]any{
+			"plugins.scraper_handler.ScraperHandler":     100,
+			"plugins.action_handler.ActionHandler":       200,
+			"plugins.stats_handler.StatsHandler":         300,
+			"plugins.zookeeper_handler.ZookeeperHandler": 400,
+		},
+		"KAFKA_INCOMING_PARTITIONS": 6,
+	}
+}
+
+// LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
+// plugin enabled is an error.
+func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
+	plugins, err := Load(s.Map("PLUGINS"))
+	if err != nil {
+		return nil, err
+	}
+	if len(plugins) == 0 {
+		return nil, errors.New("setting PLUGINS: no plugin enabled")
+	}
+	return plugins, nil
+}
+
+// Load instantiates the plugins a PLUGINS value enables (name: rank;
 // a null rank disables one) and compiles their schemas, sorted by rank.
 // Unknown names, non-integer ranks and duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
