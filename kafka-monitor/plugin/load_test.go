@@ -1,11 +1,15 @@
 package plugin_test
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -51,5 +55,29 @@ func TestLoadPluginsRejectsSettingsThatCannotWork(t *testing.T) {
 				t.Fatalf("LoadPlugins = %v, want an error about %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// based is a plugin that keeps its Env through Base.
+type based struct{ plugin.Base }
+
+func (*based) Name() string   { return "Based" }
+func (*based) Schema() []byte { return []byte(`{"type": "object"}`) }
+func (*based) Handle(context.Context, plugin.Request, redis.Pipeliner) (string, error) {
+	return "", nil
+}
+
+func TestBaseKeepsTheEnvGivenAtSetup(t *testing.T) {
+	log, err := logfactory.New(logfactory.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := plugin.Env{Logger: log}
+	var p plugin.Plugin = &based{}
+	if err := p.Setup(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	if p.(*based).Logger != log {
+		t.Fatal("Base did not keep the Env")
 	}
 }

@@ -35,7 +35,7 @@ type Env struct {
 	Logger   *logfactory.Logger
 	// Redis is the monitor's client, for plugins that read Redis; writes
 	// belong on the pipeline Handle receives.
-	Redis redis.Cmdable
+	Redis *redis.Client
 }
 
 // Plugin validates and handles one kind of request.
@@ -54,6 +54,17 @@ type Plugin interface {
 	// Return Reject(...) for a request that can never be handled; any other
 	// error is retried.
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
+}
+
+// Base gives a plugin the Env: embed it, and the monitor's call to Setup
+// keeps the Env in it (Logger, Settings, Redis). A plugin that needs more
+// at Setup defines its own Setup and calls Base.Setup from it.
+type Base struct{ Env }
+
+// Setup keeps env.
+func (b *Base) Setup(_ context.Context, env Env) error {
+	b.Env = env
+	return nil
 }
 
 // StoreObserver is implemented by plugins that need to know whether a

@@ -602,7 +602,7 @@ func TestRegisteredUnderTheOriginalsName(t *testing.T) {
 	if len(loaded) != 1 {
 		t.Fatalf("loaded %v", loaded)
 	}
-	p := loaded[0].Value
+	p := loaded[0].Plugin
 	if p.Name() != "StatsMonitor" || p.Pattern() != "statsrequest:*:*" {
 		t.Fatalf("Name %q Pattern %q", p.Name(), p.Pattern())
 	}
