@@ -16,7 +16,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -109,21 +108,17 @@ type Loaded struct {
 // LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
 // plugin enabled is an error.
 func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
-	plugins, err := Load(s.Map("PLUGINS"))
-	if err != nil {
-		return nil, err
-	}
-	if len(plugins) == 0 {
-		return nil, errors.New("setting PLUGINS: no plugin enabled")
-	}
-	return plugins, nil
+	return loaded(plugins.LoadSetting(s, "PLUGINS"))
 }
 
 // Load instantiates the plugins a PLUGINS value enables (name: rank; a null
 // rank disables one), sorted by rank. Unknown names, non-integer ranks and
 // duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
-	ranked, err := plugins.Load("PLUGINS", enabled)
+	return loaded(plugins.Load("PLUGINS", enabled))
+}
+
+func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -31,8 +31,8 @@ type kafkaSide struct {
 }
 
 // newKafkaClient returns a client on the transport every component dials
-// Kafka with (kafkaclient.Config.NewClient), refreshing its cached cluster metadata every metadataTTL so new
-// partitions and topics are seen soon. It sets no timeout of its own: every
+// Kafka with (kafkaclient.Config.NewClient), refreshing its cached cluster
+// metadata every metadataTTL so new partitions and topics are seen soon. It sets no timeout of its own: every
 // call's context carries its deadline (KAFKA_CONN_TIMEOUT for the checks,
 // KAFKA_FEED_TIMEOUT for sending requests).
 func newKafkaClient(cfg kafkaclient.Config, metadataTTL time.Duration) *kafka.Client {
