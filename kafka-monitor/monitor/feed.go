@@ -22,7 +22,7 @@ var ErrInvalidRequest = errors.New("invalid request")
 // accepts it, sends it to the incoming topic within KAFKA_FEED_TIMEOUT,
 // creating the topic if it does not exist. An invalid request is not sent.
 func Feed(ctx context.Context, s *settings.Settings, log *logfactory.Logger, raw []byte) error {
-	plugins, err := LoadPlugins(s)
+	plugins, err := plugin.LoadPlugins(s)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	plugins, err := LoadPlugins(s)
+	plugins, err := plugin.LoadPlugins(s)
 	if err != nil {
 		return nil, err
 	}
@@ -91,18 +91,6 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	m.statsCh, m.statsDone = make(chan statsDelta, 64), make(chan struct{})
 	go m.statsLoop(context.WithoutCancel(ctx))
 	return m, nil
-}
-
-// LoadPlugins compiles the plugins the PLUGINS setting enables, in rank order.
-func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
-	plugins, err := plugin.Load(s.Map("PLUGINS"))
-	if err != nil {
-		return nil, err
-	}
-	if len(plugins) == 0 {
-		return nil, errors.New("setting PLUGINS: no plugin enabled")
-	}
-	return plugins, nil
 }
 
 func (m *Monitor) setupStats(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -16,31 +17,24 @@ import (
 //	KAFKA_INCOMING_TOPIC      "demo.incoming"
 //	KAFKA_GROUP               "demo-group"
 //	KAFKA_FEED_TIMEOUT        5      seconds `feed` may take
-//	KAFKA_INCOMING_PARTITIONS 6      (Go) partitions when this component creates the incoming topic
+//	KAFKA_INCOMING_PARTITIONS 6      (Go) partitions when this component creates the incoming topic (plugin.Defaults)
 //	PLUGIN_DIR                "plugins/"  accepted for compatibility; plugins are compiled in
-//	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one
+//	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one (plugin.Defaults)
 //	LOGGER_NAME               "kafka-monitor"
 //	LOG_FILE                  "kafka_monitor.log"
 //	STATS_*                   stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
 //	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), settings.Defaults{
-		"SLEEP_TIME":                0.01,
-		"HEARTBEAT_TIMEOUT":         120,
-		"KAFKA_INCOMING_TOPIC":      "demo.incoming",
-		"KAFKA_GROUP":               "demo-group",
-		"KAFKA_FEED_TIMEOUT":        5,
-		"KAFKA_INCOMING_PARTITIONS": 6,
-		"PLUGIN_DIR":                "plugins/",
-		"PLUGINS": map[string]any{
-			"plugins.scraper_handler.ScraperHandler":     100,
-			"plugins.action_handler.ActionHandler":       200,
-			"plugins.stats_handler.StatsHandler":         300,
-			"plugins.zookeeper_handler.ZookeeperHandler": 400,
-		},
-		"LOGGER_NAME":       "kafka-monitor",
-		"MAX_REQUEST_BYTES": 1 << 20,
-		"BATCH_SIZE":        500,
+	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), plugin.Defaults(), settings.Defaults{
+		"SLEEP_TIME":           0.01,
+		"HEARTBEAT_TIMEOUT":    120,
+		"KAFKA_INCOMING_TOPIC": "demo.incoming",
+		"KAFKA_GROUP":          "demo-group",
+		"KAFKA_FEED_TIMEOUT":   5,
+		"PLUGIN_DIR":           "plugins/",
+		"LOGGER_NAME":          "kafka-monitor",
+		"MAX_REQUEST_BYTES":    1 << 20,
+		"BATCH_SIZE":           500,
 	})
 }

@@ -10,10 +10,7 @@ import (
 // BenchmarkValidateCrawlRequest measures decoding and validating one crawl
 // request against the default plugins and filling its defaults.
 func BenchmarkValidateCrawlRequest(b *testing.B) {
-	plugins, err := plugin.Load(map[string]any{
-		"plugins.scraper_handler.ScraperHandler": 100, "plugins.action_handler.ActionHandler": 200,
-		"plugins.stats_handler.StatsHandler": 300, "plugins.zookeeper_handler.ZookeeperHandler": 400,
-	})
+	plugins, err := plugin.Load(plugin.Defaults()["PLUGINS"].(map[string]any))
 	if err != nil {
 		b.Fatal(err)
 	}

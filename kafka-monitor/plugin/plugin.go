@@ -35,7 +35,7 @@ type Env struct {
 	Logger   *logfactory.Logger
 	// Redis is the monitor's client, for plugins that read Redis; writes
 	// belong on the pipeline Handle receives.
-	Redis redis.Cmdable
+	Redis *redis.Client
 }
 
 // Plugin validates and handles one kind of request.
@@ -54,6 +54,17 @@ type Plugin interface {
 	// Return Reject(...) for a request that can never be handled; any other
 	// error is retried.
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
+}
+
+// Base gives a plugin the Env: embed it, and the monitor's call to Setup
+// keeps the Env in it (Logger, Settings, Redis). A plugin that needs more
+// at Setup defines its own Setup and calls Base.Setup from it.
+type Base struct{ Env }
+
+// Setup keeps env.
+func (b *Base) Setup(_ context.Context, env Env) error {
+	b.Env = env
+	return nil
 }
 
 // StoreObserver is implemented by plugins that need to know whether a
@@ -103,11 +114,38 @@ type Loaded struct {
 	Schema *Schema
 }
 
-// Load instantiates the plugins the PLUGINS setting enables (name: rank;
+// Defaults are the settings of everything that validates requests for the
+// Kafka Monitor (the monitor itself, its feed command, the REST service's
+// /feed) and creates its incoming topic:
+//
+//	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one
+//	KAFKA_INCOMING_PARTITIONS 6   (Go) partitions when a component creates the incoming topic
+func Defaults() settings.Defaults {
+	return settings.Defaults{
+		"PLUGINS": map[string]any{
+			"plugins.scraper_handler.ScraperHandler":     100,
+			"plugins.action_handler.ActionHandler":       200,
+			"plugins.stats_handler.StatsHandler":         300,
+			"plugins.zookeeper_handler.ZookeeperHandler": 400,
+		},
+		"KAFKA_INCOMING_PARTITIONS": 6,
+	}
+}
+
+// LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
+// plugin enabled is an error.
+func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
+	return loaded(plugins.LoadSetting(s, "PLUGINS"))
+}
+
+// Load instantiates the plugins a PLUGINS value enables (name: rank;
 // a null rank disables one) and compiles their schemas, sorted by rank.
 // Unknown names, non-integer ranks and duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
-	ranked, err := plugins.Load("PLUGINS", enabled)
+	return loaded(plugins.Load("PLUGINS", enabled))
+}
+
+func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {
 	if err != nil {
 		return nil, err
 	}

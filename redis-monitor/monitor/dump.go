@@ -1,14 +1,12 @@
 package monitor
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"time"
 
-	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stats"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
 // dumpLoop logs the monitor's stats every STATS_DUMP seconds and, with
@@ -38,25 +36,18 @@ func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
 // <spider>_<code>_<window> counts, <spider>_spider_count,
 // unique_spider_count and total_spider_count.
 func CrawlDump(ctx context.Context, m *Monitor) (map[string]any, error) {
-	answer, err := gather(ctx, m, "spider")
+	crawlers, err := m.statsReader().Crawlers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{}
-	spiders, _ := answer["spiders"].(map[string]any)
-	for name, v := range spiders {
-		spider, ok := v.(map[string]any)
-		if !ok { // unique_spider_count, total_spider_count
-			out[name] = v
-			continue
-		}
-		for code, w := range spider {
-			if code == "count" {
-				out[name+"_spider_count"] = w
-				continue
-			}
-			windows, _ := w.(map[string]any)
-			for window, n := range windows {
+	out := map[string]any{
+		"unique_spider_count": crawlers.UniqueSpiders(),
+		"total_spider_count":  crawlers.Running,
+	}
+	for name, spider := range crawlers.Spiders {
+		out[name+"_spider_count"] = spider.Running
+		for code, counts := range spider.Codes {
+			for window, n := range counts {
 				out[name+"_"+code+"_"+window] = n
 			}
 		}
@@ -68,35 +59,16 @@ func CrawlDump(ctx context.Context, m *Monitor) (map[string]any, error) {
 // original's queue dump: queue_<spider> {spider_backlog, num_domains} and
 // total_backlog.
 func QueueDump(ctx context.Context, m *Monitor) (map[string]any, error) {
-	answer, err := gather(ctx, m, "queue")
+	queues, err := m.statsReader().Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{}
-	queues, _ := answer["queues"].(map[string]any)
-	for name, v := range queues {
-		q, ok := v.(map[string]any)
-		if !ok {
-			out[name] = v
-			continue
-		}
-		out[name] = map[string]any{"spider_backlog": q["spider_backlog"], "num_domains": q["num_domains"]}
+	out := map[string]any{"total_backlog": queues.TotalBacklog}
+	for spider, q := range queues.Spiders {
+		out["queue_"+spider] = map[string]any{"spider_backlog": q.SpiderBacklog, "num_domains": q.NumDomains}
 	}
 	return out, nil
 }
 
-// gather reads a stats answer as its consumers see it: plain JSON values.
-func gather(ctx context.Context, m *Monitor, kind string) (map[string]any, error) {
-	answer, err := stats.Gather(ctx, m.rdb, time.Now(), kind)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(answer)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	return out, d.Decode(&out)
-}
+// statsReader reads the cluster's stats as of now.
+func (m *Monitor) statsReader() stats.Reader { return stats.Reader{Redis: m.rdb, Now: time.Now()} }

@@ -22,7 +22,6 @@ package monitor
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -69,7 +68,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	plugins, err := LoadPlugins(s)
+	plugins, err := plugin.LoadPlugins(s)
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +88,12 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {
-		if err := p.Value.Setup(ctx, env); err != nil {
+		if err := p.Plugin.Setup(ctx, env); err != nil {
 			m.closePlugins(plugins[:i])
 			m.publisher.Close()
 			return nil, fmt.Errorf("set up plugin %s: %w", p.Key, err)
 		}
-		log.Debug("Loaded plugin", logfactory.Extra{"plugin": p.Key, "rank": p.Rank, "pattern": p.Value.Pattern()})
+		log.Debug("Loaded plugin", logfactory.Extra{"plugin": p.Key, "rank": p.Rank, "pattern": p.Plugin.Pattern()})
 	}
 	if err := m.setupStats(ctx); err != nil {
 		m.Close()
@@ -103,22 +102,10 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	return m, nil
 }
 
-// LoadPlugins instantiates the plugins the PLUGINS setting enables, in rank order.
-func LoadPlugins(s *settings.Settings) ([]plugin.Loaded, error) {
-	plugins, err := plugin.Load(s.Map("PLUGINS"))
-	if err != nil {
-		return nil, err
-	}
-	if len(plugins) == 0 {
-		return nil, errors.New("setting PLUGINS: no plugin enabled")
-	}
-	return plugins, nil
-}
-
 func (m *Monitor) setupStats(ctx context.Context) error {
 	names := make([]string, len(m.plugins))
 	for i, p := range m.plugins {
-		names[i] = p.Value.Name()
+		names[i] = p.Plugin.Name()
 	}
 	var err error
 	m.stats, err = stats.NewMonitorStatsFromSettings(ctx, m.rdb, m.settings, m.log, "redis-monitor", names)
@@ -159,7 +146,7 @@ func (m *Monitor) Close() {
 
 func (m *Monitor) closePlugins(ps []plugin.Loaded) {
 	for _, p := range ps {
-		if err := p.Value.Close(); err != nil {
+		if err := p.Plugin.Close(); err != nil {
 			m.log.Warning("Failed to close plugin", logfactory.Extra{"plugin": p.Key, "error": err.Error()})
 		}
 	}
@@ -206,8 +193,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 // error means Redis could not be scanned.
 func (m *Monitor) Cycle(ctx, work context.Context) error {
 	for _, p := range m.plugins {
-		if err := m.scan(ctx, work, p.Value); err != nil {
-			return fmt.Errorf("plugin %s: %w", p.Value.Name(), err)
+		if err := m.scan(ctx, work, p.Plugin); err != nil {
+			return fmt.Errorf("plugin %s: %w", p.Plugin.Name(), err)
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -52,7 +52,10 @@ type Plugin interface {
 type Env struct {
 	Settings *settings.Settings
 	Logger   *logfactory.Logger
-	Redis    *redis.Client
+	// Redis is the monitor's client. It is a *redis.Client, not an
+	// interface, because plugins may need the client's own methods: the
+	// zookeeper plugin's domain configuration in Redis updates with WATCH.
+	Redis *redis.Client
 	// Publish sends an answer to <prefix>.outbound_firehose (and with
 	// KAFKA_APPID_TOPICS to <prefix>.outbound_<appid>, appid taken from
 	// answer["appid"]). It returns once Kafka acknowledged it, waiting
@@ -82,17 +85,46 @@ func (*Base) Close() error { return nil }
 // ServerTime is the answers' "server_time": whole epoch seconds of Now.
 func (b *Base) ServerTime() int64 { return b.Now().Unix() }
 
+// Factory makes a new instance of a plugin.
+type Factory func() Plugin
+
 var plugins = registry.New[Plugin]("plugin")
 
-// Register makes a plugin available under name for the PLUGINS setting. It
-// panics if the name is taken.
-func Register(name string, factory func() Plugin) { plugins.Register(name, factory) }
+// Register makes a plugin available under name for the PLUGINS setting.
+// It panics if the name is taken, as two plugins under one name is a
+// programming error found at start-up.
+func Register(name string, f Factory) { plugins.Register(name, f) }
 
 // Registered returns the registered plugin names, sorted.
 func Registered() []string { return plugins.Names() }
 
 // Loaded is an enabled plugin with its rank.
-type Loaded = registry.Ranked[Plugin]
+type Loaded struct {
+	Key    string // the PLUGINS name
+	Rank   int
+	Plugin Plugin
+}
 
-// Load instantiates the plugins the PLUGINS setting enables, sorted by rank.
-func Load(enabled map[string]any) ([]Loaded, error) { return plugins.Load("PLUGINS", enabled) }
+// LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
+// plugin enabled is an error.
+func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
+	return loaded(plugins.LoadSetting(s, "PLUGINS"))
+}
+
+// Load instantiates the plugins a PLUGINS value enables (name: rank; a null
+// rank disables one), sorted by rank. Unknown names, non-integer ranks and
+// duplicate ranks are errors.
+func Load(enabled map[string]any) ([]Loaded, error) {
+	return loaded(plugins.Load("PLUGINS", enabled))
+}
+
+func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Loaded, len(ranked))
+	for i, r := range ranked {
+		out[i] = Loaded{Key: r.Key, Rank: r.Rank, Plugin: r.Value}
+	}
+	return out, nil
+}

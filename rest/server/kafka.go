@@ -11,7 +11,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
-	"github.com/scrapycluster/scrapy-cluster-go/rest/producer"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
@@ -28,27 +27,27 @@ type kafkaSide struct {
 	outbound           string
 	sendTimeout        time.Duration
 	consumer           *answers.Consumer
-	producer           atomic.Pointer[producer.Producer]
+	producer           atomic.Pointer[kafkaclient.Producer]
 }
 
 // newKafkaClient returns a client on the transport every component dials
-// Kafka with (timeouts, client id, send buffer: kafkaclient's writer
-// settings), refreshing its cached cluster metadata every metadataTTL so new
-// partitions and topics are seen soon. It sets no timeout of its own: every
+// Kafka with (kafkaclient.Config.NewClient), refreshing its cached cluster
+// metadata every metadataTTL so new partitions and topics are seen soon. It sets no timeout of its own: every
 // call's context carries its deadline (KAFKA_CONN_TIMEOUT for the checks,
 // KAFKA_FEED_TIMEOUT for sending requests).
 func newKafkaClient(cfg kafkaclient.Config, metadataTTL time.Duration) *kafka.Client {
-	transport := cfg.NewWriter("").Transport
-	if t, ok := transport.(*kafka.Transport); ok {
+	client := cfg.NewClient()
+	if t, ok := client.Transport.(*kafka.Transport); ok {
 		t.MetadataTTL = metadataTTL
 	}
-	return &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport}
+	return client
 }
 
 // check is the Kafka link's probe. It asks a broker for its API versions,
 // creates the two topics when missing, starts reading new outbound
 // partitions (and repositions readers Kafka lost the messages of) and, the
-// first time, starts the producer.
+// first time, starts the producer (which spreads the requests over the
+// incoming partitions the client's metadata lists).
 func (k *kafkaSide) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, k.cfg.ConnTimeout)
 	defer cancel()
@@ -76,13 +75,9 @@ func (k *kafkaSide) check(ctx context.Context) error {
 	if err := k.consumer.Resync(ctx); err != nil {
 		return err
 	}
-	if p := k.producer.Load(); p != nil {
-		p.SetPartitions(parts[k.incoming])
-	} else {
-		k.producer.Store(producer.New(producer.Config{
-			Client:        k.client,
-			Topic:         k.incoming,
-			Partitions:    parts[k.incoming],
+	if k.producer.Load() == nil {
+		k.producer.Store(kafkaclient.NewProducer(k.client, kafkaclient.ProducerConfig{
+			Senders:       max(parts[k.incoming], 2),
 			MaxBatchBytes: k.cfg.MaxRequestBytes,
 			Timeout:       k.sendTimeout,
 		}))
@@ -109,20 +104,8 @@ func (k *kafkaSide) partitions(ctx context.Context) (map[string]int, error) {
 // createTopics creates the topics that do not exist (as the Kafka Monitor and
 // Redis Monitor would), through the client so its metadata cache learns them.
 func (k *kafkaSide) createTopics(ctx context.Context) error {
-	res, err := k.client.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
-		{Topic: k.incoming, NumPartitions: k.incomingPartitions, ReplicationFactor: k.cfg.ReplicationFactor},
-		{Topic: k.outbound, NumPartitions: k.cfg.Partitions, ReplicationFactor: k.cfg.ReplicationFactor},
-	}})
-	if err != nil {
-		return fmt.Errorf("create topics %s and %s: %w", k.incoming, k.outbound, err)
-	}
-	var errs []error
-	for name, terr := range res.Errors {
-		if terr != nil && !errors.Is(terr, kafka.TopicAlreadyExists) {
-			errs = append(errs, fmt.Errorf("create topic %s: %w", name, terr))
-		}
-	}
-	return errors.Join(errs...)
+	return k.cfg.EnsureTopicsWith(ctx, k.client,
+		kafkaclient.TopicSpec{Name: k.incoming, Partitions: k.incomingPartitions}, kafkaclient.TopicSpec{Name: k.outbound})
 }
 
 // send produces one request to the incoming topic.
@@ -131,7 +114,7 @@ func (k *kafkaSide) send(ctx context.Context, value []byte) error {
 	if p == nil {
 		return errNotConnected
 	}
-	return p.Send(ctx, value)
+	return p.Send(ctx, k.incoming, value)
 }
 
 // close stops reading answers, sends what the producer accepted and closes

@@ -33,7 +33,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
@@ -95,7 +94,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	plugins, err := monitor.LoadPlugins(s)
+	plugins, err := plugin.LoadPlugins(s)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -35,7 +35,7 @@ import (
 //	LOGGER_NAME                "rest-service"
 //	LOG_FILE                   "rest_service.log"
 func Defaults() settings.Defaults {
-	km := monitor.Defaults()
+	km := plugin.Defaults()
 	return cli.Merge(cli.ComponentDefaults("rest_service.log"), settings.Defaults{
 		"FLASK_LOGGING_ENABLED":            true,
 		"FLASK_PORT":                       5343,

@@ -269,6 +269,12 @@ type TopicSpec struct {
 // EnsureTopics creates the topics that do not exist yet, because production
 // clusters often disable auto-creation. Existing topics are left as they are.
 func (c Config) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
+	return c.EnsureTopicsWith(ctx, c.admin(), topics...)
+}
+
+// EnsureTopicsWith is EnsureTopics through client, whose metadata cache then
+// knows the topics at once (a Producer on client can send to them).
+func (c Config) EnsureTopicsWith(ctx context.Context, client *kafka.Client, topics ...TopicSpec) error {
 	if len(topics) == 0 {
 		return nil
 	}
@@ -283,7 +289,7 @@ func (c Config) EnsureTopics(ctx context.Context, topics ...TopicSpec) error {
 		}
 		req.Topics = append(req.Topics, tc)
 	}
-	resp, err := c.admin().CreateTopics(ctx, req)
+	resp, err := client.CreateTopics(ctx, req)
 	if err != nil {
 		return fmt.Errorf("create topics on %s: %w", strings.Join(c.Brokers, ","), err)
 	}

@@ -308,3 +308,28 @@ func TestPublisherCreatesATopicAgainAfterTheBrokerLostIt(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+func TestPublisherRefusesForGoodWhatCanNeverBeSent(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	cfg.Partitions = 1
+	cfg.MaxRequestBytes = 1000
+	p := cfg.NewPublisher("outbound", false, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, "a", make([]byte, 1000)); !errors.Is(err, kafkaclient.ErrPermanent) {
+		t.Fatalf("a message larger than a request: %v, want ErrPermanent", err)
+	}
+	if err := p.Publish(ctx, "a", []byte("fits")); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Publish(ctx, "a", []byte("late")); !errors.Is(err, kafkaclient.ErrClosed) {
+		t.Fatalf("Publish after Close: %v, want ErrClosed", err)
+	}
+	if got := readAll(t, cfg, "demo.outbound_firehose", 1); got[0] != "fits" {
+		t.Fatalf("got %v", got)
+	}
+}

@@ -20,16 +20,15 @@ import (
 //
 // Publish is synchronous: it returns once Kafka has acknowledged every copy,
 // so a caller can acknowledge its own input afterwards (at-least-once).
-// Concurrent Publish calls are batched together by the underlying writer,
-// which waits at most a millisecond for more messages (less when
-// KAFKA_PRODUCER_BATCH_LINGER_MS says so): a synchronous caller would
-// otherwise wait the whole linger on every message.
+// Messages go through a Producer, so concurrent Publish calls share produce
+// requests without waiting for a linger.
 type Publisher struct {
 	cfg         Config
 	family      string
 	appIDTopics bool
 	log         *logfactory.Logger
-	w           *kafka.Writer
+	client      *kafka.Client
+	producer    *Producer
 
 	mu      sync.Mutex
 	ensured map[string]bool
@@ -41,11 +40,11 @@ type Publisher struct {
 // NewPublisher returns a Publisher for topic family family (e.g. "outbound").
 // log receives one line per failed attempt; it may be nil.
 func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Logger) *Publisher {
-	w := c.NewWriter("")
-	w.BatchTimeout = min(w.BatchTimeout, time.Millisecond)
+	client := c.NewClient()
 	return &Publisher{
 		cfg: c, family: family, appIDTopics: appIDTopics, log: log,
-		w: w, ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
+		client: client, producer: NewProducer(client, ProducerConfig{MaxBatchBytes: c.MaxRequestBytes}),
+		ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
 }
 
@@ -77,24 +76,53 @@ func (p *Publisher) Topics(appID string) []string {
 }
 
 // Publish sends value to Topics(appID). While Kafka is unreachable it
-// retries with back-off; it fails only when ctx ends or the failure is
-// permanent (errors.Is(err, ErrPermanent)).
+// retries with back-off, sending again only to the topics that have not
+// acknowledged it yet; it fails only when ctx ends, the publisher is closed
+// (ErrClosed) or the failure is permanent (errors.Is(err, ErrPermanent)).
 func (p *Publisher) Publish(ctx context.Context, appID string, value []byte) error {
-	topics := p.Topics(appID)
-	msgs := make([]kafka.Message, len(topics))
-	for i, t := range topics {
-		msgs[i] = kafka.Message{Topic: t, Value: value}
+	if size := recordSize(value); size > p.cfg.MaxRequestBytes {
+		return fmt.Errorf("%w: a %d-byte message is more than KAFKA_PRODUCER_MAX_REQUEST_SIZE (%d)", ErrPermanent, size, p.cfg.MaxRequestBytes)
 	}
+	topics := p.Topics(appID)
 	return p.retry(ctx, func(ctx context.Context) error {
 		if err := p.ensure(ctx, topics); err != nil {
 			return err
 		}
-		err := p.w.WriteMessages(ctx, msgs...)
+		var err error
+		topics, err = p.send(ctx, topics, value)
 		if errors.Is(err, kafka.UnknownTopicOrPartition) {
 			p.forget(topics) // deleted, or the broker lost its state: create again
 		}
 		return err
 	})
+}
+
+// recordSize is a keyless record's size as kafka-go counts it: a record
+// larger than a produce request may be is refused before it is sent.
+func recordSize(value []byte) int { return len(value) + 23 }
+
+// send produces value to each topic at once and returns the topics that
+// did not acknowledge it, with their errors.
+func (p *Publisher) send(ctx context.Context, topics []string, value []byte) ([]string, error) {
+	if len(topics) == 1 {
+		if err := p.producer.Send(ctx, topics[0], value); err != nil {
+			return topics, err
+		}
+		return nil, nil
+	}
+	errs := make([]error, len(topics))
+	var wg sync.WaitGroup
+	for i, t := range topics {
+		wg.Go(func() { errs[i] = p.producer.Send(ctx, t, value) })
+	}
+	wg.Wait()
+	var failed []string
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, topics[i])
+		}
+	}
+	return failed, errors.Join(errs...)
 }
 
 func (p *Publisher) retry(ctx context.Context, attempt func(context.Context) error) error {
@@ -106,6 +134,9 @@ func (p *Publisher) retry(ctx context.Context, attempt func(context.Context) err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if errors.Is(err, ErrClosed) {
+			return err
 		}
 		if permanent(err) {
 			return fmt.Errorf("%w: %v", ErrPermanent, err)
@@ -124,10 +155,9 @@ func (p *Publisher) retry(ctx context.Context, attempt func(context.Context) err
 	}
 }
 
+// permanent reports whether the broker refused a message for good.
 func permanent(err error) bool {
-	var tooLarge kafka.MessageTooLargeError
-	return errors.As(err, &tooLarge) || errors.Is(err, kafka.MessageSizeTooLarge) ||
-		errors.Is(err, kafka.InvalidTopic) || errors.Is(err, kafka.RecordListTooLarge)
+	return errors.Is(err, kafka.MessageSizeTooLarge) || errors.Is(err, kafka.InvalidTopic) || errors.Is(err, kafka.RecordListTooLarge)
 }
 
 // ensure creates the topics not yet known to exist.
@@ -145,7 +175,7 @@ func (p *Publisher) ensure(ctx context.Context, topics []string) error {
 	}
 	tctx, cancel := context.WithTimeout(ctx, p.cfg.ConnTimeout)
 	defer cancel()
-	if err := p.cfg.EnsureTopics(tctx, missing...); err != nil {
+	if err := p.cfg.EnsureTopicsWith(tctx, p.client, missing...); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -164,5 +194,12 @@ func (p *Publisher) forget(topics []string) {
 	}
 }
 
-// Close flushes and closes the writer.
-func (p *Publisher) Close() error { return p.w.Close() }
+// Close sends the messages already accepted, then closes the connections.
+// Publish calls after Close fail with ErrClosed.
+func (p *Publisher) Close() error {
+	p.producer.Close()
+	if t, ok := p.client.Transport.(*kafka.Transport); ok {
+		t.CloseIdleConnections()
+	}
+	return nil
+}

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // Registry maps names to factories of T. The zero value is ready to use and
@@ -59,6 +61,16 @@ type Ranked[T any] struct {
 	Key   string // the name in the setting
 	Rank  int
 	Value T
+}
+
+// LoadSetting is Load of the ranking setting named setting in s, which
+// must enable at least one entry.
+func (r *Registry[T]) LoadSetting(s *settings.Settings, setting string) ([]Ranked[T], error) {
+	out, err := r.Load(setting, s.Map(setting))
+	if err == nil && len(out) == 0 {
+		err = fmt.Errorf("setting %s: no %s enabled", setting, r.kind)
+	}
+	return out, err
 }
 
 // Load instantiates the entries a ranking setting enables (name: rank; a

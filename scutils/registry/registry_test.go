@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 func newTestRegistry() *registry.Registry[string] {
@@ -59,5 +60,37 @@ func TestNamesAndNew(t *testing.T) {
 	}
 	if v, err := r.New("b"); err != nil || v != "made b" {
 		t.Fatal(v, err)
+	}
+}
+
+func TestLoadSettingNeedsOneEntryEnabled(t *testing.T) {
+	d := settings.Defaults{"PLUGINS": map[string]any{"a": 100, "b": nil}}
+	for _, tc := range []struct {
+		name, flag, wantErr string
+		want                int
+	}{
+		{"the default enables one", "", "", 1},
+		{"a setting that disables it enables none", `{"a": null}`, "setting PLUGINS: no plugin enabled", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := map[string]string{}
+			if tc.flag != "" {
+				flags["PLUGINS"] = tc.flag
+			}
+			s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := newTestRegistry().LoadSetting(s, "PLUGINS")
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(got) != tc.want {
+				t.Fatalf("got %+v, %v", got, err)
+			}
+		})
 	}
 }

@@ -30,4 +30,9 @@
 //
 // Times come from a clock (WithClock, default time.Now), so tests can move
 // time by hand.
+//
+// Reader reads back what the components write (their counters and
+// heartbeats, the crawlers' response codes, the domain queues' backlog) as
+// typed values, with the Stats API's JSON shapes as their Section methods:
+// the Redis Monitor answers stats requests and writes its log dumps with it.
 package stats

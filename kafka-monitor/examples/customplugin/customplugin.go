@@ -2,7 +2,8 @@
 // spec's NewPlugin, which accepts {"uuid": ..., "my_string": ...} and stores
 // my_string at custom:<uuid>. Copy it to start your own:
 //
-//  1. a type implementing plugin.Plugin, its schema embedded beside it;
+//  1. a type implementing plugin.Plugin (embedding plugin.Base for Setup),
+//     its schema embedded beside it;
 //  2. plugin.Register in init(), under the name PLUGINS will use;
 //  3. a main that imports your package and runs command.New() (see
 //     cmd/my-kafka-monitor);
@@ -28,10 +29,11 @@ const Key = "plugins.new_plugin.NewPlugin"
 
 func init() { plugin.Register(Key, func() plugin.Plugin { return &NewPlugin{} }) }
 
-// NewPlugin stores my_string at custom:<uuid>.
-type NewPlugin struct {
-	log *logfactory.Logger
-}
+// NewPlugin stores my_string at custom:<uuid>. plugin.Base provides Setup,
+// which keeps the Env (Logger, Settings, Redis); a plugin that reads
+// settings or opens connections at start-up defines its own Setup and calls
+// Base.Setup from it.
+type NewPlugin struct{ plugin.Base }
 
 // Name is the plugin's stats name (stats:kafka-monitor:NewPlugin:<window>).
 func (p *NewPlugin) Name() string { return "NewPlugin" }
@@ -39,16 +41,11 @@ func (p *NewPlugin) Name() string { return "NewPlugin" }
 // Schema is the JSON Schema (Draft 4) of the requests it handles.
 func (p *NewPlugin) Schema() []byte { return schema }
 
-// Setup keeps the monitor's logger; open connections or read settings here.
-func (p *NewPlugin) Setup(_ context.Context, env plugin.Env) error {
-	p.log = env.Logger
-	return nil
-}
-
 // Handle queues the write; the monitor runs it with the rest of the batch.
 func (p *NewPlugin) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
 	uuid, _ := req["uuid"].(string)
 	value, _ := req["my_string"].(string)
 	tx.Set(ctx, "custom:"+uuid, value, 0)
+	p.Logger.Debug("Queued my_string", logfactory.Extra{"uuid": uuid})
 	return "Stored my_string in Redis", nil
 }

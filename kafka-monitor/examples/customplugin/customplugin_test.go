@@ -10,12 +10,32 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/examples/customplugin"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin/plugintest"
 	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
+
+func TestNewPluginStoresMyStringAtCustomUUID(t *testing.T) {
+	rdb := harness.StartRedis(t).TestClient(t)
+	f := plugintest.Setup(t, &customplugin.NewPlugin{}, rdb, nil, nil)
+	if err := f.Handle(t, `{"uuid": "abc", "my_string": "hello"}`); err != nil {
+		t.Fatal(err)
+	}
+	if got := plugintest.StringKeys(t, rdb); len(got) != 1 || got["custom:abc"] != "hello" {
+		t.Fatalf("Redis holds %v, want custom:abc = hello", got)
+	}
+}
+
+func TestTheSettingNameEnablesIt(t *testing.T) {
+	loaded, err := plugin.Load(map[string]any{customplugin.Key: 500})
+	if err != nil || len(loaded) != 1 || loaded[0].Plugin.Name() != "NewPlugin" {
+		t.Fatalf("%v %v", loaded, err)
+	}
+}
 
 // The example plugin, enabled beside the built-in ones, handles its requests
 // through a running monitor.

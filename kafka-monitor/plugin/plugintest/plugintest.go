@@ -1,17 +1,65 @@
 // Package plugintest runs a Kafka Monitor plugin in tests the way the
-// monitor runs it: requests decoded and validated against the plugin's
-// schema with its defaults filled in, Handle on a pipeline that is then
-// executed, and the plugin told whether its writes were stored.
+// monitor runs it, against a real Redis: set up with an Env, requests
+// decoded and validated against the plugin's schema with its defaults
+// filled in, Handle on a pipeline that is then executed, and the plugin
+// told whether its writes were stored.
 package plugintest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
+
+// Fixture is a plugin set up as the monitor sets it up.
+type Fixture struct {
+	Plugin plugin.Plugin
+	Env    plugin.Env
+}
+
+// Setup sets p up with rdb and the given settings (over the shared
+// component defaults, plugin.Defaults and extra defaults), as the monitor
+// does before the first request.
+func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {
+	t.Helper()
+	flags := map[string]string{}
+	for k, v := range overrides {
+		b, _ := json.Marshal(v)
+		if s, ok := v.(string); ok {
+			b = []byte(s)
+		}
+		flags[k] = string(b)
+	}
+	d := cli.Merge(cli.ComponentDefaults("test.log"), plugin.Defaults(), defaults)
+	s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := logfactory.DefaultConfig()
+	cfg.Level = "ERROR"
+	log, err := logfactory.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: log, Redis: rdb}}
+	if err := p.Setup(context.Background(), f.Env); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// Handle validates raw as Request does and handles it as Handle does.
+func (f *Fixture) Handle(t testing.TB, raw string) error {
+	t.Helper()
+	return Handle(t, f.Plugin, f.Env.Redis, Request(t, f.Plugin, raw))
+}
 
 // Request decodes raw and validates it against p's schema, with the
 // defaults filled in; it fails the test if the schema rejects it.

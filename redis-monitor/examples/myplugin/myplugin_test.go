@@ -41,7 +41,7 @@ func TestClearDeletesTheQueueAndAnswers(t *testing.T) {
 
 func TestTheSettingNameEnablesIt(t *testing.T) {
 	loaded, err := plugin.Load(map[string]any{myplugin.Key: 600})
-	if err != nil || len(loaded) != 1 || loaded[0].Value.Name() != "ClearMonitor" {
+	if err != nil || len(loaded) != 1 || loaded[0].Plugin.Name() != "ClearMonitor" {
 		t.Fatalf("%v %v", loaded, err)
 	}
 }

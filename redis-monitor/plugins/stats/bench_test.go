@@ -65,7 +65,7 @@ func BenchmarkQueueAnswerOriginalStyle(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		keys, err := rdb.Keys(ctx, queuePattern).Result()
+		keys, err := rdb.Keys(ctx, rediskeys.AllQueuesPattern).Result()
 		if err != nil {
 			b.Fatal(err)
 		}

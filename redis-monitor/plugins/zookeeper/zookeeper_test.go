@@ -456,7 +456,7 @@ func TestTheMonitorLoadsTheOriginalsPluginName(t *testing.T) {
 	if len(loaded) != 1 {
 		t.Fatalf("loaded %d plugins, want 1", len(loaded))
 	}
-	p := loaded[0].Value
+	p := loaded[0].Plugin
 	if p.Name() != "ZookeeperMonitor" || p.Pattern() != "zk:*:*:*" {
 		t.Errorf("loaded %s with pattern %s, want ZookeeperMonitor with zk:*:*:*", p.Name(), p.Pattern())
 	}

@@ -1,0 +1,308 @@
+package kafkaclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// Producer sends messages for callers that wait for the broker's
+// acknowledgement: an HTTP handler answering only once a request is safely
+// in Kafka, a monitor deleting a request key only once its answer is out, a
+// crawler acknowledging a page only once its result is published.
+//
+// It batches by group commit instead of lingering: a message goes out at
+// once when a sender is idle, and the messages that arrive while every
+// sender has a produce request in flight go together in the next requests
+// (one per topic). A lone caller therefore waits one round trip, never a
+// linger period, and many concurrent callers share produce requests.
+// (kafka-go's Writer, built for asynchronous streams, holds each batch until
+// it is full or its linger expires, so synchronous callers would wait the
+// linger every time.)
+//
+// Messages carry no key and are spread over their topic's partitions round
+// robin, as the original's producers do; the partitions are those the
+// client's metadata cache knows. Every acknowledged message is on every
+// in-sync replica (acks=all).
+type Producer struct {
+	client    *kafka.Client
+	cfg       ProducerConfig
+	queue     chan *pending
+	next      atomic.Uint64
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	mu        sync.RWMutex // held for reading while enqueuing, for writing by Close
+	closed    bool
+}
+
+// ProducerConfig tunes a Producer. Zero values take the defaults.
+type ProducerConfig struct {
+	// Senders is how many produce batches may be in flight at once
+	// (default 4).
+	Senders int
+	// MaxBatchBytes bounds the size of one batch (default 1 MiB,
+	// KAFKA_PRODUCER_MAX_REQUEST_SIZE), estimated generously from the
+	// values; a single larger message still goes alone (and Kafka may
+	// refuse it).
+	MaxBatchBytes int
+	// Timeout bounds the attempts at one produce request (default 10 s).
+	// Within it a request that failed for a reason that may pass (a leader
+	// moving, a dropped connection) is tried again on the next partition,
+	// three attempts at most.
+	Timeout time.Duration
+}
+
+// ErrClosed is returned by Send after Close.
+var ErrClosed = errors.New("producer closed")
+
+// maxBatchMessages bounds the messages of one batch.
+const maxBatchMessages = 1000
+
+// maxAttempts bounds the attempts at one produce request.
+const maxAttempts = 3
+
+// Size estimates: a record adds at most this much to its value (lengths,
+// offset and time deltas as varints, attributes), a request this much to its
+// records (request, topic, partition and batch headers).
+const (
+	recordOverhead  = 64
+	requestOverhead = 1024
+)
+
+// pending is one message and its caller's result channel.
+type pending struct {
+	topic string
+	value []byte
+	done  chan error
+}
+
+var donePool = sync.Pool{New: func() any { return make(chan error, 1) }}
+
+// NewClient returns a client on the transport every component dials Kafka
+// with (KAFKA_CONN_TIMEOUT, the client id, KAFKA_PRODUCER_BUFFER_BYTES), its
+// cluster metadata refreshed every second. It sets no timeout of its own:
+// each call's context carries its deadline.
+func (c Config) NewClient() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(c.Brokers...), Transport: c.transport()}
+}
+
+// NewProducer starts a producer's senders on client (which the caller keeps
+// and may share); Close stops them.
+func NewProducer(client *kafka.Client, cfg ProducerConfig) *Producer {
+	if cfg.Senders < 1 {
+		cfg.Senders = 4
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 1 << 20
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	p := &Producer{client: client, cfg: cfg, queue: make(chan *pending, 4*maxBatchMessages)}
+	p.wg.Add(cfg.Senders)
+	for range cfg.Senders {
+		go p.sender()
+	}
+	return p
+}
+
+// Send produces value to topic and returns once Kafka acknowledged it, or
+// with the error that prevented it. If ctx ends first Send returns ctx's
+// error, and the message may still be sent. value must not change until
+// Send returns.
+func (p *Producer) Send(ctx context.Context, topic string, value []byte) error {
+	done := donePool.Get().(chan error)
+	m := &pending{topic: topic, value: value, done: done}
+	p.mu.RLock()
+	if p.closed {
+		p.mu.RUnlock()
+		donePool.Put(done)
+		return ErrClosed
+	}
+	select {
+	case p.queue <- m:
+		p.mu.RUnlock()
+	case <-ctx.Done():
+		p.mu.RUnlock()
+		donePool.Put(done)
+		return ctx.Err()
+	}
+	select {
+	case err := <-done:
+		donePool.Put(done) // only reused once its result has been taken
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops accepting messages, sends those already accepted and waits
+// for the senders to finish. It does not close the client.
+func (p *Producer) Close() {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		close(p.queue)
+		p.mu.Unlock()
+	})
+	p.wg.Wait()
+}
+
+// sender takes the first waiting message, adds whatever else is already
+// waiting (up to the batch limits) and produces them, one request per
+// topic, the requests in parallel.
+func (p *Producer) sender() {
+	defer p.wg.Done()
+	var carry *pending // a message that did not fit the previous batch
+	batch := make([]*pending, 0, 64)
+	for {
+		first := carry
+		carry = nil
+		if first == nil {
+			var ok bool
+			if first, ok = <-p.queue; !ok {
+				return
+			}
+		}
+		batch = append(batch[:0], first)
+		size := requestOverhead + recordOverhead + len(first.value)
+	fill:
+		for len(batch) < maxBatchMessages {
+			select {
+			case m, ok := <-p.queue:
+				if !ok {
+					break fill
+				}
+				if size+recordOverhead+len(m.value) > p.cfg.MaxBatchBytes {
+					carry = m
+					break fill
+				}
+				batch = append(batch, m)
+				size += recordOverhead + len(m.value)
+			default:
+				break fill
+			}
+		}
+		p.produceByTopic(batch)
+		clear(batch)
+	}
+}
+
+// produceByTopic produces a batch, one request per topic, and tells each
+// message's caller its request's result.
+func (p *Producer) produceByTopic(batch []*pending) {
+	topic := batch[0].topic
+	same := true
+	for _, m := range batch[1:] {
+		if m.topic != topic {
+			same = false
+			break
+		}
+	}
+	if same { // the usual case: no grouping, no goroutines
+		p.finish(batch, p.produce(topic, batch))
+		return
+	}
+	byTopic := map[string][]*pending{}
+	var order []string
+	for _, m := range batch {
+		if _, seen := byTopic[m.topic]; !seen {
+			order = append(order, m.topic)
+		}
+		byTopic[m.topic] = append(byTopic[m.topic], m)
+	}
+	var wg sync.WaitGroup
+	for _, t := range order {
+		wg.Go(func() { p.finish(byTopic[t], p.produce(t, byTopic[t])) })
+	}
+	wg.Wait()
+}
+
+func (p *Producer) finish(msgs []*pending, err error) {
+	for _, m := range msgs {
+		m.done <- err
+	}
+}
+
+// produce sends one topic's messages in one request, trying the next
+// partition after a failure, until the timeout passes, the attempts are used
+// up or the error is not worth retrying.
+func (p *Producer) produce(topic string, msgs []*pending) error {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.Timeout)
+	defer cancel()
+	now := time.Now()
+	records := make([]kafka.Record, len(msgs))
+	backoff := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		partition, err := p.partition(ctx, topic)
+		if err == nil {
+			for i, m := range msgs {
+				// A record's value is a reader that sending consumes: fresh ones per attempt.
+				records[i] = kafka.Record{Time: now, Value: kafka.NewBytes(m.value)}
+			}
+			var res *kafka.ProduceResponse
+			res, err = p.client.Produce(ctx, &kafka.ProduceRequest{
+				Topic:        topic,
+				Partition:    partition,
+				RequiredAcks: kafka.RequireAll,
+				Records:      kafka.NewRecordReader(records...),
+			})
+			if err == nil && res != nil {
+				err = res.Error
+			}
+			if err == nil {
+				return nil
+			}
+		}
+		err = fmt.Errorf("produce %d messages to %s/%d: %w", len(msgs), topic, partition, err)
+		if attempt >= maxAttempts || !retriable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff *= 2
+	}
+}
+
+// partition picks the next of topic's partitions, round robin, from the
+// client's cached metadata (no round trip once the client knows the topic).
+func (p *Producer) partition(ctx context.Context, topic string) (int, error) {
+	md, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, fmt.Errorf("read the metadata of %s: %w", topic, err)
+	}
+	for _, t := range md.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return 0, t.Error
+		}
+		if len(t.Partitions) == 0 {
+			return 0, kafka.UnknownTopicOrPartition
+		}
+		return t.Partitions[(p.next.Add(1)-1)%uint64(len(t.Partitions))].ID, nil
+	}
+	return 0, kafka.UnknownTopicOrPartition
+}
+
+// retriable reports whether another attempt may succeed: Kafka's temporary
+// errors (a leader moving) and dropped connections, not a timeout.
+func retriable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var temp interface{ Temporary() bool }
+	if errors.As(err, &temp) {
+		return temp.Temporary()
+	}
+	return true
+}

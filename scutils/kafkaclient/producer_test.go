@@ -1,0 +1,218 @@
+package kafkaclient_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+)
+
+const topic = "demo.incoming"
+
+// start returns a client of a new broker holding topic with partitions
+// partitions (and no other topic: none is created on demand).
+func start(t *testing.T, partitions int32) *kafka.Client {
+	t.Helper()
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{topic}, Partitions: partitions, NoAutoCreate: true})
+	return configFor(k).NewClient()
+}
+
+// read returns every value in topic, partition by partition.
+func read(t *testing.T, client *kafka.Client, partitions int) map[int][]string {
+	t.Helper()
+	return readTopic(t, client, topic, partitions)
+}
+
+func readTopic(t *testing.T, client *kafka.Client, topic string, partitions int) map[int][]string {
+	t.Helper()
+	out := map[int][]string{}
+	for p := range partitions {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: p, Offset: 0, MaxBytes: 64 << 20})
+		cancel()
+		if err != nil {
+			t.Fatalf("fetch partition %d: %v", p, err)
+		}
+		if res.Error != nil {
+			t.Fatalf("fetch partition %d: %v", p, res.Error)
+		}
+		for {
+			r, err := res.Records.ReadRecord()
+			if err != nil {
+				break
+			}
+			v := make([]byte, r.Value.Len())
+			_, _ = r.Value.Read(v)
+			out[p] = append(out[p], string(v))
+		}
+	}
+	return out
+}
+
+func TestConcurrentSendsAllArriveSpreadOverThePartitions(t *testing.T) {
+	client := start(t, 3)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{})
+	defer p.Close()
+	const n = 300
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Send(context.Background(), topic, fmt.Appendf(nil, `{"n": %d}`, i)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got := read(t, client, 3)
+	var all []string
+	for part := range 3 {
+		if len(got[part]) == 0 {
+			t.Errorf("partition %d got nothing", part)
+		}
+		all = append(all, got[part]...)
+	}
+	if len(all) != n {
+		t.Fatalf("%d messages in Kafka, want %d", len(all), n)
+	}
+	slices.Sort(all)
+	if len(slices.Compact(all)) != n {
+		t.Fatal("a message was sent twice")
+	}
+}
+
+func TestBatchesStayUnderMaxBatchBytesAndBigMessagesStillGo(t *testing.T) {
+	client := start(t, 1)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{MaxBatchBytes: 4096, Senders: 1})
+	defer p.Close()
+	big := strings.Repeat("x", 100_000)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v := fmt.Sprintf("%d-%s", i, strings.Repeat("y", 1000))
+			if i == 25 {
+				v = big
+			}
+			if err := p.Send(context.Background(), topic, []byte(v)); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := read(t, client, 1)[0]; len(got) != 50 || !slices.Contains(got, big) {
+		t.Fatalf("%d messages arrived", len(got))
+	}
+}
+
+func TestSendFailsWhenKafkaIsUnreachable(t *testing.T) {
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := configFor(&harness.Kafka{Addrs: []string{fmt.Sprint("127.0.0.1:", port)}}).NewClient()
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Timeout: 2 * time.Second})
+	defer p.Close()
+	start := time.Now()
+	if err := p.Send(context.Background(), topic, []byte(`{}`)); err == nil {
+		t.Fatal("sent without Kafka")
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("took %s, more than the timeout allows", time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Send(ctx, topic, []byte(`{}`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Send with a cancelled context: %v", err)
+	}
+}
+
+func TestCloseSendsWhatWasAcceptedAndRefusesMore(t *testing.T) {
+	client := start(t, 2)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent := 0
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Send(context.Background(), topic, fmt.Appendf(nil, "%d", i)); err == nil {
+				mu.Lock()
+				sent++
+				mu.Unlock()
+			} else if !errors.Is(err, kafkaclient.ErrClosed) {
+				t.Error(err)
+			}
+		}()
+	}
+	p.Close()
+	wg.Wait()
+	got := read(t, client, 2)
+	if len(got[0])+len(got[1]) != sent {
+		t.Fatalf("%d messages in Kafka, %d acknowledged", len(got[0])+len(got[1]), sent)
+	}
+	if err := p.Send(context.Background(), topic, []byte("late")); !errors.Is(err, kafkaclient.ErrClosed) {
+		t.Fatalf("Send after Close: %v", err)
+	}
+	p.Close() // twice is fine
+}
+
+func TestABatchOfSeveralTopicsReachesEachAndAMissingTopicFailsOnlyItsOwn(t *testing.T) {
+	const other, missing = "demo.outbound_firehose", "demo.nowhere"
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{topic, other}, Partitions: 2, NoAutoCreate: true})
+	client := configFor(k).NewClient()
+	// One sender, so the messages waiting while it sends go together.
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Senders: 1, Timeout: 5 * time.Second})
+	defer p.Close()
+	const n = 200
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			to := []string{topic, other, missing}[i%3]
+			errs[i] = p.Send(context.Background(), to, fmt.Appendf(nil, "%s-%d", to, i))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		switch i % 3 {
+		case 2:
+			if !errors.Is(err, kafka.UnknownTopicOrPartition) {
+				t.Errorf("send %d to the missing topic: %v, want UnknownTopicOrPartition", i, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("send %d: %v", i, err)
+			}
+		}
+	}
+	for _, to := range []string{topic, other} {
+		got := readTopic(t, client, to, 2)
+		all := append(got[0], got[1]...)
+		if len(all) != 67 { // i%3 == 0 or 1 for 67 of 0..199
+			t.Errorf("%s holds %d messages, want 67", to, len(all))
+		}
+		for _, v := range all {
+			if !strings.HasPrefix(v, to+"-") {
+				t.Errorf("%s holds %q", to, v)
+			}
+		}
+	}
+}
