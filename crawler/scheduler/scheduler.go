@@ -35,6 +35,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
@@ -640,7 +641,7 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *request.Request, reqs [
 	keys := []string{rediskeys.BlacklistKey(s.cfg.SpiderID), rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID)}
 	args := []any{
 		parent.AppID + "||" + parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
-		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), request.Fingerprint(parent.URL),
+		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), fingerprint.Of(parent.URL),
 	}
 	var channels []any
 	for _, r := range reqs {
@@ -660,7 +661,7 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *request.Request, reqs [
 		}
 		keys = append(keys, rediskeys.QueueKey(r.SpiderID, dom),
 			rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID), rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
-		args = append(args, request.Fingerprint(r.URL), string(member), r.Score(), r.DomainMaxPages)
+		args = append(args, fingerprint.Of(r.URL), string(member), r.Score(), r.DomainMaxPages)
 		channels = append(channels, rediskeys.QueueChannel(r.SpiderID))
 	}
 	args = append(args, channels...)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 )
@@ -183,7 +184,7 @@ func (f *Filter) extensionDenied(path string) bool {
 }
 
 // Select returns the links f allows, each in canonical form
-// (request.Canonicalize), without duplicates of a canonical URL or URLs
+// (fingerprint.Canonicalize), without duplicates of a canonical URL or URLs
 // longer than MaxURLLength, in their order.
 func (f *Filter) Select(links []spider.Link) []spider.Link {
 	parsed := make([]found, 0, len(links))
@@ -202,7 +203,7 @@ func (f *Filter) selectFound(links []found) []spider.Link {
 		if !f.allowed(l.u, l.URL) {
 			continue
 		}
-		c := request.Canonicalize(l.URL)
+		c := fingerprint.Canonicalize(l.URL)
 		if len(c) > MaxURLLength || seen[c] {
 			continue
 		}
