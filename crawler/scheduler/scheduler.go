@@ -36,7 +36,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -47,7 +47,7 @@ import (
 
 // Item is a popped request, leased to this crawler until Done, Retry or Release.
 type Item struct {
-	Request *request.Request
+	Request *crawlrequest.Request
 	// Domain and Queue are where it was popped from.
 	Domain, Queue string
 	leaseID       string
@@ -299,11 +299,15 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	var items []*Item
 	add := func(raw, leaseID string) {
 		s.stats.Popped++
-		req, derr := request.Decode([]byte(raw))
+		req, derr := crawlrequest.Decode([]byte(raw))
 		if derr != nil {
 			// Not a request anyone can crawl: drop it, with a log line.
 			s.stats.Undecodable++
-			s.log.Error("Dropped an undecodable request", logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)})
+			extra := logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)}
+			if e, ok := derr.(*crawlrequest.DecodeError); ok && e.Named {
+				extra["appid"], extra["crawlid"] = e.AppID, e.CrawlID
+			}
+			s.log.Error("Dropped an undecodable request", extra)
 			go func() { _ = s.leases.Ack(context.WithoutCancel(ctx), leaseID) }()
 			return
 		}
@@ -386,7 +390,7 @@ func (s *Scheduler) Done(ctx context.Context, it *Item) error {
 
 // Retry queues retry (usually it.Request.Retry()) in place of the item, in
 // one step.
-func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *request.Request) error {
+func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Request) error {
 	member, err := retry.Encode()
 	if err != nil {
 		return err
@@ -629,7 +633,7 @@ var enqueueScript = redis.NewScript(enqueueSource)
 // blacklisted domains, then in one atomic step the crawl blacklist, the
 // duplicate filter (parent's own URL is marked seen too), domain_max_pages
 // and GLOBAL_PAGE_PER_DOMAIN_LIMIT. A queue created by it is announced.
-func (s *Scheduler) Enqueue(ctx context.Context, parent *request.Request, reqs []*request.Request) (Enqueued, error) {
+func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, reqs []*crawlrequest.Request) (Enqueued, error) {
 	var out Enqueued
 	if parent.Expired(s.now()) {
 		out.Expired = len(reqs)

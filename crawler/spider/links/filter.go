@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // IgnoredExtensions are the extensions of links not followed unless a
@@ -70,7 +70,7 @@ type domain struct {
 // NewFilter builds the filter of a crawl request. Every invalid regular
 // expression is reported, in one error naming the field; the filter is nil
 // then.
-func NewFilter(r *request.Request) (*Filter, error) {
+func NewFilter(r *crawlrequest.Request) (*Filter, error) {
 	f := &Filter{}
 	for _, d := range r.AllowedDomains {
 		if d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), "."); d != "" {
@@ -216,7 +216,7 @@ func (f *Filter) selectFound(links []found) []spider.Link {
 // Follow returns the links of page that the crawl of r follows: Extract
 // from the body (when the response is markup), then r's Filter.Select.
 // An invalid regular expression in r is an error, and no link is followed.
-func Follow(page *spider.Page, r *request.Request) ([]spider.Link, error) {
+func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, error) {
 	f, err := NewFilter(r)
 	if err != nil {
 		return nil, err
