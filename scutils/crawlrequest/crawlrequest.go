@@ -16,7 +16,8 @@
 //     the crawl fields under "meta" and the request's own URL at the top
 //     level (meta's "url", copied along from the seed, is not the page to
 //     crawl). The other top-level fields (method, headers, callback, ...)
-//     are kept as unknown fields.
+//     are kept as unknown fields, except those named like a crawl field
+//     (Scrapy's own priority), which are not the crawl's.
 //
 // Fields this package has no place for are kept and written back; so are
 // the known fields as they were written, unless changed (Encode).
