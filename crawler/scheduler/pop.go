@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
@@ -127,7 +128,7 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 			// Not a request anyone can crawl: drop it, with a log line.
 			s.stats.Undecodable++
 			extra := logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)}
-			if e, ok := derr.(*crawlrequest.DecodeError); ok && e.Named {
+			if e := (*crawlrequest.DecodeError)(nil); errors.As(derr, &e) && e.Named {
 				extra["appid"], extra["crawlid"] = e.AppID, e.CrawlID
 			}
 			s.log.Error("Dropped an undecodable request", extra)
