@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -44,7 +44,7 @@ var ipSeq atomic.Int64
 
 // queueAll puts reqs in their queues without announcing them (pipelined,
 // in chunks) and returns the queue keys, spider id by key.
-func (c *cluster) queueAll(tb testing.TB, reqs []*request.Request) map[string]string {
+func (c *cluster) queueAll(tb testing.TB, reqs []*crawlrequest.Request) map[string]string {
 	tb.Helper()
 	ctx := context.Background()
 	keys := map[string]string{}
@@ -119,8 +119,8 @@ func BenchmarkPagesPerSecond(b *testing.B) {
 			for i := 1; i <= 4; i++ {
 				sites = append(sites, testsite.StartAt(b, fmt.Sprintf("127.0.0.%d:0", i), testsite.WithPages(250), testsite.WithMaxHits(1000)))
 			}
-			requests := func(n int, crawlID string) []*request.Request {
-				out := make([]*request.Request, n)
+			requests := func(n int, crawlID string) []*crawlrequest.Request {
+				out := make([]*crawlrequest.Request, n)
 				for i := range out {
 					site := sites[i%len(sites)]
 					out[i] = crawl("link", site.URL("/page/"+strconv.Itoa(i/len(sites)%250+1)), crawlID, 0)
@@ -233,7 +233,7 @@ func BenchmarkThrottleUse(b *testing.B) {
 			var used, allowed int
 			for i := 0; i < b.N; i++ {
 				site := testsite.StartAt(b, freshIP()+":0", testsite.WithPages((windows+1)*hits))
-				var reqs []*request.Request
+				var reqs []*crawlrequest.Request
 				for p := 1; p <= (windows+1)*hits; p++ {
 					reqs = append(reqs, crawl("link", site.URL("/page/"+strconv.Itoa(p)), "throttle-"+strconv.Itoa(i), 0))
 				}

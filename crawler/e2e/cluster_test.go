@@ -20,9 +20,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -208,7 +208,7 @@ func tail(s string, n int) string {
 // seed queues crawl requests as the Kafka Monitor does: each request's JSON
 // in its domain queue with score -priority, then each queue announced, in
 // one transaction.
-func (c *cluster) seed(tb testing.TB, reqs ...*request.Request) {
+func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	tb.Helper()
 	ctx := context.Background()
 	tx := c.rdb.TxPipeline()
@@ -234,8 +234,8 @@ func (c *cluster) seed(tb testing.TB, reqs ...*request.Request) {
 }
 
 // crawl is a crawl request as a client would feed it.
-func crawl(spiderID, url, crawlID string, maxDepth int) *request.Request {
-	return &request.Request{URL: url, AppID: "e2e", CrawlID: crawlID, SpiderID: spiderID, Priority: 1, MaxDepth: maxDepth}
+func crawl(spiderID, url, crawlID string, maxDepth int) *crawlrequest.Request {
+	return &crawlrequest.Request{URL: url, AppID: "e2e", CrawlID: crawlID, SpiderID: spiderID, Priority: 1, MaxDepth: maxDepth}
 }
 
 func (c *cluster) kafkaConfig() kafkaclient.Config {

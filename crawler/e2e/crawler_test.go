@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -151,7 +151,7 @@ func TestFourCrawlersRespectTheClusterThrottle(t *testing.T) {
 			c := newCluster(t)
 			const pages = 3*hits + 1
 			site := testsite.Start(t, testsite.WithPages(pages))
-			var seeds []*request.Request
+			var seeds []*crawlrequest.Request
 			var want []string
 			for i := 1; i <= pages; i++ {
 				seeds = append(seeds, crawl("link", site.URL("/page/"+strconv.Itoa(i)), "backlog", 0))

@@ -15,9 +15,9 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/all"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -128,7 +128,7 @@ func (e *env) stopEngine(t testing.TB) {
 
 // seed queues a crawl request as the Kafka Monitor does: the request in its
 // domain queue, and the queue announced.
-func (e *env) seed(t testing.TB, r *request.Request) {
+func (e *env) seed(t testing.TB, r *crawlrequest.Request) {
 	t.Helper()
 	if r.SpiderID == "" {
 		r.SpiderID = "link"
@@ -148,8 +148,8 @@ func (e *env) seed(t testing.TB, r *request.Request) {
 	e.rdb.Publish(ctx, rediskeys.QueueChannel(r.SpiderID), key)
 }
 
-func crawl(url, crawlid string, maxdepth int) *request.Request {
-	return &request.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: 1, MaxDepth: maxdepth}
+func crawl(url, crawlid string, maxdepth int) *crawlrequest.Request {
+	return &crawlrequest.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: 1, MaxDepth: maxdepth}
 }
 
 func (e *env) kafkaConfig() kafkaclient.Config {

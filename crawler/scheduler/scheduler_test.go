@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -68,7 +68,7 @@ func run(t *testing.T, cfg scheduler.Config) *fixture {
 
 func queueRequest(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
 	t.Helper()
-	r := &request.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
+	r := &crawlrequest.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
 	member, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestLeasesDoneRetryAndRelease(t *testing.T) {
 	if len(members) != 2 {
 		t.Fatalf("queue %v", members)
 	}
-	retried, _ := request.Decode([]byte(members[1].Member.(string)))
+	retried, _ := crawlrequest.Decode([]byte(members[1].Member.(string)))
 	if members[0].Score != -3 || retried.URL != "http://a.com/2" || retried.RetryTimes != 1 || members[1].Score != 6 {
 		t.Fatalf("queue after retry and release: %v", members)
 	}
@@ -243,8 +243,8 @@ func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	parent := &request.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2}
-	kids := []*request.Request{
+	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2}
+	kids := []*crawlrequest.Request{
 		parent.Follow("http://a.com/x"), parent.Follow("http://a.com/x#frag"), parent.Follow("http://a.com/"),
 		parent.Follow("http://b.com/y"), parent.Follow("not a url"),
 	}
@@ -271,7 +271,7 @@ func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	}
 	// A stopped crawl queues nothing.
 	f.rdb.SAdd(ctx, "link:blacklist", "testapp||c1")
-	if got, _ := f.sched.Enqueue(ctx, parent, []*request.Request{parent.Follow("http://a.com/new")}); got.Queued != 0 || got.Blacklisted != 1 {
+	if got, _ := f.sched.Enqueue(ctx, parent, []*crawlrequest.Request{parent.Follow("http://a.com/new")}); got.Queued != 0 || got.Blacklisted != 1 {
 		t.Fatalf("blacklisted crawl enqueued %+v", got)
 	}
 }
@@ -281,8 +281,8 @@ func TestPageLimits(t *testing.T) {
 	cfg.GlobalPageLimit = 4
 	f := start(t, cfg)
 	ctx := context.Background()
-	parent := &request.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2, DomainMaxPages: 3}
-	var kids []*request.Request
+	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2, DomainMaxPages: 3}
+	var kids []*crawlrequest.Request
 	for i := range 5 {
 		kids = append(kids, parent.Follow(fmt.Sprintf("http://a.com/%d", i)))
 	}
@@ -297,7 +297,7 @@ func TestPageLimits(t *testing.T) {
 	}
 	parent.DomainMaxPages = 0
 	parent.CrawlID = "c2"
-	var more []*request.Request
+	var more []*crawlrequest.Request
 	for i := range 6 {
 		more = append(more, parent.Follow(fmt.Sprintf("http://a.com/c2/%d", i)))
 	}

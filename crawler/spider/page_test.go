@@ -9,13 +9,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 func quickStartResponse(t *testing.T) *spider.Response {
 	t.Helper()
-	req, err := request.Decode([]byte(`{"url":"http://dmoztools.net/","appid":"testapp","crawlid":"09876abc","maxdepth":0}`))
+	req, err := crawlrequest.Decode([]byte(`{"url":"http://dmoztools.net/","appid":"testapp","crawlid":"09876abc","maxdepth":0}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
 )
 
@@ -33,7 +33,7 @@ type Spider interface {
 // Response is a fetched page.
 type Response struct {
 	// Request is the crawl request that was fetched.
-	Request *request.Request
+	Request *crawlrequest.Request
 	// URL is the final URL after redirects (the result's response_url).
 	URL string
 	// Status and StatusText are the HTTP status ("404", "Not Found").
@@ -55,7 +55,7 @@ type Output struct {
 	// Pages are published to the crawled topics, in order.
 	Pages []*Page
 	// Requests are queued (after the duplicate filter and the crawl's limits).
-	Requests []*request.Request
+	Requests []*crawlrequest.Request
 }
 
 var spiders = registry.New[Spider]("spider")

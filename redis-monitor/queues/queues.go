@@ -4,9 +4,10 @@
 //
 // A queue member is either the crawl request as fed (appid, crawlid,
 // priority, expires at top level) or a serialized request carrying them
-// under "meta"; both are read. Members that are not JSON objects or lack an
-// appid or crawlid belong to no crawl: they are counted in Scan's Skipped and
-// never purged.
+// under "meta"; both are read (the contract is scutils/crawlrequest; Parse
+// is a faster reader of the few fields needed here). Members that are not
+// JSON objects or lack an appid or crawlid belong to no crawl: they are
+// counted in Scan's Skipped and never purged.
 package queues
 
 import (

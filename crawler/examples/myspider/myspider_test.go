@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/examples/myspider"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // TestMySpiderIsRegisteredAndRecordsTheTitle is how a crawler finds and
@@ -23,7 +23,7 @@ func TestMySpiderIsRegisteredAndRecordsTheTitle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := request.Decode([]byte(`{"url":"http://example.com/","appid":"app","crawlid":"c1","spiderid":"myspider","maxdepth":3}`))
+	req, err := crawlrequest.Decode([]byte(`{"url":"http://example.com/","appid":"app","crawlid":"c1","spiderid":"myspider","maxdepth":3}`))
 	if err != nil {
 		t.Fatal(err)
 	}

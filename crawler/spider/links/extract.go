@@ -15,7 +15,7 @@
 //
 // Follow applies a Filter built from the crawl request (allowed_domains,
 // allow_regex, deny_regex, deny_extensions), which sees the resolved URL,
-// and returns the links in canonical form (request.Canonicalize), because
+// and returns the links in canonical form (fingerprint.Canonicalize), because
 // the original's extractor canonicalizes the links it returns: the
 // results' links and the queued requests carry these URLs.
 //

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 const pageURL = "http://example.com/dir/page.html"
@@ -60,7 +60,7 @@ line.html">Newline in href</a>
 
 func htmlPage(body string) *spider.Page {
 	return spider.NewPage(&spider.Response{
-		Request: &request.Request{URL: pageURL},
+		Request: &crawlrequest.Request{URL: pageURL},
 		URL:     pageURL,
 		Status:  200,
 		Header:  map[string][]string{"Content-Type": {"text/html; charset=utf-8"}},
@@ -68,7 +68,7 @@ func htmlPage(body string) *spider.Page {
 	})
 }
 
-func follow(t *testing.T, body string, r *request.Request) []spider.Link {
+func follow(t *testing.T, body string, r *crawlrequest.Request) []spider.Link {
 	t.Helper()
 	got, err := links.Follow(htmlPage(body), r)
 	if err != nil {
@@ -101,7 +101,7 @@ func TestFollowOnTrickyHTMLMatchesScrapy(t *testing.T) {
 		{URL: "http://example.com/base/dir/unclosed.html", Text: "Unclosed"},
 		{URL: "http://example.com/base/dir/after.html", Text: "After"},
 	}
-	got := follow(t, tricky, &request.Request{})
+	got := follow(t, tricky, &crawlrequest.Request{})
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", show(got), show(want))
 	}
@@ -189,7 +189,7 @@ func TestHugeAttributesAreHarmless(t *testing.T) {
 		t.Fatalf("Extract found %q", got)
 	}
 	// Scrapy's URLLENGTH_LIMIT: the long one is not followed.
-	if got := urls(follow(t, doc, &request.Request{})); !reflect.DeepEqual(got, []string{"http://example.com/dir/ok.html"}) {
+	if got := urls(follow(t, doc, &crawlrequest.Request{})); !reflect.DeepEqual(got, []string{"http://example.com/dir/ok.html"}) {
 		t.Fatalf("Follow = %q", got)
 	}
 }
@@ -223,11 +223,11 @@ func TestLongRunsOfTextLoseNoLinkAndCostNoCopy(t *testing.T) {
 func TestNonUTF8PagesGiveUTF8Links(t *testing.T) {
 	// windows-1252 bytes: "é" is 0xE9 in the href and in the text.
 	page := spider.NewPage(&spider.Response{
-		Request: &request.Request{URL: pageURL}, URL: pageURL, Status: 200,
+		Request: &crawlrequest.Request{URL: pageURL}, URL: pageURL, Status: 200,
 		Header: map[string][]string{"Content-Type": {"text/html; charset=windows-1252"}},
 		Body:   []byte("<a href=\"caf\xe9.html?q=\xe9\">caf\xe9</a><a href=\"\xff\xfe\">bad</a>"),
 	})
-	got, err := links.Follow(page, &request.Request{})
+	got, err := links.Follow(page, &crawlrequest.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func FuzzExtract(f *testing.F) {
 				t.Fatalf("text %q", l.Text)
 			}
 		}
-		ls, err := links.Follow(htmlPage(doc), &request.Request{})
+		ls, err := links.Follow(htmlPage(doc), &crawlrequest.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // IgnoredExtensions are the extensions of links not followed unless a
@@ -69,7 +70,7 @@ type domain struct {
 // NewFilter builds the filter of a crawl request. Every invalid regular
 // expression is reported, in one error naming the field; the filter is nil
 // then.
-func NewFilter(r *request.Request) (*Filter, error) {
+func NewFilter(r *crawlrequest.Request) (*Filter, error) {
 	f := &Filter{}
 	for _, d := range r.AllowedDomains {
 		if d = strings.Trim(strings.ToLower(strings.TrimSpace(d)), "."); d != "" {
@@ -183,7 +184,7 @@ func (f *Filter) extensionDenied(path string) bool {
 }
 
 // Select returns the links f allows, each in canonical form
-// (request.Canonicalize), without duplicates of a canonical URL or URLs
+// (fingerprint.Canonicalize), without duplicates of a canonical URL or URLs
 // longer than MaxURLLength, in their order.
 func (f *Filter) Select(links []spider.Link) []spider.Link {
 	parsed := make([]found, 0, len(links))
@@ -202,7 +203,7 @@ func (f *Filter) selectFound(links []found) []spider.Link {
 		if !f.allowed(l.u, l.URL) {
 			continue
 		}
-		c := request.Canonicalize(l.URL)
+		c := fingerprint.Canonicalize(l.URL)
 		if len(c) > MaxURLLength || seen[c] {
 			continue
 		}
@@ -215,7 +216,7 @@ func (f *Filter) selectFound(links []found) []spider.Link {
 // Follow returns the links of page that the crawl of r follows: Extract
 // from the body (when the response is markup), then r's Filter.Select.
 // An invalid regular expression in r is an error, and no link is followed.
-func Follow(page *spider.Page, r *request.Request) ([]spider.Link, error) {
+func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, error) {
 	f, err := NewFilter(r)
 	if err != nil {
 		return nil, err

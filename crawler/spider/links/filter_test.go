@@ -5,41 +5,41 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 func TestFilterAllowed(t *testing.T) {
 	tests := []struct {
 		name    string
-		req     request.Request
+		req     crawlrequest.Request
 		allowed []string
 		denied  []string
 	}{
-		{"no filter follows everything but the default extensions", request.Request{},
+		{"no filter follows everything but the default extensions", crawlrequest.Request{},
 			[]string{"http://a.com/", "https://b.org/x.html", "http://c.net/pdf", "http://c.net/.png", "http://c.net/x.png/"},
 			[]string{"http://a.com/f.pdf", "http://a.com/F.PDF", "http://a.com/i.jpg?size=2", "http://a.com/a.tar.gz",
 				"http://a.com/s.css;v=1", "http://a.com/m.MP4", "http://a.com/a.zip"}},
-		{"allowed domains take subdomains and any port", request.Request{AllowedDomains: []string{"Example.com", "other.org."}},
+		{"allowed domains take subdomains and any port", crawlrequest.Request{AllowedDomains: []string{"Example.com", "other.org."}},
 			[]string{"http://example.com/", "http://www.example.com/", "http://a.b.EXAMPLE.com:8080/", "https://other.org/x",
 				"http://example.com./"},
 			[]string{"http://notexample.com/", "http://example.com.evil.org/", "http://example.org/", "http://org/"}},
-		{"an allowed domain with a port needs that port", request.Request{AllowedDomains: []string{"127.0.0.1:8080"}},
+		{"an allowed domain with a port needs that port", crawlrequest.Request{AllowedDomains: []string{"127.0.0.1:8080"}},
 			[]string{"http://127.0.0.1:8080/a"},
 			[]string{"http://127.0.0.1/a", "http://127.0.0.1:8081/a"}},
-		{"any allow_regex may match, anywhere in the URL", request.Request{AllowRegex: []string{`/news/`, `^https://`}},
+		{"any allow_regex may match, anywhere in the URL", crawlrequest.Request{AllowRegex: []string{`/news/`, `^https://`}},
 			[]string{"http://a.com/news/1", "https://a.com/other"},
 			[]string{"http://a.com/sports/1"}},
-		{"deny_regex wins over allow_regex", request.Request{AllowRegex: []string{`/news/`}, DenyRegex: []string{`\?page=\d+`}},
+		{"deny_regex wins over allow_regex", crawlrequest.Request{AllowRegex: []string{`/news/`}, DenyRegex: []string{`\?page=\d+`}},
 			[]string{"http://a.com/news/1"},
 			[]string{"http://a.com/news/1?page=2", "http://a.com/blog/"}},
-		{"deny_extensions replaces the default list, either case, dot or not", request.Request{DenyExtensions: []string{"HTML", ".Php"}},
+		{"deny_extensions replaces the default list, either case, dot or not", crawlrequest.Request{DenyExtensions: []string{"HTML", ".Php"}},
 			[]string{"http://a.com/f.pdf", "http://a.com/i.jpg", "http://a.com/dir/"},
 			[]string{"http://a.com/x.html", "http://a.com/x.HTML", "http://a.com/index.php?x=1"}},
-		{"an empty deny_extensions denies no extension", request.Request{DenyExtensions: []string{}},
+		{"an empty deny_extensions denies no extension", crawlrequest.Request{DenyExtensions: []string{}},
 			[]string{"http://a.com/f.pdf", "http://a.com/i.jpg"}, nil},
-		{"all filters together", request.Request{AllowedDomains: []string{"a.com"}, AllowRegex: []string{"/keep"},
+		{"all filters together", crawlrequest.Request{AllowedDomains: []string{"a.com"}, AllowRegex: []string{"/keep"},
 			DenyRegex: []string{"secret"}},
 			[]string{"http://www.a.com/keep/1"},
 			[]string{"http://b.com/keep/1", "http://a.com/drop", "http://a.com/keep/secret", "http://a.com/keep/x.pdf"}},
@@ -65,7 +65,7 @@ func TestFilterAllowed(t *testing.T) {
 }
 
 func TestInvalidRegexesAreReportedNotFollowed(t *testing.T) {
-	r := &request.Request{AllowRegex: []string{"(unclosed", "fine"}, DenyRegex: []string{`(?<=lookbehind)x`}}
+	r := &crawlrequest.Request{AllowRegex: []string{"(unclosed", "fine"}, DenyRegex: []string{`(?<=lookbehind)x`}}
 	if f, err := links.NewFilter(r); err == nil || f != nil {
 		t.Fatalf("NewFilter = %v, %v", f, err)
 	}
@@ -81,7 +81,7 @@ func TestInvalidRegexesAreReportedNotFollowed(t *testing.T) {
 }
 
 func TestSelectCanonicalizesAndDeduplicates(t *testing.T) {
-	f, err := links.NewFilter(&request.Request{})
+	f, err := links.NewFilter(&crawlrequest.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,14 +120,14 @@ func TestOnlyMarkupHasLinks(t *testing.T) {
 			h["Content-Type"] = []string{tc.contentType}
 		}
 		page := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Header: h, Body: []byte(body)})
-		got, err := links.Follow(page, &request.Request{})
+		got, err := links.Follow(page, &crawlrequest.Request{})
 		if err != nil || len(got) != tc.want || got == nil {
 			t.Errorf("%q: %d links (%v), want %d", tc.contentType, len(got), err, tc.want)
 		}
 	}
 	// Without a Content-Type, binary content is not scanned.
 	png := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Body: []byte("\x89PNG\r\n\x1a\n<a href=\"/x\">")})
-	if got, _ := links.Follow(png, &request.Request{}); len(got) != 0 {
+	if got, _ := links.Follow(png, &crawlrequest.Request{}); len(got) != 0 {
 		t.Errorf("links in a PNG: %v", got)
 	}
 }

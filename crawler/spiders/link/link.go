@@ -10,7 +10,7 @@
 //     package links) are the Page's links ({"url", "text"}, the followed
 //     links only, canonical URLs) and each becomes a request for the same
 //     crawl and spider, priority 10 lower and curdepth one higher
-//     (request.Follow). At maxdepth the Page's links are [].
+//     (crawlrequest.Request.Follow). At maxdepth the Page's links are [].
 //   - Duplicates across pages are left to the scheduler's duplicate filter.
 //
 // Differences: status_msg is the real reason phrase (the original always
@@ -23,9 +23,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // Name is the spider's name and the spiderid of its requests.
@@ -53,7 +53,7 @@ func (Spider) Parse(_ context.Context, resp *spider.Response) (spider.Output, er
 		return out, fmt.Errorf("links of %s: %w", page.ResponseURL, err)
 	}
 	page.Links = found
-	out.Requests = make([]*request.Request, 0, len(found))
+	out.Requests = make([]*crawlrequest.Request, 0, len(found))
 	for _, l := range found {
 		out.Requests = append(out.Requests, req.Follow(l.URL))
 	}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/link"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 const seedJSON = `{"url":"http://example.com/","appid":"app","crawlid":"crawl1","spiderid":"link","priority":5,` +
@@ -30,7 +30,7 @@ const page = `<html><body>
 
 func respond(t testing.TB, maxDepth, curDepth int, body string) *spider.Response {
 	t.Helper()
-	req, err := request.Decode([]byte(fmt.Sprintf(seedJSON, maxDepth, curDepth)))
+	req, err := crawlrequest.Decode([]byte(fmt.Sprintf(seedJSON, maxDepth, curDepth)))
 	if err != nil {
 		t.Fatal(err)
 	}

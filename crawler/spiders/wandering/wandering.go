@@ -28,9 +28,9 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // Name is the spider's name and the spiderid of its requests.
@@ -76,12 +76,12 @@ func (s *Spider) Parse(_ context.Context, resp *spider.Response) (spider.Output,
 	if err != nil {
 		return out, fmt.Errorf("next hop from %s: %w", page.ResponseURL, err)
 	}
-	out.Requests = []*request.Request{next}
+	out.Requests = []*crawlrequest.Request{next}
 	return out, nil
 }
 
 // Step returns a request's hop count (0 for a seed or an unreadable value).
-func Step(r *request.Request) int {
+func Step(r *crawlrequest.Request) int {
 	raw, ok := r.Extra(StepField)
 	if !ok {
 		return 0
@@ -112,22 +112,11 @@ func withStep(attrs json.RawMessage, step int) json.RawMessage {
 
 // hop is the request for the next page: r's crawl one hop further, at r's
 // priority and depth, with the step field set.
-func hop(r *request.Request, url string, step int) (*request.Request, error) {
+func hop(r *crawlrequest.Request, url string, step int) (*crawlrequest.Request, error) {
 	next := r.Follow(url)
 	next.Priority, next.CurDepth = r.Priority, r.CurDepth
-	// Request keeps fields it does not know through Encode and Decode, so
-	// the step goes in through its JSON form.
-	b, err := next.Encode()
-	if err != nil {
+	if err := next.SetExtra(StepField, json.RawMessage(strconv.Itoa(step))); err != nil {
 		return nil, err
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	m[StepField] = json.RawMessage(strconv.Itoa(step))
-	if b, err = json.Marshal(m); err != nil {
-		return nil, err
-	}
-	return request.Decode(b)
+	return next, nil
 }

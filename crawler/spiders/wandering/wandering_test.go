@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/wandering"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 const page = `<a href="/a">A</a><a href="/b">B</a><a href="/c">C</a><a href="http://elsewhere.org/">X</a><a href="/d.pdf">D</a>`
@@ -20,7 +20,7 @@ var followed = []string{"http://example.com/a", "http://example.com/b", "http://
 
 func respond(t *testing.T, member string, body string) *spider.Response {
 	t.Helper()
-	req, err := request.Decode([]byte(member))
+	req, err := crawlrequest.Decode([]byte(member))
 	if err != nil {
 		t.Fatal(err)
 	}

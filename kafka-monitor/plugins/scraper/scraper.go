@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -46,25 +47,33 @@ func (h *Handler) Schema() []byte { return schema }
 // Setup needs nothing.
 func (h *Handler) Setup(context.Context, plugin.Env) error { return nil }
 
-// Handle queues the request at <spiderid>:<domain>:queue with score -priority.
+// Handle queues the request at <spiderid>:<domain>:queue with score
+// -priority. The member is the request as the original writes it (every
+// field the schema has, defaults filled in, keys sorted), read and written
+// with the shared crawl request codec, so the Kafka Monitor queues nothing a
+// crawler cannot read.
 func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
 	key, spider, err := queueKey(req)
 	if err != nil {
 		return "", plugin.Reject("%v", err)
 	}
-	priority, err := req["priority"].(json.Number).Int64()
-	if err != nil {
-		return "", plugin.Reject("priority: %v", err)
-	}
-	member, err := plugin.MarshalPython(req)
+	fed, err := plugin.MarshalPython(req)
 	if err != nil {
 		return "", plugin.Reject("encode request: %v", err)
 	}
-	tx.ZAdd(ctx, key, redis.Z{Score: -float64(priority), Member: member})
-	if expires, ok := req["expires"].(json.Number); ok && expires != "0" {
-		appid, _ := req["appid"].(string)
-		crawlid, _ := req["crawlid"].(string)
-		tx.Set(ctx, rediskeys.TimeoutKey(spider, appid, crawlid), string(expires), 0)
+	r, err := crawlrequest.Decode(fed)
+	if err != nil {
+		return "", plugin.Reject("%v", err)
+	}
+	member, err := r.Encode()
+	if err != nil {
+		return "", plugin.Reject("encode request: %v", err)
+	}
+	tx.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member})
+	if r.Expires != 0 {
+		// The timeout key holds expires as written, whatever its size.
+		expires, _ := req[crawlrequest.FieldExpires].(json.Number)
+		tx.Set(ctx, rediskeys.TimeoutKey(spider, r.AppID, r.CrawlID), string(expires), 0)
 	}
 	if h.announceDue(key) {
 		tx.Publish(ctx, rediskeys.QueueChannel(spider), key)
@@ -72,9 +81,11 @@ func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipel
 	return "Added crawl to Redis", nil
 }
 
+// queueKey is the request's queue key and spider. The spider is the one
+// fed: an empty spiderid names the spider "", as the original keys it.
 func queueKey(req plugin.Request) (key, spider string, err error) {
-	url, _ := req["url"].(string)
-	spider, _ = req["spiderid"].(string)
+	url, _ := req[crawlrequest.FieldURL].(string)
+	spider, _ = req[crawlrequest.FieldSpiderID].(string)
 	key, err = rediskeys.QueueKeyForURL(spider, url)
 	return key, spider, err
 }

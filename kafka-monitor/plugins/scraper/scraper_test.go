@@ -15,12 +15,13 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest/crawlrequesttest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // request builds a request the way the monitor does.
-func request(t *testing.T, raw string) plugin.Request {
+func request(t testing.TB, raw string) plugin.Request {
 	t.Helper()
 	return plugintest.Request(t, &scraper.Handler{}, raw)
 }
@@ -115,6 +116,53 @@ func TestHandleQueuesEveryFieldAsGiven(t *testing.T) {
 	}
 	if got := c.Get(context.Background(), "timeout:wandering:testapp:abc123").Val(); got != "1893456000" {
 		t.Errorf("timeout:wandering:testapp:abc123 = %q, want 1893456000", got)
+	}
+}
+
+// The shared fixtures of the Kafka Monitor's form are what it wrote for
+// each fed request before it used the shared codec: the bytes must stay.
+func TestHandleWritesTheSharedFixturesOfTheKafkaMonitorsFormByteForByte(t *testing.T) {
+	r := harness.StartRedis(t)
+	c := r.TestClient(t)
+	n := 0
+	for _, m := range crawlrequesttest.Load(t) {
+		if m.Fed == "" {
+			continue
+		}
+		n++
+		t.Run(m.Name, func(t *testing.T) {
+			if err := r.FlushAll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := handle(t, &scraper.Handler{}, c, request(t, m.Fed)); err != nil {
+				t.Fatal(err)
+			}
+			key, err := rediskeys.QueueKeyForURL(m.Request.SpiderID, m.Request.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			members := c.ZRange(context.Background(), key, 0, -1).Val()
+			if len(members) != 1 || members[0] != m.Member {
+				t.Errorf("%s holds\n%q\nwant\n%q", key, members, m.Member)
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no fixture of the Kafka Monitor's form")
+	}
+}
+
+// An expires the schema takes but no float holds would be queued for
+// crawlers that cannot read it: it is refused at the door.
+func TestHandleRejectsAnExpiresBeyondAnyFloat(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","expires":1`+strings.Repeat("0", 400)+`}`)
+	err := handle(t, &scraper.Handler{}, c, req)
+	if !plugin.IsReject(err) || !strings.Contains(err.Error(), "expires is not a number") {
+		t.Fatalf("Handle = %v, want a rejection saying expires is not a number", err)
+	}
+	if got := dump(t, c); len(got) != 0 {
+		t.Errorf("Redis holds %v after a rejected request, want nothing", got)
 	}
 }
 

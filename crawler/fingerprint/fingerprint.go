@@ -1,9 +1,8 @@
-package request
-
-// The duplicate filter's fingerprint, as the original computes it: Scrapy's
-// request_fingerprint of a GET without body, sha1 hex of
-// "GET" + canonicalize_url(request.url), where request.url is the URL as a
-// Scrapy Request holds it (w3lib's safe_url_string, then escape_ajax).
+// Package fingerprint is the crawler's duplicate filter fingerprint of a
+// URL, as the original computes it: Scrapy's request_fingerprint of a GET
+// without body, sha1 hex of "GET" + canonicalize_url(request.url), where
+// request.url is the URL as a Scrapy Request holds it (w3lib's
+// safe_url_string, then escape_ajax).
 //
 // The functions below follow the Python code step by step (urllib.parse's
 // urlsplit/urlparse/urlunsplit, w3lib's safe_url_string and
@@ -21,6 +20,7 @@ package request
 // 2.1.1 drops them by mistake). Non-ASCII host names go to punycode through
 // UTS 46 transitional processing, which agrees with Python's IDNA 2003
 // codec on real names.
+package fingerprint
 
 import (
 	"bytes"
@@ -35,18 +35,18 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// Fingerprint returns the duplicate filter's fingerprint of a GET for
-// rawURL: the hex sha1 that Scrapy's request_fingerprint gives a
-// Request(rawURL), so Go and original crawlers share duplicate filters.
-// It never fails; a URL Scrapy would refuse still gets a stable value.
-func Fingerprint(rawURL string) string {
+// Of returns the duplicate filter's fingerprint of a GET for rawURL: the
+// hex sha1 that Scrapy's request_fingerprint gives a Request(rawURL), so Go
+// and original crawlers share duplicate filters. It never fails; a URL
+// Scrapy would refuse still gets a stable value.
+func Of(rawURL string) string {
 	h := sha1.New()
 	h.Write([]byte("GET"))
 	h.Write([]byte(Canonicalize(rawURL)))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Canonicalize returns the canonical form of rawURL that Fingerprint
+// Canonicalize returns the canonical form of rawURL that Of
 // hashes, w3lib's canonicalize_url of the URL as a Scrapy Request holds it:
 // host lower-cased (and punycoded), unsafe characters percent-encoded,
 // percent-escapes upper-cased, query arguments sorted by name then value

@@ -1,4 +1,4 @@
-package request_test
+package fingerprint_test
 
 import (
 	"crypto/sha1"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 )
 
 // goldens were computed with Scrapy 2.8.0 and w3lib 2.1.1 (Debian's
@@ -88,10 +88,10 @@ var goldens = []struct{ url, canonical, fingerprint string }{
 
 func TestFingerprintMatchesScrapysRequestFingerprint(t *testing.T) {
 	for _, g := range goldens {
-		if got := request.Canonicalize(g.url); got != g.canonical {
+		if got := fingerprint.Canonicalize(g.url); got != g.canonical {
 			t.Errorf("Canonicalize(%q)\n got %q\nwant %q", g.url, got, g.canonical)
 		}
-		if got := request.Fingerprint(g.url); got != g.fingerprint {
+		if got := fingerprint.Of(g.url); got != g.fingerprint {
 			t.Errorf("Fingerprint(%q) = %s, want %s", g.url, got, g.fingerprint)
 		}
 	}
@@ -99,7 +99,7 @@ func TestFingerprintMatchesScrapysRequestFingerprint(t *testing.T) {
 
 func TestFingerprintIsSha1OfGetAndTheCanonicalURL(t *testing.T) {
 	sum := sha1.Sum([]byte("GEThttp://www.example.com/do?a=50&b=2&b=5&c=3"))
-	if got := request.Fingerprint("http://www.example.com/do?c=3&b=5&b=2&a=50"); got != hex.EncodeToString(sum[:]) {
+	if got := fingerprint.Of("http://www.example.com/do?c=3&b=5&b=2&a=50"); got != hex.EncodeToString(sum[:]) {
 		t.Fatalf("fingerprint %s", got)
 	}
 }
@@ -111,9 +111,9 @@ func TestEquivalentURLsShareAFingerprint(t *testing.T) {
 		{"http://example.com/a b", "http://example.com/a%20b"},
 	}
 	for _, urls := range same {
-		want := request.Fingerprint(urls[0])
+		want := fingerprint.Of(urls[0])
 		for _, u := range urls[1:] {
-			if got := request.Fingerprint(u); got != want {
+			if got := fingerprint.Of(u); got != want {
 				t.Errorf("Fingerprint(%q) = %s, Fingerprint(%q) = %s", u, got, urls[0], want)
 			}
 		}
@@ -122,7 +122,7 @@ func TestEquivalentURLsShareAFingerprint(t *testing.T) {
 		"http://example.com:8080/a", "http://example.com/a?x", "http://example.com/a/", "http://example.com/a%2Fb", "http://example.com/a/b"}
 	seen := map[string]string{}
 	for _, u := range different {
-		fp := request.Fingerprint(u)
+		fp := fingerprint.Of(u)
 		if other, dup := seen[fp]; dup {
 			t.Errorf("%q and %q share a fingerprint", u, other)
 		}
@@ -132,18 +132,18 @@ func TestEquivalentURLsShareAFingerprint(t *testing.T) {
 
 func TestCanonicalizeKeepsIPv6Brackets(t *testing.T) {
 	// w3lib 1.18 (the original's) keeps them; 2.1.1 drops them by mistake.
-	if got := request.Canonicalize("http://[::1]:8080/a?b=1&a=2"); got != "http://[::1]:8080/a?a=2&b=1" {
+	if got := fingerprint.Canonicalize("http://[::1]:8080/a?b=1&a=2"); got != "http://[::1]:8080/a?a=2&b=1" {
 		t.Fatalf("got %q", got)
 	}
 }
 
 func TestCanonicalizeIsStable(t *testing.T) {
 	for _, g := range goldens {
-		once := request.Canonicalize(g.url)
-		if twice := request.Canonicalize(once); twice != once {
+		once := fingerprint.Canonicalize(g.url)
+		if twice := fingerprint.Canonicalize(once); twice != once {
 			t.Errorf("Canonicalize(%q) = %q, again %q", g.url, once, twice)
 		}
-		if request.Fingerprint(once) != g.fingerprint {
+		if fingerprint.Of(once) != g.fingerprint {
 			t.Errorf("Fingerprint of canonical %q differs from %q's", once, g.url)
 		}
 	}
@@ -156,14 +156,14 @@ func FuzzCanonicalize(f *testing.F) {
 	f.Add("http://[::1")
 	f.Add("http://a:b:c@d@e:99999/%")
 	f.Fuzz(func(t *testing.T, u string) {
-		c := request.Canonicalize(u)
+		c := fingerprint.Canonicalize(u)
 		if strings.HasPrefix(c, "http://") || strings.HasPrefix(c, "https://") {
 			_, rest, _ := strings.Cut(c, "//")
 			if i := strings.IndexAny(rest, "/?"); i >= 0 && strings.ContainsAny(rest[i:], " \t\n\r#") {
 				t.Fatalf("Canonicalize(%q) = %q has white space or a fragment after the host", u, c)
 			}
 		}
-		if len(request.Fingerprint(u)) != 40 {
+		if len(fingerprint.Of(u)) != 40 {
 			t.Fatal("fingerprint is not 40 hex digits")
 		}
 	})
@@ -172,6 +172,6 @@ func FuzzCanonicalize(f *testing.F) {
 func BenchmarkFingerprint(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		request.Fingerprint("http://www.example.com/section/7/article-42.html?ref=list&page=3#comments")
+		fingerprint.Of("http://www.example.com/section/7/article-42.html?ref=list&page=3#comments")
 	}
 }

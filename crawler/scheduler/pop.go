@@ -1,0 +1,167 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
+)
+
+// Next returns the next request to crawl: it waits for a free slot
+// (CONCURRENT_REQUESTS), then pops from the domain due first whose
+// throttle allows it. It blocks until a request is available or ctx ends.
+func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	item, err := s.next(ctx)
+	if err != nil {
+		<-s.slots
+	}
+	return item, err
+}
+
+func (s *Scheduler) next(ctx context.Context) (*Item, error) {
+	s.mu.Lock()
+	if len(s.popped) > 0 {
+		it := s.popped[0]
+		s.popped = s.popped[1:]
+		s.mu.Unlock()
+		return it, nil
+	}
+	s.mu.Unlock()
+	errDelay := 100 * time.Millisecond
+	for {
+		s.mu.Lock()
+		now := s.now()
+		var d *domain
+		var wait time.Duration = time.Hour
+		if len(s.ready) > 0 {
+			top := s.ready[0]
+			if !top.next.After(now) {
+				d = top
+			} else if !top.next.Equal(never) {
+				wait = top.next.Sub(now)
+			}
+		}
+		s.mu.Unlock()
+		if d == nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-s.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		item, err := s.attempt(ctx, d)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			s.log.Error("Failed to pop from Redis", logfactory.Extra{"queue": d.key, "error": err.Error()})
+			s.reschedule(d, s.now().Add(errDelay))
+			if !lifecycle.Sleep(ctx, errDelay) {
+				return nil, ctx.Err()
+			}
+			errDelay = min(errDelay*2, 5*time.Second)
+			continue
+		}
+		errDelay = 100 * time.Millisecond
+		if item != nil {
+			return item, nil
+		}
+	}
+}
+
+// attempt tries one throttled, leased pop from d. When the throttle and
+// the free request slots allow, it pops several items in the same step;
+// the first is returned and the others wait in s.ready to be handed out by
+// the next calls (they are leased and renewed meanwhile).
+func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
+	s.mu.Lock()
+	q, blocked := d.q, d.blocked
+	// Our own slot is held; the others free now can take the extra items.
+	want := 1 + min(cap(s.slots)-len(s.slots)-len(s.popped), s.cfg.PerDomain-d.inflight-1, maxBatchPop-1)
+	s.mu.Unlock()
+	if blocked || q == nil { // blocked since it was picked
+		return nil, nil
+	}
+	lease := s.leases.New()
+	res, err := q.AttemptN(ctx, lease, max(want, 1))
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch res.Status {
+	case throttle.DeniedByWindow, throttle.DeniedByModeration:
+		s.stats.Denied++
+		s.setNext(d, now.Add(max(res.Wait, time.Millisecond)))
+		return nil, nil
+	case throttle.Empty:
+		s.stats.Empty++
+		if now.Sub(d.lastPop) > s.cfg.QueueTimeout {
+			s.forget(d)
+			return nil, nil
+		}
+		d.backoff = min(max(2*d.backoff, 250*time.Millisecond), s.cfg.QueueRefresh)
+		s.setNext(d, now.Add(d.backoff))
+		return nil, nil
+	}
+	d.lastPop, d.backoff = now, 0
+	var items []*Item
+	add := func(raw, leaseID string) {
+		s.stats.Popped++
+		req, derr := crawlrequest.Decode([]byte(raw))
+		if derr != nil {
+			// Not a request anyone can crawl: drop it, with a log line.
+			s.stats.Undecodable++
+			extra := logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)}
+			if e := (*crawlrequest.DecodeError)(nil); errors.As(derr, &e) && e.Named {
+				extra["appid"], extra["crawlid"] = e.AppID, e.CrawlID
+			}
+			s.log.Error("Dropped an undecodable request", extra)
+			go func() { _ = s.leases.Ack(context.WithoutCancel(ctx), leaseID) }()
+			return
+		}
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d}
+		s.inflight[leaseID] = item
+		d.inflight++
+		items = append(items, item)
+	}
+	add(res.Raw, lease.ID)
+	for _, more := range res.More {
+		add(more.Raw, more.LeaseID)
+	}
+	if d.inflight >= s.cfg.PerDomain {
+		s.setNext(d, never)
+	} else {
+		s.setNext(d, now)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	s.popped = append(s.popped, items[1:]...)
+	return items[0], nil
+}
+
+// maxBatchPop bounds the items one pop takes from a domain.
+const maxBatchPop = 32
+
+func preview(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}

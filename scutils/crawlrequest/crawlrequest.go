@@ -1,0 +1,699 @@
+// Package crawlrequest is the crawl request as it waits in Redis: the JSON
+// member of a <spiderid>:<domain>:queue sorted set (score -priority). It is
+// the one definition of that contract; the Kafka Monitor writes members
+// with it, crawlers read and write them, and the Redis Monitor's fast
+// reader is tested against it.
+//
+// A member comes in one of two forms, and Decode reads both:
+//   - flat: the crawl request object with its fields at the top level. The
+//     Kafka Monitor queues the request as fed, with its schema's defaults
+//     (url, appid, crawlid, spiderid, priority, maxdepth, domain_max_pages,
+//     allowed_domains, allow_regex, deny_regex, deny_extensions, expires,
+//     useragent, cookie, attrs); crawlers add curdepth and retry_times to
+//     the requests they queue. Both the original's and this scheduler read
+//     this form.
+//   - meta: the original's crawlers queue serialized Scrapy requests, with
+//     the crawl fields under "meta" and the request's own URL at the top
+//     level (meta's "url", copied along from the seed, is not the page to
+//     crawl). The other top-level fields (method, headers, callback, ...)
+//     are kept as unknown fields, except those named like a crawl field
+//     (Scrapy's own priority), which are not the crawl's.
+//
+// Fields this package has no place for are kept and written back; so are
+// the known fields as they were written, unless changed (Encode).
+//
+// Deriving requests (Follow, Retry) follows the original's crawlers: a link
+// is one level deeper and 10 lower in priority, a retry counts one more
+// attempt and is 10 lower in priority. In a cluster mixing Go and original
+// crawlers both must order a crawl's requests alike, so this is part of the
+// contract rather than one crawler's choice.
+package crawlrequest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The contract's field names.
+const (
+	FieldURL            = "url"
+	FieldAppID          = "appid"
+	FieldCrawlID        = "crawlid"
+	FieldSpiderID       = "spiderid"
+	FieldPriority       = "priority"
+	FieldMaxDepth       = "maxdepth"
+	FieldCurDepth       = "curdepth"
+	FieldRetryTimes     = "retry_times"
+	FieldDomainMaxPages = "domain_max_pages"
+	FieldAllowedDomains = "allowed_domains"
+	FieldAllowRegex     = "allow_regex"
+	FieldDenyRegex      = "deny_regex"
+	FieldDenyExtensions = "deny_extensions"
+	FieldExpires        = "expires"
+	FieldUserAgent      = "useragent"
+	FieldCookie         = "cookie"
+	FieldAttrs          = "attrs"
+	// FieldMeta holds the crawl fields of a serialized request (the meta form).
+	FieldMeta = "meta"
+)
+
+// DefaultSpiderID is the spider of a request that names none.
+const DefaultSpiderID = "link"
+
+// Request is one crawl request.
+type Request struct {
+	URL      string
+	AppID    string
+	CrawlID  string
+	SpiderID string
+	// Priority: higher is crawled first (queue score -Priority).
+	Priority int
+	// MaxDepth is how many links deep to follow from the seed; CurDepth is
+	// this request's depth (the seed is 0).
+	MaxDepth int
+	CurDepth int
+	// RetryTimes counts failed attempts so far.
+	RetryTimes int
+	// DomainMaxPages caps the pages crawled per domain for this crawl (0: no cap).
+	DomainMaxPages int
+	// AllowedDomains, AllowRegex, DenyRegex and DenyExtensions filter the
+	// links followed (nil: no filter; DenyExtensions nil: the default list).
+	AllowedDomains []string
+	AllowRegex     []string
+	DenyRegex      []string
+	DenyExtensions []string
+	// Expires is the epoch second after which the crawl stops (0: never).
+	Expires float64
+	// UserAgent and Cookie ("" when not set) are sent with the request.
+	UserAgent string
+	Cookie    string
+	// Attrs is passed through to the crawl results as is (nil: null).
+	Attrs json.RawMessage
+
+	// extra holds the fields Request has no place for, as written (e.g. "ts").
+	extra map[string]json.RawMessage
+	// decoded is what Decode read, shared by clones and never changed.
+	decoded *decoded
+}
+
+// decoded is a decoded member's known fields: their values and, for those
+// present, their JSON text.
+type decoded struct {
+	values Request // known fields only, lists copied
+	raw    map[string]json.RawMessage
+}
+
+// A DecodeError says why a queue member cannot be crawled.
+type DecodeError struct {
+	// Reason is what is wrong, e.g. "no url" or "priority is not an integer".
+	Reason string
+	// Named reports whether the member still names its crawl: it is a JSON
+	// object whose appid and crawlid (under meta in the meta form) are
+	// strings, AppID and CrawlID. The Redis Monitor counts and purges such
+	// a member with its crawl although no crawler can crawl it.
+	Named          bool
+	AppID, CrawlID string
+	// Err is the JSON syntax error, if that was the cause.
+	Err error
+}
+
+func (e *DecodeError) Error() string {
+	switch {
+	case e.Err != nil:
+		return "request: " + e.Reason + ": " + e.Err.Error()
+	case e.Named:
+		return fmt.Sprintf("request of %s/%s: %s", e.AppID, e.CrawlID, e.Reason)
+	}
+	return "request: " + e.Reason
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Decode reads a queue member in either form. Bad members get a
+// *DecodeError: not a JSON object, no url, no appid or crawlid, or a known
+// field of the wrong type. A missing spiderid is DefaultSpiderID.
+func Decode(member []byte) (*Request, error) {
+	top, err := objectMembers(bytes.Clone(member)) // raw values share one copy
+	switch {
+	case errors.Is(err, errNotObject):
+		return nil, &DecodeError{Reason: "not a JSON object"}
+	case err != nil:
+		return nil, &DecodeError{Reason: "not a JSON object", Err: err}
+	}
+	r := &Request{}
+	fields := top
+	if meta := top[FieldMeta]; len(meta) > 0 && meta[0] == '{' {
+		fields, _ = objectMembers(meta) // valid: part of a valid member
+		// The request's own URL; meta's is the seed's.
+		delete(fields, FieldURL)
+		if u, ok := top[FieldURL]; ok {
+			fields[FieldURL] = u
+		}
+		for k, v := range top {
+			if _, inMeta := fields[k]; !inMeta && !isKnown(k) && k != FieldMeta {
+				r.setExtra(k, v)
+			}
+		}
+	}
+	for k, v := range fields {
+		if !isKnown(k) && k != FieldMeta {
+			r.setExtra(k, v)
+		}
+	}
+
+	// The crawl first: a member that names one belongs to it even when it
+	// cannot be crawled.
+	derr := &DecodeError{}
+	var errs []string
+	str := func(name string, dst *string) bool {
+		if raw, ok := fields[name]; ok && !isNull(raw) {
+			if err := unmarshalString(raw, dst); err != nil {
+				errs = append(errs, name+" is not a string")
+				return false
+			}
+			return true
+		}
+		return false
+	}
+	hasApp, hasCrawl := str(FieldAppID, &r.AppID), str(FieldCrawlID, &r.CrawlID)
+	if hasApp && hasCrawl {
+		derr.Named, derr.AppID, derr.CrawlID = true, r.AppID, r.CrawlID
+	}
+	num := func(name string, dst *int) {
+		if raw, ok := fields[name]; ok && !isNull(raw) {
+			f, err := unmarshalNumber(raw)
+			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+				errs = append(errs, name+" is not an integer")
+				return
+			}
+			*dst = int(f)
+		}
+	}
+	list := func(name string, dst *[]string) {
+		if raw, ok := fields[name]; ok && !isNull(raw) {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				errs = append(errs, name+" is not a list of strings")
+			}
+		}
+	}
+	str(FieldURL, &r.URL)
+	str(FieldSpiderID, &r.SpiderID)
+	str(FieldUserAgent, &r.UserAgent)
+	num(FieldPriority, &r.Priority)
+	num(FieldMaxDepth, &r.MaxDepth)
+	num(FieldCurDepth, &r.CurDepth)
+	num(FieldRetryTimes, &r.RetryTimes)
+	num(FieldDomainMaxPages, &r.DomainMaxPages)
+	list(FieldAllowedDomains, &r.AllowedDomains)
+	list(FieldAllowRegex, &r.AllowRegex)
+	list(FieldDenyRegex, &r.DenyRegex)
+	list(FieldDenyExtensions, &r.DenyExtensions)
+	if raw, ok := fields[FieldExpires]; ok && !isNull(raw) {
+		// Numbers, or numeric strings as some clients send them.
+		f, err := unmarshalNumber(raw)
+		if err != nil {
+			var s string
+			if json.Unmarshal(raw, &s) != nil {
+				errs = append(errs, "expires is not a number")
+			} else if _, err := fmt.Sscan(s, &f); err != nil {
+				errs = append(errs, "expires is not a number")
+			}
+		}
+		r.Expires = f
+	}
+	if raw, ok := fields[FieldCookie]; ok && !isNull(raw) {
+		if err := json.Unmarshal(raw, &r.Cookie); err != nil {
+			// The original also accepts {"name": "value"}.
+			var m map[string]string
+			if json.Unmarshal(raw, &m) != nil {
+				errs = append(errs, "cookie is neither a string nor an object of strings")
+			}
+			parts := make([]string, 0, len(m))
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				parts = append(parts, k+"="+m[k])
+			}
+			r.Cookie = strings.Join(parts, "; ")
+		}
+	}
+	if raw, ok := fields[FieldAttrs]; ok && !isNull(raw) {
+		r.Attrs = raw
+	}
+	switch {
+	case len(errs) > 0:
+		derr.Reason = strings.Join(errs, "; ")
+		return nil, derr
+	case r.URL == "":
+		derr.Reason = "no url"
+		return nil, derr
+	case r.AppID == "" || r.CrawlID == "":
+		derr.Reason = "no appid or crawlid"
+		return nil, derr
+	}
+	if r.SpiderID == "" {
+		r.SpiderID = DefaultSpiderID
+	}
+	r.decoded = &decoded{values: r.knownValues(), raw: fields}
+	return r, nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+var errNotObject = errors.New("not an object")
+
+// objectMembers is json.Unmarshal of a JSON object into a map of raw
+// values (the last of repeated keys counts), the values sharing obj's
+// memory. It checks the document once and then only splits it, several
+// times faster than encoding/json's reflective map decoding.
+func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
+	if !json.Valid(obj) {
+		var v any
+		return nil, json.Unmarshal(obj, &v) // says what is wrong
+	}
+	i := skipSpace(obj, 0)
+	if obj[i] != '{' {
+		return nil, errNotObject
+	}
+	out := make(map[string]json.RawMessage, 24) // the Kafka Monitor's form has 15 fields
+	i = skipSpace(obj, i+1)
+	if obj[i] == '}' {
+		return out, nil
+	}
+	for {
+		end := endOfString(obj, i)
+		key := obj[i:end]
+		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
+		end = endOfValue(obj, i)
+		if k := key[1 : len(key)-1]; bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
+			out[string(k)] = obj[i:end:end]
+		} else {
+			var name string
+			_ = json.Unmarshal(key, &name) // valid: unescapes, invalid UTF-8 as U+FFFD
+			out[name] = obj[i:end:end]
+		}
+		i = skipSpace(obj, end)
+		if obj[i] == '}' {
+			return out, nil
+		}
+		i = skipSpace(obj, i+1) // past ','
+	}
+}
+
+// The scanners below read valid JSON only.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// endOfString returns the index after the string starting at b[i].
+func endOfString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// endOfValue returns the index after the value starting at b[i].
+func endOfValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return endOfString(b, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = endOfString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+		i++
+	}
+	return i
+}
+
+// unmarshalString is json.Unmarshal into a string, without its cost for
+// the usual string without escapes.
+func unmarshalString(raw json.RawMessage, dst *string) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 &&
+		bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw[1:n-1]) {
+		*dst = string(raw[1 : n-1])
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// unmarshalNumber is json.Unmarshal into a float64, without its cost for
+// a number.
+func unmarshalNumber(raw json.RawMessage) (float64, error) {
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
+		return strconv.ParseFloat(string(raw), 64)
+	}
+	var f float64
+	err := json.Unmarshal(raw, &f)
+	return f, err
+}
+
+func (r *Request) setExtra(name string, raw json.RawMessage) {
+	if r.extra == nil {
+		r.extra = map[string]json.RawMessage{}
+	}
+	r.extra[name] = raw
+}
+
+// knownValues is a copy of r's known fields that shares nothing mutable.
+func (r *Request) knownValues() Request {
+	v := *r
+	v.extra, v.decoded = nil, nil
+	v.AllowedDomains = slices.Clone(r.AllowedDomains)
+	v.AllowRegex = slices.Clone(r.AllowRegex)
+	v.DenyRegex = slices.Clone(r.DenyRegex)
+	v.DenyExtensions = slices.Clone(r.DenyExtensions)
+	v.Attrs = slices.Clone(r.Attrs)
+	return v
+}
+
+// Encode writes the flat form: a compact JSON object with its keys in
+// byte order. A field Decode read and that still has the value read is
+// written as it was written (a number's digits, a string's escapes, a
+// cookie object, or left out when it was absent and is zero), so a member
+// read and written back unchanged keeps its bytes, and a changed request
+// keeps its untouched fields as they were. Other fields are written as
+// encoding/json writes them without HTML escaping; unset optional fields
+// (domain_max_pages 0, lists nil, useragent and cookie "", attrs nil) as
+// null, as the Kafka Monitor writes them. Unknown fields are written as
+// kept, in key order with the others.
+func (r *Request) Encode() ([]byte, error) {
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	extra := slices.Sorted(maps.Keys(r.extra))
+	first := true
+	key := func(name string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, name)
+		b = append(b, ':')
+	}
+	writeExtra := func(name string) error {
+		key(name)
+		var err error
+		b, err = appendRaw(b, r.extra[name], false) // checked by Decode or SetExtra
+		if err != nil {
+			return fmt.Errorf("encode request field %s: %w", name, err)
+		}
+		return nil
+	}
+	for _, f := range fields {
+		for len(extra) > 0 && extra[0] < f.name {
+			if err := writeExtra(extra[0]); err != nil {
+				return nil, err
+			}
+			extra = extra[1:]
+		}
+		if d := r.decoded; d != nil && f.same(r, &d.values) {
+			if raw, ok := d.raw[f.name]; ok {
+				key(f.name)
+				var err error
+				if b, err = appendRaw(b, raw, false); err != nil { // read by Decode
+					return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
+				}
+				continue
+			}
+			if f.zero(r) {
+				continue // absent, and still nothing to say
+			}
+		}
+		key(f.name)
+		var err error
+		if b, err = f.write(b, r); err != nil {
+			return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
+		}
+	}
+	for _, name := range extra {
+		if err := writeExtra(name); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// Score is the queue score: -priority.
+func (r *Request) Score() float64 { return -float64(r.Priority) }
+
+// Expired reports whether the crawl's expiry time has passed at now.
+func (r *Request) Expired(now time.Time) bool {
+	return r.Expires > 0 && float64(now.UnixNano())/1e9 >= r.Expires
+}
+
+// Follow returns a request for a link found on r's page: the same crawl,
+// spider and settings, one level deeper, priority lowered by 10 (the
+// original's breadth-first ordering), no retries yet.
+func (r *Request) Follow(url string) *Request {
+	c := r.Clone()
+	c.URL = url
+	c.Priority = r.Priority - 10
+	c.CurDepth = r.CurDepth + 1
+	c.RetryTimes = 0
+	return c
+}
+
+// Retry returns r for another attempt: retry_times one higher and the
+// priority lowered by 10, as the original's retry middleware does, so the
+// queue's other requests go first.
+func (r *Request) Retry() *Request {
+	c := r.Clone()
+	c.RetryTimes++
+	c.Priority -= 10
+	return c
+}
+
+// Clone returns a copy of r that shares nothing r's changes could reach.
+func (r *Request) Clone() *Request {
+	c := r.knownValues()
+	c.extra = maps.Clone(r.extra)
+	c.decoded = r.decoded
+	return &c
+}
+
+// Extra returns a field Request has no place for (its JSON), e.g. "ts".
+func (r *Request) Extra(name string) (json.RawMessage, bool) {
+	v, ok := r.extra[name]
+	return v, ok
+}
+
+// SetExtra sets a field Request has no place for to the JSON value raw
+// (e.g. the wandering spider's "step"). Known field names, "meta" and raw
+// that is not one JSON value are refused.
+func (r *Request) SetExtra(name string, raw json.RawMessage) error {
+	if isKnown(name) || name == FieldMeta {
+		return fmt.Errorf("set request field %s: not an extra field", name)
+	}
+	if !json.Valid(raw) {
+		return fmt.Errorf("set request field %s: %q is not JSON", name, raw)
+	}
+	r.setExtra(name, slices.Clone(raw))
+	return nil
+}
+
+// field is one known field: how to compare, test and write its value.
+type field struct {
+	name  string
+	same  func(a, b *Request) bool
+	zero  func(r *Request) bool
+	write func(b []byte, r *Request) ([]byte, error)
+}
+
+// fields are the known fields in key order.
+var fields = []field{
+	listField(FieldAllowRegex, func(r *Request) []string { return r.AllowRegex }),
+	listField(FieldAllowedDomains, func(r *Request) []string { return r.AllowedDomains }),
+	stringField(FieldAppID, func(r *Request) string { return r.AppID }, false),
+	{name: FieldAttrs,
+		same: func(a, b *Request) bool { return bytes.Equal(a.Attrs, b.Attrs) && (a.Attrs == nil) == (b.Attrs == nil) },
+		zero: func(r *Request) bool { return r.Attrs == nil },
+		write: func(b []byte, r *Request) ([]byte, error) {
+			if r.Attrs == nil {
+				return append(b, "null"...), nil
+			}
+			return appendRaw(b, r.Attrs, true)
+		}},
+	stringField(FieldCookie, func(r *Request) string { return r.Cookie }, true),
+	stringField(FieldCrawlID, func(r *Request) string { return r.CrawlID }, false),
+	intField(FieldCurDepth, func(r *Request) int { return r.CurDepth }, false),
+	listField(FieldDenyExtensions, func(r *Request) []string { return r.DenyExtensions }),
+	listField(FieldDenyRegex, func(r *Request) []string { return r.DenyRegex }),
+	intField(FieldDomainMaxPages, func(r *Request) int { return r.DomainMaxPages }, true),
+	{name: FieldExpires,
+		same:  func(a, b *Request) bool { return a.Expires == b.Expires },
+		zero:  func(r *Request) bool { return r.Expires == 0 },
+		write: func(b []byte, r *Request) ([]byte, error) { return appendNumber(b, r.Expires) }},
+	intField(FieldMaxDepth, func(r *Request) int { return r.MaxDepth }, false),
+	intField(FieldPriority, func(r *Request) int { return r.Priority }, false),
+	intField(FieldRetryTimes, func(r *Request) int { return r.RetryTimes }, false),
+	stringField(FieldSpiderID, func(r *Request) string { return r.SpiderID }, false),
+	stringField(FieldURL, func(r *Request) string { return r.URL }, false),
+	stringField(FieldUserAgent, func(r *Request) string { return r.UserAgent }, true),
+}
+
+var known = func() map[string]bool {
+	m := make(map[string]bool, len(fields))
+	for _, f := range fields {
+		m[f.name] = true
+	}
+	return m
+}()
+
+func isKnown(name string) bool { return known[name] }
+
+func stringField(name string, get func(*Request) string, nullable bool) field {
+	return field{name: name,
+		same: func(a, b *Request) bool { return get(a) == get(b) },
+		zero: func(r *Request) bool { return get(r) == "" },
+		write: func(b []byte, r *Request) ([]byte, error) {
+			if s := get(r); s != "" || !nullable {
+				return appendString(b, s), nil
+			}
+			return append(b, "null"...), nil
+		}}
+}
+
+// intField's nullable fields write null for 0 or less.
+func intField(name string, get func(*Request) int, nullable bool) field {
+	return field{name: name,
+		same: func(a, b *Request) bool { return get(a) == get(b) },
+		zero: func(r *Request) bool { return get(r) == 0 },
+		write: func(b []byte, r *Request) ([]byte, error) {
+			if n := get(r); n > 0 || !nullable {
+				return strconv.AppendInt(b, int64(n), 10), nil
+			}
+			return append(b, "null"...), nil
+		}}
+}
+
+func listField(name string, get func(*Request) []string) field {
+	return field{name: name,
+		same: func(a, b *Request) bool {
+			x, y := get(a), get(b)
+			return (x == nil) == (y == nil) && slices.Equal(x, y)
+		},
+		zero: func(r *Request) bool { return get(r) == nil },
+		write: func(b []byte, r *Request) ([]byte, error) {
+			l := get(r)
+			if l == nil {
+				return append(b, "null"...), nil
+			}
+			b = append(b, '[')
+			for i, s := range l {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendString(b, s)
+			}
+			return append(b, ']'), nil
+		}}
+}
+
+// appendNumber writes a whole f as an integer, any other as encoding/json does.
+func appendNumber(b []byte, f float64) ([]byte, error) {
+	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+		return strconv.AppendInt(b, int64(f), 10), nil
+	}
+	n, err := json.Marshal(f)
+	if err != nil {
+		return b, err
+	}
+	return append(b, n...), nil
+}
+
+// appendRaw writes a JSON value compactly, checking it first unless it is
+// known to be JSON.
+func appendRaw(b []byte, raw json.RawMessage, check bool) ([]byte, error) {
+	if !bytes.ContainsAny(raw, " \t\r\n") {
+		if check && !json.Valid(raw) {
+			return b, fmt.Errorf("%q is not JSON", raw)
+		}
+		return append(b, raw...), nil
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return b, err
+	}
+	return buf.Bytes(), nil
+}
+
+// appendString writes s as encoding/json does without HTML escaping:
+// quotes, backslashes and control characters escaped, U+2028 and U+2029
+// as \u2028 and \u2029, invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
