@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/request"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // BenchmarkBombMixRSS: what hostile pages cost a crawler's memory at the
@@ -57,7 +57,7 @@ func BenchmarkBombMixRSS(b *testing.B) {
 				before := procStatus(b, p.pid())["VmHWM"]
 
 				urls := bc.paths(b)
-				var reqs []*request.Request
+				var reqs []*crawlrequest.Request
 				for _, u := range urls {
 					reqs = append(reqs, crawl("link", u, fmt.Sprintf("hostile-%d", i), 1))
 				}
