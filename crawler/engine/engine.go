@@ -46,7 +46,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
 
 // Engine is one crawler process.
@@ -65,10 +64,9 @@ type Engine struct {
 	retryTimes int
 	grace      time.Duration
 
-	codeStats  map[int]*stats.WindowSet
-	pendingMu  sync.Mutex
-	pending    map[int]int // response codes not yet written
-	configPath string      // of the domain config, in ZooKeeper or Redis
+	codeStats map[int]*stats.WindowSet
+	pendingMu sync.Mutex
+	pending   map[int]int // response codes not yet written
 
 	counters Counters
 }
@@ -100,8 +98,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	configPath, err := domainconfig.PathFromSettings(s)
-	if err != nil {
+	if _, err := domainconfig.PathFromSettings(s); err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
@@ -112,7 +109,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		pipe: pipeline.New(pub, log, s.Bool("KAFKA_BASE_64_ENCODE"), kcfg.MaxRequestBytes),
 		host: host, id: heartbeat.NewID(),
 		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
-		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{}, configPath: configPath,
+		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 	}
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
@@ -397,41 +394,11 @@ const statsFlushInterval = 250 * time.Millisecond
 // watchDomainConfig feeds the live domain configuration to the scheduler
 // until ctx ends.
 func (e *Engine) watchDomainConfig(ctx context.Context) {
-	path := e.configPath
 	apply := func(doc domainconfig.Document) {
 		e.sched.SetDomainConfig(doc)
 		e.log.Info("Domain config changed", logfactory.Extra{"blacklist": doc.Blacklist, "domains": len(doc.Domains)})
 	}
-	hosts := e.settings.String("ZOOKEEPER_HOSTS")
-	if hosts == "" {
-		if err := domainconfig.WatchRedis(ctx, e.rdb, path, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
-			e.log.Error("Stopped watching the domain config in Redis", logfactory.Extra{"error": err.Error()})
-		}
-		return
+	if err := domainconfig.Watch(ctx, e.settings, e.rdb, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
+		e.log.Error("Cannot watch the domain config", logfactory.Extra{"error": err.Error()})
 	}
-	w, err := zkwatch.New(ctx, zkwatch.Config{
-		Hosts: zkwatch.SplitHosts(hosts), Path: path, Ensure: true, Logger: zkLogger{e.log},
-		OnConfig: func(contents string) {
-			doc, err := domainconfig.Parse([]byte(contents))
-			if err != nil {
-				e.log.Error("Invalid domain config in ZooKeeper; keeping the last good one", logfactory.Extra{"error": err.Error()})
-				return
-			}
-			apply(doc)
-		},
-		OnError: func(msg string) {
-			e.log.Warning("Domain config source in trouble; keeping the last good config", logfactory.Extra{"message": msg})
-		},
-	})
-	if err != nil {
-		e.log.Error("Cannot watch the domain config in ZooKeeper", logfactory.Extra{"error": err.Error()})
-		return
-	}
-	<-ctx.Done()
-	w.Close()
 }
-
-// zkLogger sends the ZooKeeper watcher's diagnostics to the debug log.
-type zkLogger struct{ log *logfactory.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }

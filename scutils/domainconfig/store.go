@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -82,26 +81,59 @@ func PathFromSettings(s *settings.Settings) (string, error) {
 // zkwatch.DefaultConnectTimeout (and ctx); log (may be nil) receives the
 // ZooKeeper client's warnings.
 func FromSettings(ctx context.Context, s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
-	path, err := PathFromSettings(s)
+	loc, err := locate(s, rdb)
 	if err != nil {
 		return nil, err
 	}
-	hosts, err := settings.Lookup[string](s, SettingHosts)
-	if err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(hosts) == "" {
-		if rdb == nil {
-			return nil, fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
-		}
-		return NewRedisStore(rdb, path), nil
+	if loc.zkHosts == nil {
+		return NewRedisStore(rdb, loc.path), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, zkwatch.DefaultConnectTimeout)
 	defer cancel()
-	return DialZooKeeper(ctx, zkwatch.SplitHosts(hosts), path, log)
+	return DialZooKeeper(ctx, loc.zkHosts, loc.path, log)
 }
 
-// printfLogger passes the ZooKeeper client's lines to a logfactory logger.
-type printfLogger struct{ log *logfactory.Logger }
+// location is where the settings put the document: the ZooKeeper servers
+// (nil for Redis) and the path.
+type location struct {
+	zkHosts []string
+	path    string
+}
 
-func (p printfLogger) Printf(format string, args ...any) { p.log.Warn(fmt.Sprintf(format, args...)) }
+// locate reads the settings that name the document's place; FromSettings
+// and Watch share it, so the Redis Monitor and the crawlers agree.
+func locate(s *settings.Settings, rdb *redis.Client) (location, error) {
+	path, err := PathFromSettings(s)
+	if err != nil {
+		return location{}, err
+	}
+	hosts, err := settings.Lookup[string](s, SettingHosts)
+	if err != nil {
+		return location{}, err
+	}
+	if zkHosts := zkwatch.SplitHosts(hosts); len(zkHosts) > 0 {
+		return location{zkHosts: zkHosts, path: path}, nil
+	}
+	if rdb == nil {
+		return location{}, fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
+	}
+	return location{path: path}, nil
+}
+
+// zkLogger passes the ZooKeeper client's and watcher's lines to a
+// logfactory logger at one level; with a nil logger they are dropped.
+func zkLogger(log *logfactory.Logger, level logfactory.Level) zkwatch.Logger {
+	if log == nil {
+		return nil
+	}
+	return printfLogger{log: log, level: level}
+}
+
+type printfLogger struct {
+	log   *logfactory.Logger
+	level logfactory.Level
+}
+
+func (p printfLogger) Printf(format string, args ...any) {
+	p.log.Log(p.level, fmt.Sprintf(format, args...))
+}

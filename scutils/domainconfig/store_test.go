@@ -30,8 +30,30 @@ type backend struct {
 	open func(t *testing.T) domainconfig.Store
 	// raw returns the stored bytes and whether there are any.
 	raw func(t *testing.T) (string, bool)
-	// put stores data as it is.
+	// put stores data as it is (in Redis without an announcement).
 	put func(t *testing.T, data string)
+	// settings name the document's place, as a crawler's would; rdb is
+	// the Redis client for Watch (nil with ZooKeeper).
+	settings func(t *testing.T) *settings.Settings
+	rdb      *redis.Client
+}
+
+// loadSettings loads the ZooKeeper settings with env over their defaults.
+func loadSettings(t *testing.T, env ...string) *settings.Settings {
+	t.Helper()
+	s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// settingsFor names path with ZOOKEEPER_HOSTS set to hosts.
+func settingsFor(hosts, path string) func(t *testing.T) *settings.Settings {
+	return func(t *testing.T) *settings.Settings {
+		folder, id := path[:strings.LastIndex(path, "/")+1], path[strings.LastIndex(path, "/")+1:]
+		return loadSettings(t, "ZOOKEEPER_HOSTS="+hosts, "ZOOKEEPER_ASSIGN_PATH="+folder, "ZOOKEEPER_ID="+id)
+	}
 }
 
 func zooKeeperBackend(t *testing.T) backend {
@@ -58,6 +80,7 @@ func zooKeeperBackend(t *testing.T) backend {
 				t.Fatal(err)
 			}
 		},
+		settings: settingsFor(zkServer.Addr, path),
 	}
 }
 
@@ -83,6 +106,8 @@ func redisBackend(t *testing.T, r *harness.Redis) backend {
 				t.Fatal(err)
 			}
 		},
+		settings: settingsFor("", path),
+		rdb:      r.TestClient(t),
 	}
 }
 
@@ -395,14 +420,7 @@ func TestClosedZooKeeperStoreFailsAtOnce(t *testing.T) {
 func TestFromSettingsPicksTheStore(t *testing.T) {
 	r := harness.StartRedis(t)
 	rdb := r.TestClient(t)
-	load := func(t *testing.T, env ...string) *settings.Settings {
-		t.Helper()
-		s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: env})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	load := loadSettings
 	t.Run("ZooKeeper when ZOOKEEPER_HOSTS is set", func(t *testing.T) {
 		s := load(t, "ZOOKEEPER_HOSTS="+zkServer.Addr, "ZOOKEEPER_ASSIGN_PATH="+strings.TrimSuffix(nodePath(t), "all"), "ZOOKEEPER_ID=all")
 		store, err := domainconfig.FromSettings(testContext(t), s, rdb, nil)

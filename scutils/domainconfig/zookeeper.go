@@ -43,11 +43,7 @@ func DialZooKeeper(ctx context.Context, hosts []string, path string, log *logfac
 	if err := zkwatch.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	var logger zkwatch.Logger
-	if log != nil {
-		logger = printfLogger{log}
-	}
-	conn, err := zkwatch.Dial(ctx, hosts, zkwatch.DefaultSessionTimeout, logger)
+	conn, err := zkwatch.Dial(ctx, hosts, zkwatch.DefaultSessionTimeout, zkLogger(log, logfactory.LevelWarning))
 	if err != nil {
 		return nil, err
 	}
