@@ -41,7 +41,7 @@ func ExampleStore() {
 		log.Fatal(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	store, err := domainconfig.FromSettings(ctx, s, rdb, nil)
+	store, err := domainconfig.FromSettings(s, rdb, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -25,6 +25,11 @@ type Store interface {
 	// several times, each time on a fresh copy. An error from edit stops
 	// Update and is returned as it is.
 	Update(ctx context.Context, edit func(*Document) error) error
+	// Connected reports whether a call would reach the store now: false
+	// while a ZooKeeper store has no session, when calls would wait for
+	// one. A Redis store always says true: the Redis client connects per
+	// call, and an outage shows as ErrUnavailable.
+	Connected() bool
 	// Close releases what the store holds (the ZooKeeper connection it
 	// opened); the Redis client passed in stays open.
 	Close() error
@@ -33,10 +38,14 @@ type Store interface {
 // ErrRead marks a failure to read or parse the stored document and ErrWrite
 // a failure to store it, so callers can tell the two apart (the original
 // answers "Unable to load Zookeeper config" and "Unable to store Zookeeper
-// config"). Use errors.Is.
+// config"). ErrUnavailable marks, besides one of those, a failure because
+// the store could not be reached (no connection, no answer in time): an
+// outage, after which the same call may succeed, not a refusal. Use
+// errors.Is.
 var (
-	ErrRead  = errors.New("read the domain configuration")
-	ErrWrite = errors.New("store the domain configuration")
+	ErrRead        = errors.New("read the domain configuration")
+	ErrWrite       = errors.New("store the domain configuration")
+	ErrUnavailable = errors.New("domain configuration store unreachable")
 )
 
 // The settings naming the document's place; the same in every component.
@@ -76,11 +85,11 @@ func PathFromSettings(s *settings.Settings) (string, error) {
 }
 
 // FromSettings opens the store the settings name: the ZooKeeper node at
-// PathFromSettings when ZOOKEEPER_HOSTS is set, otherwise the Redis key for
-// that path on rdb. Connecting to ZooKeeper is bounded by
-// zkwatch.DefaultConnectTimeout (and ctx); log (may be nil) receives the
-// ZooKeeper client's warnings.
-func FromSettings(ctx context.Context, s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
+// PathFromSettings when ZOOKEEPER_HOSTS is set (OpenZooKeeper: it returns
+// at once and connects in the background, so ZooKeeper need not be up),
+// otherwise the Redis key for that path on rdb. log (may be nil) receives
+// the ZooKeeper client's warnings, one per failed connection attempt.
+func FromSettings(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
 	loc, err := locate(s, rdb)
 	if err != nil {
 		return nil, err
@@ -88,9 +97,7 @@ func FromSettings(ctx context.Context, s *settings.Settings, rdb *redis.Client, 
 	if loc.zkHosts == nil {
 		return NewRedisStore(rdb, loc.path), nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, zkwatch.DefaultConnectTimeout)
-	defer cancel()
-	return DialZooKeeper(ctx, loc.zkHosts, loc.path, log)
+	return OpenZooKeeper(loc.zkHosts, loc.path, log)
 }
 
 // location is where the settings put the document: the ZooKeeper servers
