@@ -14,7 +14,11 @@
 //
 // Live domain configuration (blacklist and throttles) comes from ZooKeeper
 // (ZOOKEEPER_HOSTS) or from Redis when ZOOKEEPER_HOSTS is empty; while its
-// source is unreachable the last good configuration stays in force.
+// source is unreachable the last good configuration stays in force. A
+// starting crawler pops nothing until it has the configuration (none
+// stored counts as the empty one), so blacklisted domains are never
+// fetched meanwhile; after DOMAIN_CONFIG_WAIT seconds without it, it
+// starts anyway with an error line and applies it when it comes.
 //
 // SIGTERM: no new request is taken; requests in flight get SHUTDOWN_GRACE to
 // finish; the rest go back to their queues; the producer is flushed.
@@ -64,6 +68,12 @@ type Engine struct {
 	retryTimes int
 	grace      time.Duration
 
+	configWhere string        // where the domain config lives, for log lines
+	configWait  time.Duration // DOMAIN_CONFIG_WAIT
+	configReady chan struct{} // closed once the first domain config is applied
+	configOnce  sync.Once
+	configLate  atomic.Bool // the crawler stopped waiting for it
+
 	codeStats map[int]*stats.WindowSet
 	pendingMu sync.Mutex
 	pending   map[int]int // response codes not yet written
@@ -98,8 +108,13 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := domainconfig.PathFromSettings(s); err != nil {
+	configWhere, err := domainconfig.Describe(s)
+	if err != nil {
 		return nil, err
+	}
+	configWait := s.Seconds("DOMAIN_CONFIG_WAIT")
+	if configWait < 0 {
+		return nil, fmt.Errorf("setting DOMAIN_CONFIG_WAIT: must not be negative, got %v", configWait)
 	}
 	host, _ := os.Hostname()
 	pub := kcfg.NewPublisher("crawled", s.Bool("KAFKA_APPID_TOPICS"), log)
@@ -110,6 +125,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		host: host, id: heartbeat.NewID(),
 		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
+		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
@@ -180,8 +196,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopWork()
 
 	e.log.Info("Crawler running", logfactory.Extra{"spiderid": e.spider.Name(), "id": e.id})
+	e.awaitDomainConfig(ctx)
 	var workers sync.WaitGroup
-	for {
+	for ctx.Err() == nil {
 		item, err := e.sched.Next(ctx)
 		if err != nil {
 			break // ctx cancelled
@@ -391,12 +408,50 @@ func (e *Engine) statsLoop(ctx context.Context) {
 // statsFlushInterval is how often response codes are written to Redis.
 const statsFlushInterval = 250 * time.Millisecond
 
+// awaitDomainConfig waits until the first domain config is applied, so
+// that nothing is popped before the blacklist and the domain throttles are
+// known, for at most DOMAIN_CONFIG_WAIT (or until ctx ends). A store that
+// answers gives it at once, even with no config stored; only an
+// unreachable one makes the crawler wait.
+func (e *Engine) awaitDomainConfig(ctx context.Context) {
+	if e.configWait <= 0 {
+		return
+	}
+	extra := logfactory.Extra{"from": e.configWhere, "wait_seconds": e.configWait.Seconds()}
+	// Usually the config comes within milliseconds: say nothing unless
+	// it takes a while.
+	notice := time.NewTimer(min(time.Second, e.configWait))
+	defer notice.Stop()
+	limit := time.NewTimer(e.configWait)
+	defer limit.Stop()
+	for {
+		select {
+		case <-e.configReady:
+			return
+		case <-ctx.Done():
+			return
+		case <-notice.C:
+			e.log.Info("Waiting for the domain config before crawling", extra)
+		case <-limit.C:
+			e.configLate.Store(true)
+			e.log.Error("No domain config within DOMAIN_CONFIG_WAIT; crawling without it: blacklists and domain throttles may not apply yet", extra)
+			return
+		}
+	}
+}
+
 // watchDomainConfig feeds the live domain configuration to the scheduler
 // until ctx ends.
 func (e *Engine) watchDomainConfig(ctx context.Context) {
 	apply := func(doc domainconfig.Document) {
 		e.sched.SetDomainConfig(doc)
 		e.log.Info("Domain config changed", logfactory.Extra{"blacklist": doc.Blacklist, "domains": len(doc.Domains)})
+		e.configOnce.Do(func() {
+			close(e.configReady)
+			if e.configLate.Load() {
+				e.log.Info("The domain config arrived; blacklists and domain throttles apply from now on", logfactory.Extra{"from": e.configWhere})
+			}
+		})
 	}
 	if err := domainconfig.Watch(ctx, e.settings, e.rdb, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
 		e.log.Error("Cannot watch the domain config", logfactory.Extra{"error": err.Error()})

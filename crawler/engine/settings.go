@@ -26,6 +26,7 @@ import (
 //	STATS_CYCLE            5      seconds between trims of the stats windows
 //	STATS_TIMES            the windows kept, by StatsCollector name
 //	SHUTDOWN_GRACE         10     (Go) seconds in-flight requests may take to finish after SIGTERM; the rest go back to their queues
+//	DOMAIN_CONFIG_WAIT     30     (Go) seconds a starting crawler waits for its first domain config before it pops anything; 0 does not wait
 func Defaults() settings.Defaults {
 	return cli.Merge(
 		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
@@ -43,6 +44,7 @@ func Defaults() settings.Defaults {
 				"SECONDS_15_MINUTE", "SECONDS_1_HOUR", "SECONDS_6_HOUR",
 				"SECONDS_12_HOUR", "SECONDS_1_DAY", "SECONDS_1_WEEK",
 			},
-			"SHUTDOWN_GRACE": 10.0,
+			"SHUTDOWN_GRACE":     10.0,
+			"DOMAIN_CONFIG_WAIT": 30.0,
 		})
 }

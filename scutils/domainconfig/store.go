@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
@@ -90,14 +92,31 @@ func PathFromSettings(s *settings.Settings) (string, error) {
 // otherwise the Redis key for that path on rdb. log (may be nil) receives
 // the ZooKeeper client's warnings, one per failed connection attempt.
 func FromSettings(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
-	loc, err := locate(s, rdb)
+	loc, err := locate(s)
 	if err != nil {
 		return nil, err
 	}
 	if loc.zkHosts == nil {
+		if rdb == nil {
+			return nil, errNoRedis
+		}
 		return NewRedisStore(rdb, loc.path), nil
 	}
 	return OpenZooKeeper(loc.zkHosts, loc.path, log)
+}
+
+// Describe says where the settings put the document, for log lines and
+// messages: "ZooKeeper zk1:2181,zk2:2181 node /scrapy-cluster/crawler/all"
+// or "Redis key domainconfig:/scrapy-cluster/crawler/all".
+func Describe(s *settings.Settings) (string, error) {
+	loc, err := locate(s)
+	if err != nil {
+		return "", err
+	}
+	if loc.zkHosts == nil {
+		return "Redis key " + rediskeys.DomainConfigKey(loc.path), nil
+	}
+	return "ZooKeeper " + strings.Join(loc.zkHosts, ",") + " node " + loc.path, nil
 }
 
 // location is where the settings put the document: the ZooKeeper servers
@@ -109,7 +128,7 @@ type location struct {
 
 // locate reads the settings that name the document's place; FromSettings
 // and Watch share it, so the Redis Monitor and the crawlers agree.
-func locate(s *settings.Settings, rdb *redis.Client) (location, error) {
+func locate(s *settings.Settings) (location, error) {
 	path, err := PathFromSettings(s)
 	if err != nil {
 		return location{}, err
@@ -121,11 +140,11 @@ func locate(s *settings.Settings, rdb *redis.Client) (location, error) {
 	if zkHosts := zkwatch.SplitHosts(hosts); len(zkHosts) > 0 {
 		return location{zkHosts: zkHosts, path: path}, nil
 	}
-	if rdb == nil {
-		return location{}, fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
-	}
 	return location{path: path}, nil
 }
+
+// errNoRedis: the document is in Redis, and no Redis client was given.
+var errNoRedis = fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
 
 // zkLogger passes the ZooKeeper client's and watcher's lines to a
 // logfactory logger at one level; with a nil logger they are dropped.

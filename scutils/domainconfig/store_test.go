@@ -38,10 +38,11 @@ type backend struct {
 	rdb      *redis.Client
 }
 
-// loadSettings loads the ZooKeeper settings with env over their defaults.
+// loadSettings loads the ZooKeeper settings with env (and not the
+// process's environment) over their defaults.
 func loadSettings(t *testing.T, env ...string) *settings.Settings {
 	t.Helper()
-	s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: env})
+	s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: append([]string{}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,4 +546,28 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 			t.Error("Connected() without a ZooKeeper")
 		}
 	})
+}
+
+func TestDescribeSaysWhereTheDocumentIs(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"ZooKeeper by default", nil, "ZooKeeper localhost:2181 node /scrapy-cluster/crawler/all"},
+		{"several ZooKeeper servers", []string{"ZOOKEEPER_HOSTS=zk1:2181, zk2:2181", "ZOOKEEPER_ID=test"},
+			"ZooKeeper zk1:2181,zk2:2181 node /scrapy-cluster/crawler/test"},
+		{"Redis without ZooKeeper", []string{"ZOOKEEPER_HOSTS="}, "Redis key domainconfig:/scrapy-cluster/crawler/all"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := domainconfig.Describe(loadSettings(t, tt.env...))
+			if err != nil || got != tt.want {
+				t.Errorf("Describe() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := domainconfig.Describe(loadSettings(t, "ZOOKEEPER_ASSIGN_PATH=relative/")); err == nil {
+		t.Error("Describe accepted a relative path")
+	}
 }

@@ -63,12 +63,15 @@ func watchOptionsOf(opts []WatchOption) watchOptions {
 // called from Watch's goroutine, one call at a time. Watch blocks until ctx
 // ends and then returns nil; it fails at once only for invalid settings.
 func Watch(ctx context.Context, s *settings.Settings, rdb *redis.Client, onChange func(Document), opts ...WatchOption) error {
-	loc, err := locate(s, rdb)
+	loc, err := locate(s)
 	if err != nil {
 		return err
 	}
 	if loc.zkHosts != nil {
 		return WatchZooKeeper(ctx, loc.zkHosts, loc.path, onChange, opts...)
+	}
+	if rdb == nil {
+		return errNoRedis
 	}
 	return WatchRedis(ctx, rdb, loc.path, onChange, opts...)
 }
