@@ -73,12 +73,14 @@ func (s *ZooKeeperStore) Path() string { return s.path }
 
 // Connected reports whether the store holds a ZooKeeper session, so a call
 // would be sent at once rather than wait for the connection.
-func (s *ZooKeeperStore) Connected() bool {
-	if s.closed.Load() {
-		return false
+func (s *ZooKeeperStore) Connected() bool { return !s.closed.Load() && s.session() != nil }
+
+// session returns the connection if it holds a session, else nil.
+func (s *ZooKeeperStore) session() *zk.Conn {
+	if conn := s.conn(); conn != nil && conn.State() == zk.StateHasSession {
+		return conn
 	}
-	conn := s.conn()
-	return conn != nil && conn.State() == zk.StateHasSession
+	return nil
 }
 
 // Close closes the connection if the store owns it. Calls after Close
@@ -239,8 +241,8 @@ func (s *ZooKeeperStore) call(ctx context.Context, request func(*zk.Conn) error)
 	if s.closed.Load() {
 		return zk.ErrClosing
 	}
-	conn := s.conn()
-	if conn == nil || conn.State() != zk.StateHasSession {
+	conn := s.session()
+	if conn == nil {
 		return errNoSession
 	}
 	done := make(chan error, 1)
