@@ -16,7 +16,11 @@
 //
 // Live domain configuration (blacklist and throttles) comes from ZooKeeper
 // (ZOOKEEPER_HOSTS) or from Redis when ZOOKEEPER_HOSTS is empty; while its
-// source is unreachable the last good configuration stays in force.
+// source is unreachable the last good configuration stays in force. A
+// starting crawler pops nothing until it has the configuration (none
+// stored counts as the empty one), so blacklisted domains are never
+// fetched meanwhile; after DOMAIN_CONFIG_WAIT seconds without it, it
+// starts anyway with an error line and applies it when it comes.
 //
 // SIGTERM: no new request is taken; requests in flight get SHUTDOWN_GRACE to
 // finish; the rest go back to their queues; the producer is flushed.
@@ -48,7 +52,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
 
 // Engine is one crawler process.
@@ -67,10 +70,15 @@ type Engine struct {
 	retryTimes int
 	grace      time.Duration
 
-	codeStats  map[int]*stats.WindowSet
-	pendingMu  sync.Mutex
-	pending    map[int]int // response codes not yet written
-	configPath string      // of the domain config, in ZooKeeper or Redis
+	configWhere string        // where the domain config lives, for log lines
+	configWait  time.Duration // DOMAIN_CONFIG_WAIT
+	configReady chan struct{} // closed once the first domain config is applied
+	configOnce  sync.Once
+	configLate  atomic.Bool // the crawler stopped waiting for it
+
+	codeStats map[int]*stats.WindowSet
+	pendingMu sync.Mutex
+	pending   map[int]int // response codes not yet written
 
 	counters Counters
 }
@@ -103,9 +111,13 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	configPath, err := domainconfig.PathFromSettings(s)
+	configWhere, err := domainconfig.Describe(s)
 	if err != nil {
 		return nil, err
+	}
+	configWait := s.Seconds("DOMAIN_CONFIG_WAIT")
+	if configWait < 0 {
+		return nil, fmt.Errorf("setting DOMAIN_CONFIG_WAIT: must not be negative, got %v", configWait)
 	}
 	host, _ := os.Hostname()
 	pub := kcfg.NewPublisher("crawled", s.Bool("KAFKA_APPID_TOPICS"), log)
@@ -115,7 +127,8 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		pipe: pipeline.New(pub, log, s.Bool("KAFKA_BASE_64_ENCODE"), kcfg.MaxRequestBytes),
 		host: host, id: heartbeat.NewID(),
 		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
-		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{}, configPath: configPath,
+		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
+		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
@@ -186,8 +199,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	defer stopWork()
 
 	e.log.Info("Crawler running", logfactory.Extra{"spiderid": e.spider.Name(), "id": e.id})
+	e.awaitDomainConfig(ctx)
 	var workers sync.WaitGroup
-	for {
+	for ctx.Err() == nil {
 		item, err := e.sched.Next(ctx)
 		if err != nil {
 			break // ctx cancelled
@@ -403,44 +417,52 @@ func (e *Engine) statsLoop(ctx context.Context) {
 // statsFlushInterval is how often response codes are written to Redis.
 const statsFlushInterval = 250 * time.Millisecond
 
+// awaitDomainConfig waits until the first domain config is applied, so
+// that nothing is popped before the blacklist and the domain throttles are
+// known, for at most DOMAIN_CONFIG_WAIT (or until ctx ends). A store that
+// answers gives it at once, even with no config stored; only an
+// unreachable one makes the crawler wait.
+func (e *Engine) awaitDomainConfig(ctx context.Context) {
+	if e.configWait <= 0 {
+		return
+	}
+	extra := logfactory.Extra{"from": e.configWhere, "wait_seconds": e.configWait.Seconds()}
+	// Usually the config comes within milliseconds: say nothing unless
+	// it takes a while.
+	notice := time.NewTimer(min(time.Second, e.configWait))
+	defer notice.Stop()
+	limit := time.NewTimer(e.configWait)
+	defer limit.Stop()
+	for {
+		select {
+		case <-e.configReady:
+			return
+		case <-ctx.Done():
+			return
+		case <-notice.C:
+			e.log.Info("Waiting for the domain config before crawling", extra)
+		case <-limit.C:
+			e.configLate.Store(true)
+			e.log.Error("No domain config within DOMAIN_CONFIG_WAIT; crawling without it: blacklists and domain throttles may not apply yet", extra)
+			return
+		}
+	}
+}
+
 // watchDomainConfig feeds the live domain configuration to the scheduler
 // until ctx ends.
 func (e *Engine) watchDomainConfig(ctx context.Context) {
-	path := e.configPath
 	apply := func(doc domainconfig.Document) {
 		e.sched.SetDomainConfig(doc)
 		e.log.Info("Domain config changed", logfactory.Extra{"blacklist": doc.Blacklist, "domains": len(doc.Domains)})
-	}
-	hosts := e.settings.String("ZOOKEEPER_HOSTS")
-	if hosts == "" {
-		if err := domainconfig.WatchRedis(ctx, e.rdb, path, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
-			e.log.Error("Stopped watching the domain config in Redis", logfactory.Extra{"error": err.Error()})
-		}
-		return
-	}
-	w, err := zkwatch.New(ctx, zkwatch.Config{
-		Hosts: zkwatch.SplitHosts(hosts), Path: path, Ensure: true, Logger: zkLogger{e.log},
-		OnConfig: func(contents string) {
-			doc, err := domainconfig.Parse([]byte(contents))
-			if err != nil {
-				e.log.Error("Invalid domain config in ZooKeeper; keeping the last good one", logfactory.Extra{"error": err.Error()})
-				return
+		e.configOnce.Do(func() {
+			close(e.configReady)
+			if e.configLate.Load() {
+				e.log.Info("The domain config arrived; blacklists and domain throttles apply from now on", logfactory.Extra{"from": e.configWhere})
 			}
-			apply(doc)
-		},
-		OnError: func(msg string) {
-			e.log.Warning("Domain config source in trouble; keeping the last good config", logfactory.Extra{"message": msg})
-		},
-	})
-	if err != nil {
-		e.log.Error("Cannot watch the domain config in ZooKeeper", logfactory.Extra{"error": err.Error()})
-		return
+		})
 	}
-	<-ctx.Done()
-	w.Close()
+	if err := domainconfig.Watch(ctx, e.settings, e.rdb, apply, domainconfig.WithLogger(e.log)); err != nil && ctx.Err() == nil {
+		e.log.Error("Cannot watch the domain config", logfactory.Extra{"error": err.Error()})
+	}
 }
-
-// zkLogger sends the ZooKeeper watcher's diagnostics to the debug log.
-type zkLogger struct{ log *logfactory.Logger }
-
-func (l zkLogger) Printf(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -223,6 +224,24 @@ func (e *env) noMorePages(t testing.TB) {
 	if msg, err := e.reader.ReadMessage(ctx); err == nil {
 		t.Fatalf("unexpected extra result: %.300s", msg.Value)
 	}
+}
+
+// logLine returns the first JSON log line whose message contains msg,
+// waiting up to 30 s for it.
+func (e *env) logLine(t testing.TB, msg string) map[string]any {
+	t.Helper()
+	var found map[string]any
+	waitFor(t, "the log line "+msg, 30*time.Second, func() bool {
+		for _, line := range strings.Split(e.log.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil && strings.Contains(fmt.Sprint(m["message"]), msg) {
+				found = m
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 func urls(pages []map[string]any) []string {

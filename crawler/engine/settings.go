@@ -26,6 +26,7 @@ import (
 //	STATS_STATUS_CODES     true   count responses per status code
 //	STATUS_RESPONSE_CODES  [200, 404, 403, 504]  the codes counted
 //	SHUTDOWN_GRACE         10     (Go) seconds in-flight requests may take to finish after SIGTERM; the rest go back to their queues
+//	DOMAIN_CONFIG_WAIT     30     (Go) seconds a starting crawler waits for its first domain config before it pops anything; 0 does not wait
 func Defaults() settings.Defaults {
 	return cli.Merge(
 		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
@@ -39,5 +40,6 @@ func Defaults() settings.Defaults {
 			"STATS_STATUS_CODES":    true,
 			"STATUS_RESPONSE_CODES": []int{200, 404, 403, 504},
 			"SHUTDOWN_GRACE":        10.0,
+			"DOMAIN_CONFIG_WAIT":    30.0,
 		})
 }

@@ -15,13 +15,17 @@
 // RETRY_FAILURES, retried on the next cycles; after RETRY_FAILURES_MAX
 // failed attempts the key is dropped with an error line. Failures caused by
 // the monitor stopping do not count: the key stays for the next monitor.
-// Outages of Redis (the scan fails) and Kafka (answers wait in the
-// publisher) are ridden out with back-off.
+// Outages are not failures either: those of Redis (the scan fails) and Kafka
+// (answers wait in the publisher) are ridden out with back-off, and a
+// plugin that cannot reach a service of its own (the zookeeper plugin and
+// ZooKeeper) says its keys are not ready, or returns plugin.ErrUnavailable,
+// so they stay, untouched, until it is back.
 package monitor
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -273,6 +277,11 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 		}
 		if ctx.Err() != nil {
 			m.log.Info("Stopped before the request was handled; it is left for the next monitor", logfactory.Extra{"key": key})
+			return nil
+		}
+		if errors.Is(err, plugin.ErrUnavailable) {
+			m.log.Warning("A service the request needs is unreachable; it is left for a later cycle",
+				logfactory.Extra{"plugin": p.Name(), "key": key, "error": err.Error()})
 			return nil
 		}
 	}

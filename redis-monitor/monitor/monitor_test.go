@@ -61,7 +61,26 @@ func (p *slow) Handle(ctx context.Context, key, value string) error {
 	return p.Publish(ctx, map[string]any{"appid": "testapp", "uuid": value, "key": key})
 }
 
+// outage returns plugin.ErrUnavailable until its service is up, then
+// publishes an answer.
+type outage struct {
+	plugin.Base
+	up       atomic.Bool
+	attempts atomic.Int64
+}
+
+func (p *outage) Name() string    { return "OutageMonitor" }
+func (p *outage) Pattern() string { return "outage:*" }
+func (p *outage) Handle(ctx context.Context, key, value string) error {
+	p.attempts.Add(1)
+	if !p.up.Load() {
+		return fmt.Errorf("handle %s: %w: the service is down", key, plugin.ErrUnavailable)
+	}
+	return p.Publish(ctx, map[string]any{"appid": "testapp", "uuid": value, "key": key})
+}
+
 var (
+	outagePlugin  = &outage{}
 	failingPlugin = &failing{pattern: "fail:*"}
 	panicPlugin   = &failing{pattern: "panic:*"}
 	slowPlugin    = &slow{started: make(chan string, 10), release: make(chan struct{})}
@@ -71,6 +90,7 @@ func init() {
 	plugin.Register("test.Failing", func() plugin.Plugin { return failingPlugin })
 	plugin.Register("test.Panicking", func() plugin.Plugin { return panicPlugin })
 	plugin.Register("test.Slow", func() plugin.Plugin { return slowPlugin })
+	plugin.Register("test.Outage", func() plugin.Plugin { return outagePlugin })
 }
 
 type cluster struct {
@@ -354,6 +374,34 @@ func TestFailingRequestIsRetriedThenDropped(t *testing.T) {
 	}
 	if !r.log.Contains("Could not process action within failure limit") || !r.log.Contains("boom on panic:1") {
 		t.Fatalf("log lacks the drop or the panic:\n%s", r.log.String())
+	}
+}
+
+// TestAnUnavailableServiceIsNotAFailure: a request whose plugin cannot
+// reach its service stays, however many cycles that lasts, without using
+// up its retries, and is answered once the service is back.
+func TestAnUnavailableServiceIsNotAFailure(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	outagePlugin.up.Store(false)
+	outagePlugin.attempts.Store(0)
+	r := c.start(t, map[string]string{"PLUGINS": `{"test.Outage": 100}`, "RETRY_FAILURES_MAX": "1"})
+	c.rdb.Set(ctx, "outage:1", "u-outage", 0)
+	// More attempts than RETRY_FAILURES_MAX allows failures.
+	waitFor(t, "several attempts", func() bool { return outagePlugin.attempts.Load() >= 5 })
+	if c.gone("outage:1")() || !c.gone("lock:outage:1:failures")() {
+		t.Fatal("the request was dropped, or its failures counted, while its service was down")
+	}
+	if r.m.Failed() != 0 || r.m.Dropped() != 0 {
+		t.Fatalf("failed %d dropped %d while the service was down, want 0", r.m.Failed(), r.m.Dropped())
+	}
+	outagePlugin.up.Store(true)
+	if got := c.answers(t, "demo.outbound_firehose", 1); got[0]["uuid"] != "u-outage" {
+		t.Errorf("answer %v, want the request's", got[0])
+	}
+	waitFor(t, "the request key removed", c.gone("outage:1"))
+	if !r.log.Contains("it is left for a later cycle") {
+		t.Errorf("log does not say the request was left:\n%s", r.log)
 	}
 }
 

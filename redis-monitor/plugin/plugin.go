@@ -42,7 +42,8 @@ type Plugin interface {
 	// Handle acts on one key. The monitor holds the key's lock meanwhile and
 	// deletes the key when Handle returns nil. An error counts as a failure
 	// (the key is retried, then dropped), except when it comes from ctx
-	// ending: then the key is left for the next monitor.
+	// ending (the key is left for the next monitor) or wraps ErrUnavailable
+	// (the key is left for a later cycle).
 	Handle(ctx context.Context, key, value string) error
 	// Close releases what Setup acquired; called once when the monitor stops.
 	Close() error

@@ -38,7 +38,9 @@
 // package zkwatch). Without ZooKeeper (ZOOKEEPER_HOSTS empty) it is the
 // Redis string rediskeys.DomainConfigKey(path), and every change is announced
 // on the channel rediskeys.DomainConfigChannel(path) with the new document as
-// the message; WatchRedis follows it there. FromSettings picks the store.
+// the message. FromSettings opens the store the settings name, and Watch
+// follows the document in it (WatchZooKeeper, WatchRedis), with the same
+// promises whichever the store.
 //
 // # Concurrent changes
 //

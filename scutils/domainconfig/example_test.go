@@ -41,7 +41,7 @@ func ExampleStore() {
 		log.Fatal(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	store, err := domainconfig.FromSettings(ctx, s, rdb, nil)
+	store, err := domainconfig.FromSettings(s, rdb, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -57,11 +57,16 @@ func ExampleStore() {
 	}
 }
 
-// A crawler without ZooKeeper follows the document in Redis.
-func ExampleWatchRedis() {
+// A crawler follows the document wherever the settings put it: in
+// ZooKeeper, or in Redis when ZOOKEEPER_HOSTS is empty.
+func ExampleWatch() {
 	ctx := context.Background()
+	s, err := settings.Load(domainconfig.Defaults(), settings.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
 	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	err := domainconfig.WatchRedis(ctx, rdb, "/scrapy-cluster/crawler/all", func(d domainconfig.Document) {
+	err = domainconfig.Watch(ctx, s, rdb, func(d domainconfig.Document) {
 		log.Printf("blacklist %v, %d throttled domains", d.Blacklist, len(d.Domains))
 	})
 	if err != nil {

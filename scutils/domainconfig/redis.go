@@ -33,6 +33,9 @@ func NewRedisStore(rdb *redis.Client, path string) *RedisStore {
 // Path is the document's path.
 func (s *RedisStore) Path() string { return s.path }
 
+// Connected says true: the Redis client connects per call; see Store.
+func (s *RedisStore) Connected() bool { return true }
+
 // Close does nothing: the Redis client belongs to the caller.
 func (s *RedisStore) Close() error { return nil }
 
@@ -40,7 +43,7 @@ func (s *RedisStore) Close() error { return nil }
 func (s *RedisStore) Get(ctx context.Context) (Document, error) {
 	data, err := s.rdb.Get(ctx, s.key).Bytes()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return Document{}, fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+		return Document{}, s.failure(ErrRead, err)
 	}
 	doc, err := Parse(data)
 	if err != nil {
@@ -57,7 +60,7 @@ func (s *RedisStore) Update(ctx context.Context, edit func(*Document) error) err
 			data, err := tx.Get(ctx, s.key).Bytes()
 			exists := err == nil
 			if err != nil && !errors.Is(err, redis.Nil) {
-				return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
+				return s.failure(ErrRead, err)
 			}
 			doc, err := Parse(data)
 			if err != nil {
@@ -76,7 +79,7 @@ func (s *RedisStore) Update(ctx context.Context, edit func(*Document) error) err
 				return nil
 			})
 			if err != nil && !errors.Is(err, redis.TxFailedErr) {
-				return fmt.Errorf("%w at %s: %w", ErrWrite, s.key, err)
+				return s.failure(ErrWrite, err)
 			}
 			return err
 		}, s.key)
@@ -87,8 +90,19 @@ func (s *RedisStore) Update(ctx context.Context, edit func(*Document) error) err
 		case errors.As(err, &e):
 			return e.err
 		case err != nil && !errors.Is(err, ErrRead) && !errors.Is(err, ErrWrite):
-			return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err) // WATCH itself failed
+			return s.failure(ErrRead, err) // WATCH itself failed
 		}
 		return err
 	}
+}
+
+// failure wraps err, Redis's failure to read (what is ErrRead) or write
+// (ErrWrite) the key, and marks it ErrUnavailable unless Redis answered
+// with an error: no connection or no answer in time is an outage.
+func (s *RedisStore) failure(what, err error) error {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		return fmt.Errorf("%w at %s: %w", what, s.key, err)
+	}
+	return fmt.Errorf("%w: %w at %s: %w", ErrUnavailable, what, s.key, err)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
@@ -26,6 +27,11 @@ type Store interface {
 	// several times, each time on a fresh copy. An error from edit stops
 	// Update and is returned as it is.
 	Update(ctx context.Context, edit func(*Document) error) error
+	// Connected reports whether a call would reach the store now: false
+	// while a ZooKeeper store has no session, when calls would wait for
+	// one. A Redis store always says true: the Redis client connects per
+	// call, and an outage shows as ErrUnavailable.
+	Connected() bool
 	// Close releases what the store holds (the ZooKeeper connection it
 	// opened); the Redis client passed in stays open.
 	Close() error
@@ -34,10 +40,14 @@ type Store interface {
 // ErrRead marks a failure to read or parse the stored document and ErrWrite
 // a failure to store it, so callers can tell the two apart (the original
 // answers "Unable to load Zookeeper config" and "Unable to store Zookeeper
-// config"). Use errors.Is.
+// config"). ErrUnavailable marks, besides one of those, a failure because
+// the store could not be reached (no connection, no answer in time): an
+// outage, after which the same call may succeed, not a refusal. Use
+// errors.Is.
 var (
-	ErrRead  = errors.New("read the domain configuration")
-	ErrWrite = errors.New("store the domain configuration")
+	ErrRead        = errors.New("read the domain configuration")
+	ErrWrite       = errors.New("store the domain configuration")
+	ErrUnavailable = errors.New("domain configuration store unreachable")
 )
 
 // The settings naming the document's place; the same in every component.
@@ -77,31 +87,79 @@ func PathFromSettings(s *settings.Settings) (string, error) {
 }
 
 // FromSettings opens the store the settings name: the ZooKeeper node at
-// PathFromSettings when ZOOKEEPER_HOSTS is set, otherwise the Redis key for
-// that path on rdb. Connecting to ZooKeeper is bounded by
-// zkwatch.DefaultConnectTimeout (and ctx); log (may be nil) receives the
-// ZooKeeper client's warnings.
-func FromSettings(ctx context.Context, s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
-	path, err := PathFromSettings(s)
+// PathFromSettings when ZOOKEEPER_HOSTS is set (OpenZooKeeper: it returns
+// at once and connects in the background, so ZooKeeper need not be up),
+// otherwise the Redis key for that path on rdb. log (may be nil) receives
+// the ZooKeeper client's warnings, one per failed connection attempt.
+func FromSettings(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
+	loc, err := locate(s)
 	if err != nil {
 		return nil, err
+	}
+	if loc.zkHosts == nil {
+		if rdb == nil {
+			return nil, errNoRedis
+		}
+		return NewRedisStore(rdb, loc.path), nil
+	}
+	return OpenZooKeeper(loc.zkHosts, loc.path, log)
+}
+
+// Describe says where the settings put the document, for log lines and
+// messages: "ZooKeeper zk1:2181,zk2:2181 node /scrapy-cluster/crawler/all"
+// or "Redis key domainconfig:/scrapy-cluster/crawler/all".
+func Describe(s *settings.Settings) (string, error) {
+	loc, err := locate(s)
+	if err != nil {
+		return "", err
+	}
+	if loc.zkHosts == nil {
+		return "Redis key " + rediskeys.DomainConfigKey(loc.path), nil
+	}
+	return "ZooKeeper " + strings.Join(loc.zkHosts, ",") + " node " + loc.path, nil
+}
+
+// location is where the settings put the document: the ZooKeeper servers
+// (nil for Redis) and the path.
+type location struct {
+	zkHosts []string
+	path    string
+}
+
+// locate reads the settings that name the document's place; FromSettings
+// and Watch share it, so the Redis Monitor and the crawlers agree.
+func locate(s *settings.Settings) (location, error) {
+	path, err := PathFromSettings(s)
+	if err != nil {
+		return location{}, err
 	}
 	hosts, err := settings.Lookup[string](s, SettingHosts)
 	if err != nil {
-		return nil, err
+		return location{}, err
 	}
-	if strings.TrimSpace(hosts) == "" {
-		if rdb == nil {
-			return nil, fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
-		}
-		return NewRedisStore(rdb, path), nil
+	if zkHosts := zkwatch.SplitHosts(hosts); len(zkHosts) > 0 {
+		return location{zkHosts: zkHosts, path: path}, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, zkwatch.DefaultConnectTimeout)
-	defer cancel()
-	return DialZooKeeper(ctx, zkwatch.SplitHosts(hosts), path, log)
+	return location{path: path}, nil
 }
 
-// printfLogger passes the ZooKeeper client's lines to a logfactory logger.
-type printfLogger struct{ log *logfactory.Logger }
+// errNoRedis: the document is in Redis, and no Redis client was given.
+var errNoRedis = fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
 
-func (p printfLogger) Printf(format string, args ...any) { p.log.Warn(fmt.Sprintf(format, args...)) }
+// zkLogger passes the ZooKeeper client's and watcher's lines to a
+// logfactory logger at one level; with a nil logger they are dropped.
+func zkLogger(log *logfactory.Logger, level logfactory.Level) zkwatch.Logger {
+	if log == nil {
+		return nil
+	}
+	return printfLogger{log: log, level: level}
+}
+
+type printfLogger struct {
+	log   *logfactory.Logger
+	level logfactory.Level
+}
+
+func (p printfLogger) Printf(format string, args ...any) {
+	p.log.Log(p.level, fmt.Sprintf(format, args...))
+}

@@ -30,8 +30,31 @@ type backend struct {
 	open func(t *testing.T) domainconfig.Store
 	// raw returns the stored bytes and whether there are any.
 	raw func(t *testing.T) (string, bool)
-	// put stores data as it is.
+	// put stores data as it is (in Redis without an announcement).
 	put func(t *testing.T, data string)
+	// settings name the document's place, as a crawler's would; rdb is
+	// the Redis client for Watch (nil with ZooKeeper).
+	settings func(t *testing.T) *settings.Settings
+	rdb      *redis.Client
+}
+
+// loadSettings loads the ZooKeeper settings with env (and not the
+// process's environment) over their defaults.
+func loadSettings(t *testing.T, env ...string) *settings.Settings {
+	t.Helper()
+	s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: append([]string{}, env...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// settingsFor names path with ZOOKEEPER_HOSTS set to hosts.
+func settingsFor(hosts, path string) func(t *testing.T) *settings.Settings {
+	return func(t *testing.T) *settings.Settings {
+		folder, id := path[:strings.LastIndex(path, "/")+1], path[strings.LastIndex(path, "/")+1:]
+		return loadSettings(t, "ZOOKEEPER_HOSTS="+hosts, "ZOOKEEPER_ASSIGN_PATH="+folder, "ZOOKEEPER_ID="+id)
+	}
 }
 
 func zooKeeperBackend(t *testing.T) backend {
@@ -58,6 +81,7 @@ func zooKeeperBackend(t *testing.T) backend {
 				t.Fatal(err)
 			}
 		},
+		settings: settingsFor(zkServer.Addr, path),
 	}
 }
 
@@ -83,6 +107,8 @@ func redisBackend(t *testing.T, r *harness.Redis) backend {
 				t.Fatal(err)
 			}
 		},
+		settings: settingsFor("", path),
+		rdb:      r.TestClient(t),
 	}
 }
 
@@ -343,6 +369,27 @@ func TestRedisStoreReportsAKeyOfTheWrongType(t *testing.T) {
 	if !errors.Is(err, domainconfig.ErrRead) || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Errorf("Update() = %v, want ErrRead with Redis's WRONGTYPE", err)
 	}
+	if errors.Is(err, domainconfig.ErrUnavailable) {
+		t.Errorf("Update() = %v, marked ErrUnavailable though Redis answered", err)
+	}
+}
+
+func TestRedisStoreReportsAnOutageAsUnavailable(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := domainconfig.NewRedisStore(r.TestClient(t), nodePath(t))
+	r.Stop()
+	edit := func(d *domainconfig.Document) error { d.AddBlacklist("ebay.com"); return nil }
+	for name, call := range map[string]func() error{
+		"Get":    func() error { _, err := s.Get(testContext(t)); return err },
+		"Update": func() error { return s.Update(testContext(t), edit) },
+	} {
+		if err := call(); !errors.Is(err, domainconfig.ErrUnavailable) || !errors.Is(err, domainconfig.ErrRead) {
+			t.Errorf("%s() with Redis down = %v, want ErrUnavailable and ErrRead", name, err)
+		}
+	}
+	if !s.Connected() {
+		t.Error("a Redis store says it is not connected; it should leave that to its calls")
+	}
 }
 
 // TestZooKeeperStoreWaitsOutAnOutage: a write asked for while ZooKeeper is
@@ -356,8 +403,11 @@ func TestZooKeeperStoreWaitsOutAnOutage(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := s.Update(short, func(d *domainconfig.Document) error { d.AddBlacklist("early.com"); return nil })
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, domainconfig.ErrRead) {
-		t.Errorf("Update() while ZooKeeper is down = %v, want ErrRead and the deadline", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, domainconfig.ErrRead) || !errors.Is(err, domainconfig.ErrUnavailable) {
+		t.Errorf("Update() while ZooKeeper is down = %v, want ErrUnavailable, ErrRead and the deadline", err)
+	}
+	if s.Connected() {
+		t.Error("Connected() while ZooKeeper is down")
 	}
 
 	done := make(chan error, 1)
@@ -378,6 +428,56 @@ func TestZooKeeperStoreWaitsOutAnOutage(t *testing.T) {
 	if got := zkData(t, zkConn(t, z.Addr), path); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
 		t.Errorf("stored %q, want only ebay.com blacklisted (the abandoned write must not land)", got)
 	}
+	if !s.Connected() {
+		t.Error("not Connected() after a write went through")
+	}
+}
+
+// TestOpenZooKeeperNeedsNoZooKeeperYet: the store opens at once with
+// ZooKeeper down, says it is not connected, fails calls as unavailable,
+// and works once ZooKeeper is up; its connection attempts are logged once
+// each, with their error, and back off.
+func TestOpenZooKeeperNeedsNoZooKeeperYet(t *testing.T) {
+	z := harness.StartZooKeeper(t)
+	z.Stop()
+	log, out := testLogger(t)
+	path := nodePath(t)
+	s, err := domainconfig.OpenZooKeeper([]string{z.Addr}, path, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Connected() {
+		t.Error("Connected() with ZooKeeper down")
+	}
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := s.Get(short); !errors.Is(err, domainconfig.ErrUnavailable) {
+		t.Errorf("Get() with ZooKeeper down = %v, want ErrUnavailable", err)
+	}
+
+	// Over 5 s, attempts after 1, 2 and 4 s of back-off (±20%): at most
+	// 4 lines, where a client without back-off writes one a second.
+	start := time.Now()
+	waitFor(t, "a failed connection attempt to be logged", func() bool { return out.Contains("connection refused") })
+	for time.Since(start) < 5*time.Second {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := strings.Count(out.String(), "connection refused"); n < 1 || n > 4 {
+		t.Errorf("%d connection attempts logged in 5 s, want 1 to 4 (back-off):\n%s", n, out)
+	}
+	if n := strings.Count(out.String(), "\n"); n != strings.Count(out.String(), "connection refused") {
+		t.Errorf("lines other than the failed attempts while ZooKeeper is down:\n%s", out)
+	}
+
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a session", s.Connected)
+	update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
+	if got := zkData(t, zkConn(t, z.Addr), path); got != ebayDocument {
+		t.Errorf("stored %q, want %q", got, ebayDocument)
+	}
 }
 
 func TestClosedZooKeeperStoreFailsAtOnce(t *testing.T) {
@@ -395,17 +495,10 @@ func TestClosedZooKeeperStoreFailsAtOnce(t *testing.T) {
 func TestFromSettingsPicksTheStore(t *testing.T) {
 	r := harness.StartRedis(t)
 	rdb := r.TestClient(t)
-	load := func(t *testing.T, env ...string) *settings.Settings {
-		t.Helper()
-		s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: env})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	load := loadSettings
 	t.Run("ZooKeeper when ZOOKEEPER_HOSTS is set", func(t *testing.T) {
 		s := load(t, "ZOOKEEPER_HOSTS="+zkServer.Addr, "ZOOKEEPER_ASSIGN_PATH="+strings.TrimSuffix(nodePath(t), "all"), "ZOOKEEPER_ID=all")
-		store, err := domainconfig.FromSettings(testContext(t), s, rdb, nil)
+		store, err := domainconfig.FromSettings(s, rdb, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +516,7 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 	})
 	t.Run("Redis when ZOOKEEPER_HOSTS is empty", func(t *testing.T) {
 		s := load(t, "ZOOKEEPER_HOSTS=")
-		store, err := domainconfig.FromSettings(testContext(t), s, rdb, nil)
+		store, err := domainconfig.FromSettings(s, rdb, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,21 +527,47 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 	})
 	t.Run("an invalid path is refused", func(t *testing.T) {
 		s := load(t, "ZOOKEEPER_HOSTS=", "ZOOKEEPER_ASSIGN_PATH=scrapy-cluster/")
-		if _, err := domainconfig.FromSettings(testContext(t), s, rdb, nil); err == nil || !strings.Contains(err.Error(), "ZOOKEEPER_ASSIGN_PATH") {
+		if _, err := domainconfig.FromSettings(s, rdb, nil); err == nil || !strings.Contains(err.Error(), "ZOOKEEPER_ASSIGN_PATH") {
 			t.Errorf("FromSettings with a relative path = %v, want an error naming the setting", err)
 		}
 	})
-	t.Run("an unreachable ZooKeeper fails when ctx ends", func(t *testing.T) {
+	t.Run("an unreachable ZooKeeper is opened at once", func(t *testing.T) {
 		port, err := harness.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := load(t, fmt.Sprintf("ZOOKEEPER_HOSTS=127.0.0.1:%d", port))
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		if store, err := domainconfig.FromSettings(ctx, s, rdb, nil); err == nil {
-			store.Close()
-			t.Error("FromSettings succeeded without a ZooKeeper")
+		store, err := domainconfig.FromSettings(s, rdb, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer store.Close()
+		if store.Connected() {
+			t.Error("Connected() without a ZooKeeper")
 		}
 	})
+}
+
+func TestDescribeSaysWhereTheDocumentIs(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"ZooKeeper by default", nil, "ZooKeeper localhost:2181 node /scrapy-cluster/crawler/all"},
+		{"several ZooKeeper servers", []string{"ZOOKEEPER_HOSTS=zk1:2181, zk2:2181", "ZOOKEEPER_ID=test"},
+			"ZooKeeper zk1:2181,zk2:2181 node /scrapy-cluster/crawler/test"},
+		{"Redis without ZooKeeper", []string{"ZOOKEEPER_HOSTS="}, "Redis key domainconfig:/scrapy-cluster/crawler/all"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := domainconfig.Describe(loadSettings(t, tt.env...))
+			if err != nil || got != tt.want {
+				t.Errorf("Describe() = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := domainconfig.Describe(loadSettings(t, "ZOOKEEPER_ASSIGN_PATH=relative/")); err == nil {
+		t.Error("Describe accepted a relative path")
+	}
 }

@@ -3,35 +3,44 @@ package domainconfig_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// watch runs WatchRedis until the test ends and returns its recorder.
-func watch(t *testing.T, rdb *redis.Client, path string, opts ...domainconfig.WatchOption) *recorder {
+// watchWith runs a watch function until the test ends and returns its
+// recorder.
+func watchWith(t *testing.T, run func(ctx context.Context, onChange func(domainconfig.Document)) error) *recorder {
 	t.Helper()
 	r := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- domainconfig.WatchRedis(ctx, rdb, path, r.record, opts...) }()
+	go func() { done <- run(ctx, r.record) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("WatchRedis returned %v after ctx ended, want nil", err)
+				t.Errorf("watch returned %v after ctx ended, want nil", err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Error("WatchRedis did not return after ctx ended")
+			t.Error("watch did not return after ctx ended")
 		}
 	})
 	return r
+}
+
+// watch runs Watch on b's settings until the test ends.
+func watch(t *testing.T, b backend, opts ...domainconfig.WatchOption) *recorder {
+	t.Helper()
+	s := b.settings(t)
+	return watchWith(t, func(ctx context.Context, onChange func(domainconfig.Document)) error {
+		return domainconfig.Watch(ctx, s, b.rdb, onChange, opts...)
+	})
 }
 
 func update(t *testing.T, s domainconfig.Store, edit func(d *domainconfig.Document)) {
@@ -46,111 +55,170 @@ const (
 	ebayDocument  = "blacklist:\n- ebay.com\ndomains: {}\n"
 )
 
-func TestWatchRedisDeliversTheDocumentAtStartAndEachChange(t *testing.T) {
-	r := harness.StartRedis(t)
-	path := nodePath(t)
-	s := domainconfig.NewRedisStore(r.TestClient(t), path)
-	update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
+func TestWatchDeliversTheDocumentAtStartAndEachChangeOnce(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b backend) {
+		s := b.open(t)
+		update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
 
-	// A long resync: only announcements can deliver the changes in time.
-	rec := watch(t, r.TestClient(t), path, domainconfig.WithResync(time.Hour))
-	waitFor(t, "the document at start", rec.last(ebayDocument))
+		// A long resync: only announcements and watches can deliver the
+		// changes in time.
+		rec := watch(t, b, domainconfig.WithResync(time.Hour))
+		waitFor(t, "the document at start", rec.last(ebayDocument))
 
-	update(t, s, func(d *domainconfig.Document) { d.UpdateDomain("dmoz.org", 60, 60, 0.9) })
-	waitFor(t, "the domain-update", rec.last(specDocument))
-	update(t, s, func(d *domainconfig.Document) { d.UpdateDomain("dmoz.org", 60, 60, 0.9) }) // no change
-	update(t, s, func(d *domainconfig.Document) { d.RemoveBlacklist("ebay.com"); d.RemoveDomain("dmoz.org") })
-	waitFor(t, "the removals", rec.last(emptyDocument))
+		update(t, s, func(d *domainconfig.Document) { d.UpdateDomain("dmoz.org", 60, 60, 0.9) })
+		waitFor(t, "the domain-update", rec.last(specDocument))
+		update(t, s, func(d *domainconfig.Document) { d.UpdateDomain("dmoz.org", 60, 60, 0.9) }) // no change
+		update(t, s, func(d *domainconfig.Document) { d.RemoveBlacklist("ebay.com"); d.RemoveDomain("dmoz.org") })
+		waitFor(t, "the removals", rec.last(emptyDocument))
 
-	if got, want := rec.snapshot(), []string{ebayDocument, specDocument, emptyDocument}; !slices.Equal(got, want) {
-		t.Errorf("delivered %q, want %q", got, want)
+		if got, want := rec.snapshot(), []string{ebayDocument, specDocument, emptyDocument}; !slices.Equal(got, want) {
+			t.Errorf("delivered %q, want %q", got, want)
+		}
+	})
+}
+
+func TestWatchDeliversTheEmptyDocumentWhenThereIsNone(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b backend) {
+		rec := watch(t, b)
+		waitFor(t, "the empty document", rec.last(emptyDocument))
+	})
+}
+
+func TestWatchDeliversAnEmptyNodeOrKeyAsTheEmptyDocument(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b backend) {
+		b.put(t, "")
+		rec := watch(t, b)
+		waitFor(t, "the empty document", rec.last(emptyDocument))
+	})
+}
+
+func TestWatchCreatesTheMissingZooKeeperNodeEmpty(t *testing.T) {
+	b := zooKeeperBackend(t)
+	rec := watch(t, b)
+	waitFor(t, "the empty document", rec.last(emptyDocument))
+	if data, ok := b.raw(t); !ok || data != "" {
+		t.Errorf("node = %q (exists %v), want it created empty as kazoo's ensure_path does", data, ok)
 	}
 }
 
-func TestWatchRedisDeliversTheEmptyDocumentWhenThereIsNone(t *testing.T) {
-	r := harness.StartRedis(t)
-	rec := watch(t, r.TestClient(t), nodePath(t))
-	waitFor(t, "the empty document", rec.last(emptyDocument))
+func TestWatchKeepsTheLastGoodDocumentOverAMalformedOne(t *testing.T) {
+	forEachStore(t, func(t *testing.T, b backend) {
+		log, out := testLogger(t)
+		update(t, b.open(t), func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
+		// A short resync, for the Redis writes made without an announcement.
+		rec := watch(t, b, domainconfig.WithLogger(log), domainconfig.WithResync(50*time.Millisecond))
+		waitFor(t, "the document at start", rec.last(ebayDocument))
+
+		b.put(t, "blacklist: ebay.com\n")
+		waitFor(t, "the malformed document to be logged", func() bool {
+			return out.Contains("Malformed domain configuration in") && out.Contains("not a list")
+		})
+		// The same document in another layout is no change.
+		b.put(t, "# reformatted\nblacklist: [ebay.com]\n")
+		b.put(t, "blacklist: [ebay.com, amazon.com]\n")
+		want := "blacklist:\n- ebay.com\n- amazon.com\ndomains: {}\n"
+		waitFor(t, "the next good document", rec.last(want))
+		if got := rec.snapshot(); !slices.Equal(got, []string{ebayDocument, want}) {
+			t.Errorf("delivered %q, want only the good, different documents", got)
+		}
+		if n := strings.Count(out.String(), "Malformed domain configuration"); n != 1 {
+			t.Errorf("the malformed document was logged %d times, want once", n)
+		}
+	})
+}
+
+func TestWatchZooKeeperKeepsTheDocumentThroughAnOutageAndCatchesUp(t *testing.T) {
+	z := harness.StartZooKeeper(t) // its own server: this test stops it
+	path := nodePath(t)
+	log, out := testLogger(t)
+	rec := watchWith(t, func(ctx context.Context, onChange func(domainconfig.Document)) error {
+		return domainconfig.WatchZooKeeper(ctx, []string{z.Addr}, path, onChange, domainconfig.WithLogger(log))
+	})
+	s := zkStore(t, z.Addr, path)
+	update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
+	waitFor(t, "the document", rec.last(ebayDocument))
+
+	z.Stop()
+	waitFor(t, "the outage to be logged", func() bool { return out.Contains("Domain config source in trouble") })
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	update(t, s, func(d *domainconfig.Document) { d.UpdateDomain("dmoz.org", 60, 60, 0.9) })
+	waitFor(t, "the change after the restart", rec.last(specDocument))
+	if got, want := rec.snapshot(), []string{emptyDocument, ebayDocument, specDocument}; !slices.Equal(got, want) &&
+		!slices.Equal(got, want[1:]) {
+		t.Errorf("delivered %q, want %q: nothing while ZooKeeper was away", got, want)
+	}
 }
 
 func TestWatchRedisCatchesUpOnAMissedAnnouncement(t *testing.T) {
-	r := harness.StartRedis(t)
-	path := nodePath(t)
-	rec := watch(t, r.TestClient(t), path, domainconfig.WithResync(50*time.Millisecond))
+	b := redisBackend(t, harness.StartRedis(t))
+	rec := watch(t, b, domainconfig.WithResync(50*time.Millisecond))
 	waitFor(t, "the empty document", rec.last(emptyDocument))
-	// Written without an announcement, as a lost message would leave it.
-	if err := r.TestClient(t).Set(context.Background(), rediskeys.DomainConfigKey(path), ebayDocument, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	b.put(t, ebayDocument) // without an announcement, as a lost message would leave it
 	waitFor(t, "the unannounced change", rec.last(ebayDocument))
 }
 
 func TestWatchRedisReadsAgainAfterReconnecting(t *testing.T) {
 	r := harness.StartRedis(t, harness.RedisOptions{AppendOnly: true})
-	path := nodePath(t)
+	b := redisBackend(t, r)
 	admin := r.TestClient(t)
-	rec := watch(t, r.TestClient(t), path, domainconfig.WithResync(time.Hour))
+	rec := watch(t, b, domainconfig.WithResync(time.Hour))
 	waitFor(t, "the empty document", rec.last(emptyDocument))
 
 	// Unannounced, so only the read after the reconnection can deliver it.
-	if err := admin.Set(context.Background(), rediskeys.DomainConfigKey(path), ebayDocument, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	b.put(t, ebayDocument)
 	if err := admin.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the change after the subscription came back", rec.last(ebayDocument))
 
 	// The same after Redis itself restarts.
-	if err := admin.Set(context.Background(), rediskeys.DomainConfigKey(path), specDocument, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
+	b.put(t, specDocument)
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the change after Redis restarted", rec.last(specDocument))
 }
 
-func TestWatchRedisKeepsTheLastGoodDocumentOverAMalformedOne(t *testing.T) {
+func TestWatchRedisFollowsTheAnnouncements(t *testing.T) {
 	r := harness.StartRedis(t)
-	path := nodePath(t)
+	b := redisBackend(t, r)
 	rdb := r.TestClient(t)
-	log, out := testLogger(t)
-	s := domainconfig.NewRedisStore(rdb, path)
-	update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
-	rec := watch(t, r.TestClient(t), path, domainconfig.WithLogger(log), domainconfig.WithResync(time.Hour))
-	waitFor(t, "the document at start", rec.last(ebayDocument))
-
-	ctx := context.Background()
-	announce := func(data string) {
-		t.Helper()
-		if err := rdb.Set(ctx, rediskeys.DomainConfigKey(path), data, 0).Err(); err != nil {
-			t.Fatal(err)
-		}
-		if err := rdb.Publish(ctx, rediskeys.DomainConfigChannel(path), data).Err(); err != nil {
-			t.Fatal(err)
-		}
+	rec := watch(t, b, domainconfig.WithResync(time.Hour))
+	waitFor(t, "the empty document", rec.last(emptyDocument))
+	// Written and announced by hand, as a Python component or an operator
+	// with redis-cli would.
+	b.put(t, ebayDocument)
+	if err := rdb.Publish(context.Background(), rediskeys.DomainConfigChannel(b.path), ebayDocument).Err(); err != nil {
+		t.Fatal(err)
 	}
-	announce("blacklist: ebay.com\n")
-	waitFor(t, "the malformed document to be logged", func() bool {
-		return out.Contains("Malformed domain configuration in Redis") && out.Contains("not a list")
-	})
-	// The same document in another layout is no change.
-	announce("# reformatted\nblacklist: [ebay.com]\n")
-	announce("blacklist: [ebay.com, amazon.com]\n")
-	want := "blacklist:\n- ebay.com\n- amazon.com\ndomains: {}\n"
-	waitFor(t, "the next good document", rec.last(want))
-	if got := rec.snapshot(); !slices.Equal(got, []string{ebayDocument, want}) {
-		t.Errorf("delivered %q, want only the good, different documents", got)
-	}
+	waitFor(t, "the announced change", rec.last(ebayDocument))
 }
 
-func TestWatchRedisRefusesAnInvalidPath(t *testing.T) {
-	r := harness.StartRedis(t)
-	err := domainconfig.WatchRedis(context.Background(), r.TestClient(t), "relative/path", func(domainconfig.Document) {
-		t.Error("onChange called for an invalid path")
-	})
-	if err == nil {
-		t.Error("WatchRedis accepted a relative path")
+func TestWatchRefusesInvalidSettings(t *testing.T) {
+	rdb := harness.StartRedis(t).TestClient(t)
+	tests := []struct {
+		name string
+		env  []string
+		rdb  bool
+	}{
+		{"a relative path in Redis", []string{"ZOOKEEPER_HOSTS=", "ZOOKEEPER_ASSIGN_PATH=relative/"}, true},
+		{"a relative path in ZooKeeper", []string{"ZOOKEEPER_HOSTS=127.0.0.1:1", "ZOOKEEPER_ASSIGN_PATH=relative/"}, true},
+		{"Redis without a client", []string{"ZOOKEEPER_HOSTS="}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := rdb
+			if !tt.rdb {
+				client = nil
+			}
+			err := domainconfig.Watch(testContext(t), loadSettings(t, tt.env...), client, func(domainconfig.Document) {
+				t.Error("onChange called for invalid settings")
+			})
+			if err == nil {
+				t.Error("Watch accepted them")
+			}
+		})
 	}
 }

@@ -18,12 +18,13 @@ import (
 // ZooKeeperStore keeps the document as the data of a ZooKeeper node, where
 // the crawlers (Go and Python) watch it. Writes are Set with the version
 // read, so concurrent writers never overwrite each other's changes. While the
-// connection is down, calls wait for it to come back (go-zookeeper
-// reconnects by itself) until their ctx ends.
+// connection is down, calls wait for it to come back (the client reconnects
+// by itself) until their ctx ends, and then fail with ErrUnavailable;
+// Connected tells beforehand.
 type ZooKeeperStore struct {
-	conn   *zk.Conn
+	conn   func() *zk.Conn // nil while there is none yet
+	close  func()          // closes what the store owns
 	path   string
-	own    bool // Close closes conn
 	closed atomic.Bool
 }
 
@@ -33,7 +34,7 @@ func NewZooKeeperStore(conn *zk.Conn, path string) (*ZooKeeperStore, error) {
 	if err := zkwatch.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	return &ZooKeeperStore{conn: conn, path: path}, nil
+	return &ZooKeeperStore{conn: func() *zk.Conn { return conn }, close: func() {}, path: path}, nil
 }
 
 // DialZooKeeper connects to hosts (waiting for a session until ctx ends) and
@@ -43,25 +44,50 @@ func DialZooKeeper(ctx context.Context, hosts []string, path string, log *logfac
 	if err := zkwatch.ValidatePath(path); err != nil {
 		return nil, err
 	}
-	var logger zkwatch.Logger
-	if log != nil {
-		logger = printfLogger{log}
-	}
-	conn, err := zkwatch.Dial(ctx, hosts, zkwatch.DefaultSessionTimeout, logger)
+	conn, err := zkwatch.Dial(ctx, hosts, zkwatch.DefaultSessionTimeout, zkLogger(log, logfactory.LevelWarning))
 	if err != nil {
 		return nil, err
 	}
-	return &ZooKeeperStore{conn: conn, path: path, own: true}, nil
+	return &ZooKeeperStore{conn: func() *zk.Conn { return conn }, close: conn.Close, path: path}, nil
+}
+
+// OpenZooKeeper returns at once a store for the node at path on hosts that
+// owns its connection (Close closes it): the connection is made in the
+// background, and made again after each outage, with back-off (see
+// zkwatch.Client), so ZooKeeper need not be up when a component starts.
+// log (may be nil) receives one warning per failed connection attempt, with
+// its error.
+func OpenZooKeeper(hosts []string, path string, log *logfactory.Logger) (*ZooKeeperStore, error) {
+	if err := zkwatch.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	client, err := zkwatch.NewClient(zkwatch.ClientConfig{Hosts: hosts, Logger: zkLogger(log, logfactory.LevelWarning)})
+	if err != nil {
+		return nil, err
+	}
+	return &ZooKeeperStore{conn: client.Conn, close: client.Close, path: path}, nil
 }
 
 // Path is the node's path.
 func (s *ZooKeeperStore) Path() string { return s.path }
 
-// Close closes the connection if the store opened it. Calls after Close
+// Connected reports whether the store holds a ZooKeeper session, so a call
+// would be sent at once rather than wait for the connection.
+func (s *ZooKeeperStore) Connected() bool { return !s.closed.Load() && s.session() != nil }
+
+// session returns the connection if it holds a session, else nil.
+func (s *ZooKeeperStore) session() *zk.Conn {
+	if conn := s.conn(); conn != nil && conn.State() == zk.StateHasSession {
+		return conn
+	}
+	return nil
+}
+
+// Close closes the connection if the store owns it. Calls after Close
 // fail with zk.ErrClosing.
 func (s *ZooKeeperStore) Close() error {
-	if !s.closed.Swap(true) && s.own {
-		s.conn.Close()
+	if !s.closed.Swap(true) {
+		s.close()
 	}
 	return nil
 }
@@ -103,8 +129,8 @@ func (s *ZooKeeperStore) Update(ctx context.Context, edit func(*Document) error)
 		if stat == nil {
 			err = s.create(ctx, out)
 		} else {
-			err = s.call(ctx, func() error {
-				_, err := s.conn.Set(s.path, out, stat.Version)
+			err = s.call(ctx, func(conn *zk.Conn) error {
+				_, err := conn.Set(s.path, out, stat.Version)
 				return err
 			})
 		}
@@ -120,8 +146,8 @@ func (s *ZooKeeperStore) Update(ctx context.Context, edit func(*Document) error)
 func (s *ZooKeeperStore) read(ctx context.Context) ([]byte, *zk.Stat, error) {
 	var data []byte
 	var stat *zk.Stat
-	err := s.call(ctx, func() (err error) {
-		data, stat, err = s.conn.Get(s.path)
+	err := s.call(ctx, func(conn *zk.Conn) (err error) {
+		data, stat, err = conn.Get(s.path)
 		return err
 	})
 	switch {
@@ -135,13 +161,13 @@ func (s *ZooKeeperStore) read(ctx context.Context) ([]byte, *zk.Stat, error) {
 
 // create makes the node with data, and its parents, empty, if missing.
 func (s *ZooKeeperStore) create(ctx context.Context, data []byte) error {
-	return s.call(ctx, func() error {
+	return s.call(ctx, func(conn *zk.Conn) error {
 		if parent := path.Dir(s.path); parent != "/" {
-			if err := zkwatch.EnsurePath(s.conn, parent); err != nil {
+			if err := zkwatch.EnsurePath(conn, parent); err != nil {
 				return err
 			}
 		}
-		_, err := s.conn.Create(s.path, data, 0, zk.WorldACL(zk.PermAll))
+		_, err := conn.Create(s.path, data, 0, zk.WorldACL(zk.PermAll))
 		return err
 	})
 }
@@ -180,13 +206,14 @@ func (s *ZooKeeperStore) retry(ctx context.Context, attempt func() error) error 
 			return err
 		}
 		if ctx.Err() != nil {
-			return err // already says ctx ended, or is the last connection error
+			// err already says ctx ended, or is the last connection error.
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w (giving up: %w)", err, ctx.Err())
+			return fmt.Errorf("%w: %w (giving up: %w)", ErrUnavailable, err, ctx.Err())
 		case <-t.C:
 		}
 		pause = min(2*pause, maxRetryPause)
@@ -207,18 +234,19 @@ func transient(err error) bool {
 // call runs one request, returning early when ctx ends. It does not send
 // requests while the client has no session: go-zookeeper would queue them
 // and send them after reconnecting, perhaps long after the caller gave up.
-func (s *ZooKeeperStore) call(ctx context.Context, request func() error) error {
+func (s *ZooKeeperStore) call(ctx context.Context, request func(*zk.Conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.closed.Load() {
 		return zk.ErrClosing
 	}
-	if s.conn.State() != zk.StateHasSession {
+	conn := s.session()
+	if conn == nil {
 		return errNoSession
 	}
 	done := make(chan error, 1)
-	go func() { done <- request() }()
+	go func() { done <- request(conn) }()
 	select {
 	case err := <-done:
 		return err

@@ -185,3 +185,134 @@ func backoffDelay(n int, max time.Duration) time.Duration {
 	}
 	return d
 }
+
+// connect creates a go-zookeeper client that connects and reconnects in the
+// background with back-off (backoffHosts), retrying with back-off while the
+// client cannot even be created (a host name that does not resolve yet). It
+// returns nil when ctx ends first. log receives the client's lines: one per
+// failed connection attempt, with its error.
+func connect(ctx context.Context, hosts []string, sessionTimeout, maxBackoff time.Duration, log *clientLogger, onEvent func(zk.Event)) (*zk.Conn, <-chan zk.Event) {
+	for attempt := 1; ; attempt++ {
+		hp := &backoffHosts{DNSHostProvider: zk.NewDNSHostProvider(), max: maxBackoff, stop: ctx.Done()}
+		conn, events, err := zk.Connect(hosts, sessionTimeout,
+			zk.WithHostProvider(hp), zk.WithLogger(log), zk.WithLogInfo(false), zk.WithEventCallback(onEvent))
+		if err == nil {
+			return conn, events
+		}
+		log.Printf("connect to ZooKeeper %s: %v", strings.Join(hosts, ","), err)
+		t := time.NewTimer(backoffDelay(attempt, maxBackoff))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nil
+		}
+	}
+}
+
+// waitClosed waits for a closed client's goroutines to end (they close
+// events when they do), bounded in case the server stopped answering
+// mid-close.
+func waitClosed(events <-chan zk.Event, sessionTimeout time.Duration, logger Logger) {
+	limit := sessionTimeout + 2*time.Second
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-t.C:
+			logger.Printf("zkwatch: ZooKeeper client did not shut down within %s", limit)
+			return
+		}
+	}
+}
+
+// ClientConfig configures a Client. Hosts is required; every other zero
+// value is a sensible default.
+type ClientConfig struct {
+	// Hosts are the ZooKeeper servers as "host:port" (SplitHosts).
+	Hosts []string
+	// SessionTimeout is the session timeout asked for. Default 10s.
+	SessionTimeout time.Duration
+	// MaxBackoff caps the pause between reconnection rounds, which starts
+	// at 1s and doubles. Default 10s.
+	MaxBackoff time.Duration
+	// Logger receives the client's lines: one per failed connection
+	// attempt, with the attempt's error. Default: discarded.
+	Logger Logger
+}
+
+// Client is a ZooKeeper connection that never makes its owner wait for
+// ZooKeeper: NewClient returns at once, and the connection is made, and
+// made again after an outage, in the background, pausing 1s, 2s, 4s, ... up
+// to MaxBackoff between rounds over the hosts (also while a host name does
+// not resolve). Use HasSession before sending a request: go-zookeeper keeps
+// requests made without a session until it reconnects. Its methods are safe
+// for concurrent use.
+type Client struct {
+	cfg    ClientConfig
+	conn   atomic.Pointer[zk.Conn]
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewClient starts connecting to cfg.Hosts in the background. It fails only
+// when no host is given.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if len(cfg.Hosts) == 0 {
+		return nil, errors.New("connect to ZooKeeper: no hosts given")
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = DefaultSessionTimeout
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = discardLogger{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{cfg: cfg, cancel: cancel, done: make(chan struct{})}
+	go c.run(ctx)
+	return c, nil
+}
+
+func (c *Client) run(ctx context.Context) {
+	defer close(c.done)
+	conn, events := connect(ctx, c.cfg.Hosts, c.cfg.SessionTimeout, c.cfg.MaxBackoff, &clientLogger{next: c.cfg.Logger}, func(zk.Event) {})
+	if conn == nil {
+		return
+	}
+	c.conn.Store(conn)
+	<-ctx.Done()
+	conn.Close()
+	waitClosed(events, c.cfg.SessionTimeout, c.cfg.Logger)
+}
+
+// Conn returns the go-zookeeper connection, or nil before it was created or
+// after Close.
+func (c *Client) Conn() *zk.Conn {
+	select {
+	case <-c.done:
+		return nil
+	default:
+		return c.conn.Load()
+	}
+}
+
+// HasSession reports whether the client holds a ZooKeeper session now, so
+// a request would be sent at once.
+func (c *Client) HasSession() bool {
+	conn := c.Conn()
+	return conn != nil && conn.State() == zk.StateHasSession
+}
+
+// Close closes the connection and returns when the client's goroutines are
+// gone (within about the session timeout). Calling it again does nothing.
+func (c *Client) Close() {
+	c.cancel()
+	<-c.done
+}

@@ -62,6 +62,14 @@
 //
 // Handlers are called one at a time from the watcher's goroutine.
 //
+// # Connections without a watcher
+//
+// A program that reads and writes nodes itself (the Redis Monitor applying
+// domain changes) uses a Client: it connects in the background with the
+// same back-off, so ZooKeeper need not be up when the program starts, and
+// it logs one line per failed attempt, with the attempt's error. Dial, for
+// short-lived tools, waits for a session instead.
+//
 // # Pointer contents
 //
 // The pointer node's contents are trimmed of surrounding white space before
@@ -307,7 +315,7 @@ func (w *Watcher) run() {
 		w.mu.Unlock()
 	}()
 
-	conn, events := w.connect()
+	conn, events := connect(w.ctx, w.cfg.Hosts, w.cfg.SessionTimeout, w.cfg.MaxBackoff, w.client, w.onEvent)
 	if conn == nil {
 		return
 	}
@@ -318,7 +326,7 @@ func (w *Watcher) run() {
 	defer func() {
 		stopClose()
 		conn.Close()
-		w.waitClosed(events)
+		waitClosed(events, w.cfg.SessionTimeout, w.cfg.Logger)
 	}()
 
 	var resync <-chan time.Time
@@ -372,31 +380,6 @@ func (w *Watcher) run() {
 	}
 }
 
-// connect creates the client, retrying with back-off while it cannot even be
-// created (a host name that does not resolve yet). It returns nil when ctx
-// ends first.
-func (w *Watcher) connect() (*zk.Conn, <-chan zk.Event) {
-	for attempt := 1; ; attempt++ {
-		hosts := &backoffHosts{DNSHostProvider: zk.NewDNSHostProvider(), max: w.cfg.MaxBackoff, stop: w.ctx.Done()}
-		conn, events, err := zk.Connect(w.cfg.Hosts, w.cfg.SessionTimeout,
-			zk.WithHostProvider(hosts),
-			zk.WithLogger(w.client),
-			zk.WithLogInfo(false),
-			zk.WithEventCallback(w.onEvent))
-		if err == nil {
-			return conn, events
-		}
-		w.client.Printf("connect to ZooKeeper %s: %v", strings.Join(w.cfg.Hosts, ","), err)
-		t := time.NewTimer(backoffDelay(attempt, w.cfg.MaxBackoff))
-		select {
-		case <-t.C:
-		case <-w.ctx.Done():
-			t.Stop()
-			return nil, nil
-		}
-	}
-}
-
 // onEvent is called by the client for every event; it must not block. It
 // wakes the run loop on session changes; fired watches wake it through arm.
 func (w *Watcher) onEvent(ev zk.Event) {
@@ -410,24 +393,6 @@ func (w *Watcher) wake() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
-	}
-}
-
-// waitClosed waits for the client's goroutines to end (they close events when
-// they do), bounded in case the server stopped answering mid-close.
-func (w *Watcher) waitClosed(events <-chan zk.Event) {
-	t := time.NewTimer(w.cfg.SessionTimeout + 2*time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case _, ok := <-events:
-			if !ok {
-				return
-			}
-		case <-t.C:
-			w.cfg.Logger.Printf("zkwatch: ZooKeeper client did not shut down within %s", w.cfg.SessionTimeout+2*time.Second)
-			return
-		}
 	}
 }
 

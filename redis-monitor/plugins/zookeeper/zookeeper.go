@@ -8,9 +8,10 @@
 //
 //	{"action": ..., "domain": ..., "server_time": ..., "uuid": ..., "appid": ...}
 //
-// with "error": "Unable to load Zookeeper config" or "Unable to store
-// Zookeeper config" added when the document could not be read or written,
-// as the original answers. The actions:
+// once the change is stored, with "error": "Unable to load Zookeeper
+// config" or "Unable to store Zookeeper config" added when the document
+// could not be parsed or the store refused the write, as the original
+// answers. The actions:
 //
 //	domain-update     set the domain's throttle (hits per window seconds, times scale)
 //	domain-remove     drop the domain's throttle
@@ -23,6 +24,14 @@
 // or an unknown action is an error: the monitor counts it as a failure and
 // drops the key after its retries. Unlike the original, a change whose read
 // failed never writes a document built from nothing.
+//
+// ZooKeeper is not needed to start: the plugin connects in the background
+// and reconnects after an outage, with back-off and one warning per failed
+// attempt. While it is away, the zk:* keys are not ready
+// (CheckPrecondition), so they wait in Redis, neither answered nor counted
+// as failures, and the other plugins carry on; a change whose connection is
+// lost midway returns plugin.ErrUnavailable, which leaves its key too. Each
+// waiting change is applied, and answered, once ZooKeeper is back.
 package zookeeper
 
 import (
@@ -34,6 +43,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
@@ -46,9 +56,9 @@ const Key = "plugins.zookeeper_monitor.ZookeeperMonitor"
 
 func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
 
-// DefaultUpdateTimeout bounds one change, including the wait for ZooKeeper
-// to come back; a change that does not finish in time is answered with the
-// original's error.
+// DefaultUpdateTimeout bounds one change, including the wait for a
+// connection lost midway to come back; a change that does not finish in
+// time for want of a connection is left for a later cycle.
 const DefaultUpdateTimeout = 10 * time.Second
 
 // The original's error answers.
@@ -64,6 +74,7 @@ type Monitor struct {
 	UpdateTimeout time.Duration
 
 	store domainconfig.Store
+	away  atomic.Bool // the store was last seen unreachable
 }
 
 // Name is the stats name.
@@ -73,17 +84,34 @@ func (*Monitor) Name() string { return "ZookeeperMonitor" }
 func (*Monitor) Pattern() string { return "zk:*:*:*" }
 
 // Setup opens the store the ZOOKEEPER_HOSTS, ZOOKEEPER_ASSIGN_PATH and
-// ZOOKEEPER_ID settings name, connecting to ZooKeeper if it is used.
+// ZOOKEEPER_ID settings name. It does not wait for ZooKeeper: the
+// connection is made in the background.
 func (m *Monitor) Setup(ctx context.Context, env plugin.Env) error {
 	if err := m.Base.Setup(ctx, env); err != nil {
 		return err
 	}
-	store, err := domainconfig.FromSettings(ctx, env.Settings, env.Redis, env.Logger)
+	store, err := domainconfig.FromSettings(env.Settings, env.Redis, env.Logger)
 	if err != nil {
 		return fmt.Errorf("zookeeper monitor: %w", err)
 	}
 	m.store = store
 	return nil
+}
+
+// CheckPrecondition says a change is ready while the store can be reached:
+// while ZooKeeper is away the keys wait in Redis. The first key that finds
+// it away, and the first that finds it back, say so in the log.
+func (m *Monitor) CheckPrecondition(context.Context, string, string) (bool, error) {
+	if !m.store.Connected() {
+		if !m.away.Swap(true) {
+			m.Logger.Warning("Not connected to ZooKeeper; zookeeper requests wait in Redis until it is")
+		}
+		return false, nil
+	}
+	if m.away.Swap(false) {
+		m.Logger.Info("Connected to ZooKeeper; applying the waiting zookeeper requests")
+	}
+	return true, nil
 }
 
 // Close releases the ZooKeeper connection.
@@ -123,6 +151,10 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // stopping: the key stays for the next monitor
+		}
+		if errors.Is(err, domainconfig.ErrUnavailable) {
+			// Not applied: answered once it is, from a later cycle.
+			return fmt.Errorf("zookeeper request %s: %w: %w", key, plugin.ErrUnavailable, err)
 		}
 		answer["error"] = errStore
 		if errors.Is(err, domainconfig.ErrRead) {

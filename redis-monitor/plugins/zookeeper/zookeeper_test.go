@@ -124,19 +124,38 @@ func forEachStore(t *testing.T, test func(t *testing.T, c cluster)) {
 }
 
 // request writes a request at key as the Kafka Monitor does and has the
-// plugin process it; it fails the test unless the key was handled.
+// plugin process it, as the monitor's cycles would until it is ready (the
+// ZooKeeper connection is made in the background); it fails the test
+// unless the key was handled.
 func request(t *testing.T, f *plugintest.Fixture, key, value string) {
 	t.Helper()
 	ctx := context.Background()
 	if err := f.Env.Redis.Set(ctx, key, value, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	handled, err := f.Process(ctx, key)
-	if err != nil || !handled {
-		t.Fatalf("Process(%s) = %v, %v; want handled without error", key, handled, err)
-	}
+	process(t, f, key)
 	if n := f.Env.Redis.Exists(ctx, key).Val(); n != 0 {
 		t.Errorf("%s still exists after it was handled", key)
+	}
+}
+
+// process has the plugin process key once it is ready, within 30 s, and
+// fails the test unless it was handled without error.
+func process(t *testing.T, f *plugintest.Fixture, key string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		handled, err := f.Process(context.Background(), key)
+		if err != nil || handled {
+			if err != nil || !handled {
+				t.Fatalf("Process(%s) = %v, %v; want handled without error", key, handled, err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Process(%s): not ready within 30 s", key)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -346,28 +365,86 @@ func TestARefusedWriteIsAnsweredWithTheOriginalsError(t *testing.T) {
 	}
 }
 
-func TestZooKeeperDownIsAnsweredWithTheOriginalsErrorAfterTheTimeout(t *testing.T) {
-	z := harness.StartZooKeeper(t)
+// TestAChangeMadeWhileZooKeeperIsDownWaitsAndIsAnsweredOnceStored: an
+// outage is "not yet", never a failure: the key stays, nothing is answered,
+// and the change is applied and answered once ZooKeeper is back.
+func TestAChangeMadeWhileZooKeeperIsDownWaitsAndIsAnsweredOnceStored(t *testing.T) {
+	z := harness.StartZooKeeper(t) // its own server: this test stops it
 	c := zooKeeperCluster(t, z)
 	m := &zookeeper.Monitor{UpdateTimeout: 300 * time.Millisecond}
 	f := plugintest.Setup(t, m, c.rdb, domainconfig.Defaults(), c.overrides)
-	z.Stop()
-	request(t, f, "zk:blacklist-update:ebay.com:app", `{"domain":"ebay.com","uuid":"u"}`)
-	assertAnswer(t, f.Published()[0], map[string]any{
-		"action": "blacklist-update", "domain": "ebay.com", "server_time": float64(f.Clock.Unix()),
-		"uuid": "u", "appid": "app", "error": "Unable to load Zookeeper config",
-	})
+	request(t, f, "zk:blacklist-update:ebay.com:app", `{"domain":"ebay.com","uuid":"u1"}`)
 
-	// Back again: the same plugin carries on.
+	z.Stop()
+	ctx := context.Background()
+	const key, value = "zk:domain-update:dmoz.org:app", `{"domain":"dmoz.org","uuid":"u2","hits":60,"window":60,"scale":0.9}`
+	if err := c.rdb.Set(ctx, key, value, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Until the client notices the outage a change may be tried, and
+	// found unreachable; then the key is not ready.
+	waitForNotReady := time.Now().Add(30 * time.Second)
+	for {
+		handled, err := f.Process(ctx, key)
+		if handled && !errors.Is(err, plugin.ErrUnavailable) {
+			t.Fatalf("Process(%s) while ZooKeeper is down = %v, %v; want not ready, or plugin.ErrUnavailable", key, handled, err)
+		}
+		if !handled && err == nil {
+			break
+		}
+		if time.Now().After(waitForNotReady) {
+			t.Fatal("the key is still taken 30 s into the outage")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A change whose connection is lost midway is not applied either.
+	if err := m.Handle(ctx, key, value); !errors.Is(err, plugin.ErrUnavailable) {
+		t.Errorf("Handle() while ZooKeeper is down = %v, want plugin.ErrUnavailable", err)
+	}
+	if got := f.Published(); len(got) != 1 {
+		t.Errorf("answers while ZooKeeper is down: %v; want none but the first change's", got[1:])
+	}
+	if n := c.rdb.Exists(ctx, key).Val(); n != 1 {
+		t.Fatal("the request key is gone while ZooKeeper is down")
+	}
+
 	if err := z.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	m.UpdateTimeout = 60 * time.Second
-	request(t, f, "zk:blacklist-update:amazon.com:app", `{"domain":"amazon.com","uuid":"u2"}`)
-	if a := f.Published()[1]; a["error"] != nil {
-		t.Errorf("answer after ZooKeeper came back has an error: %v", a)
+	process(t, f, key)
+	answers := f.Published()
+	if len(answers) != 2 {
+		t.Fatalf("answers %v, want the two changes'", answers)
 	}
-	if got, want := c.document(t), "blacklist:\n- amazon.com\ndomains: {}\n"; got != want {
+	assertAnswer(t, answers[1], map[string]any{
+		"action": "domain-update", "domain": "dmoz.org", "server_time": float64(f.Clock.Unix()), "uuid": "u2", "appid": "app",
+	})
+	if got, want := c.document(t), "blacklist:\n- ebay.com\ndomains:\n  dmoz.org:\n    hits: 60\n    scale: 0.9\n    window: 60\n"; got != want {
+		t.Errorf("document is %q, want %q", got, want)
+	}
+}
+
+func TestSetupNeedsNoZooKeeperAndChangesWaitForIt(t *testing.T) {
+	z := harness.StartZooKeeper(t) // its own server: this test stops it
+	c := zooKeeperCluster(t, z)
+	z.Stop()
+	f := c.monitor(t)
+	ctx := context.Background()
+	const key = "zk:blacklist-update:ebay.com:app"
+	if err := c.rdb.Set(ctx, key, `{"domain":"ebay.com","uuid":"u"}`, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if handled, err := f.Process(ctx, key); handled || err != nil {
+		t.Fatalf("Process(%s) with ZooKeeper never seen = %v, %v; want not ready", key, handled, err)
+	}
+	if err := z.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	process(t, f, key)
+	if a := f.Published(); len(a) != 1 || a[0]["error"] != nil {
+		t.Errorf("answers %v, want one without an error", a)
+	}
+	if got, want := c.document(t), "blacklist:\n- ebay.com\ndomains: {}\n"; got != want {
 		t.Errorf("document is %q, want %q", got, want)
 	}
 }
