@@ -2,6 +2,7 @@ package logfactory
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -83,6 +84,10 @@ func writeTextKey(b *bytes.Buffer, k string) {
 	if len(k) > maxTextValueBytes {
 		k = cutUTF8(k, maxTextValueBytes)
 	}
+	if !needsQuote(k) {
+		b.WriteString(k)
+		return
+	}
 	for i := 0; i < len(k); {
 		r, size := utf8.DecodeRuneInString(k[i:])
 		if needsQuoteRune(r, size) {
@@ -123,6 +128,8 @@ func textValue(v any) string {
 		return strconv.Itoa(x)
 	case int64:
 		return strconv.FormatInt(x, 10)
+	case json.Number: // numbers of decoded requests
+		return string(x)
 	case nil:
 		return "null"
 	}
@@ -201,6 +208,13 @@ func needsQuote(s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf { // ASCII: most keys and values
+			if c <= ' ' || c == '=' || c == '"' || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if needsQuoteRune(r, size) {
 			return true

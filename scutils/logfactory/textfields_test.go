@@ -190,9 +190,13 @@ func TestTextFieldsLeaveJSONLinesAlone(t *testing.T) {
 	}
 }
 
+// BenchmarkTextLine writes a line with the fields of a crawl request as the
+// Kafka Monitor logs one per request (decoded with UseNumber), in each format.
 func BenchmarkTextLine(b *testing.B) {
 	extra := Extra{"url": "http://example.com/some/page.html", "appid": "testapp", "crawlid": "abc123", "spiderid": "link",
-		"status_code": 200, "status_msg": "OK", "attrs": map[string]any{"customer": "abc"}, "encoding": "utf-8", "action": "emit"}
+		"priority": json.Number("1"), "maxdepth": json.Number("1"), "expires": json.Number("0"), "useragent": nil, "cookie": nil,
+		"attrs": map[string]any{"customer": "abc"}, "allowed_domains": nil, "allow_regex": nil, "deny_regex": nil,
+		"deny_extensions": nil, "domain_max_pages": nil}
 	for _, bc := range []struct {
 		name string
 		cfg  Config
