@@ -20,7 +20,7 @@ import (
 //
 //	SPIDER                 "link"  (Go) the spider type this process crawls for (--spider)
 //	SC_LOGGER_NAME         "sc-crawler"
-//	SC_LOG_FILE            "sc_crawler.log" (and SC_LOG_LEVEL, SC_LOG_JSON, SC_LOG_STDOUT, SC_LOG_DIR, SC_LOG_MAX_BYTES, SC_LOG_BACKUPS)
+//	SC_LOG_FILE            "sc_crawler.log" (and SC_LOG_LEVEL, SC_LOG_JSON, SC_LOG_TEXT_FIELDS, SC_LOG_STDOUT, SC_LOG_DIR, SC_LOG_MAX_BYTES, SC_LOG_BACKUPS)
 //	KAFKA_APPID_TOPICS     false  also publish to <prefix>.crawled_<appid>
 //	KAFKA_BASE_64_ENCODE   false  publish bodies as base64 of the raw bytes
 //	STATS_STATUS_CODES     true   count responses per status code

@@ -97,11 +97,7 @@ status is 2. A failure to reach Kafka exits with 1.`,
 }
 
 func setup(flags *cli.SettingsFlags, defaults settings.Defaults) (*settings.Settings, *logfactory.Logger, error) {
-	s, err := flags.Load(defaults)
-	if err != nil {
-		return nil, nil, err
-	}
-	log, err := logfactory.New(logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME")))
+	s, log, err := flags.Open(defaults)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -367,6 +367,11 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
 		if plugin.IsReject(err) {
 			extra := logfactory.Extra{"parsed": true, "valid": false, "plugin": r.plugin.Plugin.Name(), "error": err.Error(), "data": preview(r.raw)}
+			for _, k := range []string{"url", "appid", "crawlid", "spiderid", "uuid"} { // who asked, readable without data
+				if v, ok := r.req[k].(string); ok {
+					extra[k] = v
+				}
+			}
 			*r = m.failed(*r, logfactory.LevelError, "Request rejected by plugin", extra)
 			continue
 		}

@@ -24,6 +24,7 @@ import (
 // SettingsFlags holds the settings-related flags of one command tree.
 type SettingsFlags struct {
 	logPrefix string
+	logStderr bool
 	file      string
 	set       settings.SetFlag
 	bindings  map[string]string // flag name -> setting name
@@ -59,10 +60,49 @@ func (f *SettingsFlags) SetLogPrefix(prefix string) {
 	}
 }
 
+// LogToStderr makes Open's logger write to standard error where the
+// settings say stdout, for a tool whose stdout is its output (kafkadump).
+func (f *SettingsFlags) LogToStderr() { f.logStderr = true }
+
 // Bind makes flag (already defined on the command) override setting.
 func (f *SettingsFlags) Bind(flag, setting string) { f.bindings[flag] = setting }
 
+// Open is how a command starts: it loads the settings (Load), opens the
+// logger they describe (the <prefix>LOG_* settings, see SetLogPrefix; named
+// by <prefix>LOGGER_NAME, or after the root command when the component has
+// no such setting), and logs a WARNING for each setting nobody knows
+// (settings.Unknown):
+//
+//	Unknown setting QUEUE_HIT (from --set); did you mean QUEUE_HITS?
+//
+// Unknown names are not an error: the original accepted anything, the
+// settings file and environment are shared by every component, and plugins
+// and spiders may read settings of their own. The caller closes the logger.
+func (f *SettingsFlags) Open(defaults settings.Defaults) (*settings.Settings, *logfactory.Logger, error) {
+	s, err := f.Load(defaults)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := f.cmd.Root().Name()
+	if v, err := settings.Lookup[string](s, f.logPrefix+"LOGGER_NAME"); err == nil {
+		name = v
+	}
+	cfg := logfactory.PrefixedConfigFromSettings(s, f.logPrefix, name)
+	if f.logStderr && cfg.Stdout {
+		cfg.Output = f.cmd.ErrOrStderr()
+	}
+	log, err := logfactory.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, u := range s.Unknown() {
+		log.Warning(u.String())
+	}
+	return s, log, nil
+}
+
 // Load loads defaults with the file, environment and flags the user gave.
+// Commands that run start with Open, which also names unknown settings.
 func (f *SettingsFlags) Load(defaults settings.Defaults) (*settings.Settings, error) {
 	flags := settings.FlagValues(f.cmd.Flags(), f.bindings)
 	if lf := f.cmd.Flags().Lookup("log-file"); lf != nil && lf.Changed {
@@ -85,12 +125,17 @@ func SettingsCommand(defaults settings.Defaults, f *SettingsFlags) *cobra.Comman
 		Use:   "settings",
 		Short: "Print the effective settings and where each value comes from",
 		Long: "Print every setting as YAML with the source of its value (default, file, env or flag).\n" +
-			"The output is a valid settings file: edit it and pass it back with --settings.",
+			"The output is a valid settings file: edit it and pass it back with --settings.\n" +
+			"Settings no component knows (typos) are named on standard error, with the closest known name.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := f.Load(defaults)
 			if err != nil {
 				return err
+			}
+			// On stderr, so that stdout stays a valid settings file.
+			for _, u := range s.Unknown() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "WARNING:", u)
 			}
 			return PrintSettings(cmd.OutOrStdout(), s)
 		},

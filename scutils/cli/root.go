@@ -18,7 +18,7 @@ const Version = "0.1.0-dev"
 
 // NewRoot returns a binary's root command with the settings flags, the
 // `settings` sub-command and --version. Sub-commands load settings with
-// flags.Load(defaults).
+// flags.Open(defaults), which also names unknown settings.
 func NewRoot(name, short, long string, defaults settings.Defaults) (*cobra.Command, *SettingsFlags) {
 	root := &cobra.Command{
 		Use:           name,

@@ -22,16 +22,11 @@ type Service interface {
 type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error)
 
 // RunService is every component's main: it loads the settings the user
-// gave, opens the logger (<prefix>LOG_* settings, named by
-// <prefix>LOGGER_NAME; see SetLogPrefix), routes the Redis client's own log
-// lines to it, connects to Redis, builds the service and runs it until ctx
-// ends, closing everything afterwards.
+// gave and opens the logger, naming unknown settings (see Open), routes the
+// Redis client's own log lines to it, connects to Redis, builds the service
+// and runs it until ctx ends, closing everything afterwards.
 func RunService(ctx context.Context, f *SettingsFlags, defaults settings.Defaults, build Builder) error {
-	s, err := f.Load(defaults)
-	if err != nil {
-		return err
-	}
-	log, err := logfactory.New(logfactory.PrefixedConfigFromSettings(s, f.logPrefix, s.String(f.logPrefix+"LOGGER_NAME")))
+	s, log, err := f.Open(defaults)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,26 @@
 //	2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warn output
 //
 // in local time with milliseconds after a comma, and Python's level names
-// (DEBUG, INFO, WARNING, ERROR, CRITICAL). With Config.IncludeExtra the extra
-// fields follow the message as Python's str(dict) would print them, keys
-// sorted: "warn output {'key': 'value', 'key2': 'value2'}".
+// (DEBUG, INFO, WARNING, ERROR, CRITICAL). With Config.TextFields (setting
+// LOG_TEXT_FIELDS, on by default) the extra fields follow the message as
+// logfmt key=value pairs:
+//
+//	2017-02-01 15:27:48,814 [sc-crawler] ERROR: Gave up retrying the request; dropped url=http://example.com/a appid=testapp crawlid=abc123 spiderid=link error="dial tcp 127.0.0.1:9: connect: connection refused" retry_times=3
+//
+// url, appid, crawlid, spiderid, uuid, reason and error come first when
+// present, then the other keys sorted. A value is written as is unless it
+// is empty or holds a space, '=', '"' or an unprintable character; then it
+// is quoted with Go's escapes (\" \\ \n \t \u2028 \x00). Numbers and
+// booleans are their text, nil is null, errors and fmt.Stringers their
+// text, maps, lists and structs compact JSON. Each value shows at most
+// 1,024 bytes of its text, the rest replaced by "...(N bytes)" (N the whole
+// length), and the fields of a line take at most 8 KiB, so a page body or a
+// huge URL never makes a huge line; fields beyond that are left out and
+// counted in a closing "...(N more fields)". JSON lines always carry every
+// field whole. Without TextFields a line is the message alone, as the
+// original's. With Config.IncludeExtra the extra fields follow the message
+// instead as Python's str(dict) would print them, keys sorted: "warn
+// output {'key': 'value', 'key2': 'value2'}".
 //
 // JSON lines (Config.JSON) are one object per line, as the ELK material
 // (Logstash json codec, Kibana's "timestamp" time field, "%{[logger]}"

@@ -89,3 +89,19 @@ func ExampleLogger_With() {
 	// Output:
 	// {"message": "Crawled page", "logger": "sc-crawler", "timestamp": "2017-02-01T20:29:24.548895Z", "level": "INFO", "spiderid": "link", "status_code": 200}
 }
+
+// Text lines end with their extra fields as logfmt key=value pairs (setting
+// LOG_TEXT_FIELDS, on by default): the well-known keys first, quoted where
+// needed.
+func Example_textFields() {
+	logger, err := logfactory.New(logfactory.Config{Name: "sc-crawler", TextFields: true, Output: os.Stdout, Now: exampleClock})
+	if err != nil {
+		panic(err)
+	}
+	logger.Error("Gave up retrying the request; dropped", logfactory.Extra{
+		"url": "http://example.com/a", "appid": "testapp", "crawlid": "abc123", "spiderid": "link",
+		"error": "dial tcp 127.0.0.1:9: connect: connection refused", "retry_times": 3,
+	})
+	// Output:
+	// 2017-02-01 15:27:48,814 [sc-crawler] ERROR: Gave up retrying the request; dropped url=http://example.com/a appid=testapp crawlid=abc123 spiderid=link error="dial tcp 127.0.0.1:9: connect: connection refused" retry_times=3
+}

@@ -48,6 +48,7 @@ var reservedKeys = map[string]bool{"message": true, loggerKey: true, "timestamp"
 type formatter struct {
 	json         bool
 	includeExtra bool
+	textFields   bool
 }
 
 // Format implements logrus.Formatter.
@@ -91,7 +92,9 @@ func (f *formatter) formatText(b *bytes.Buffer, e *logrus.Entry, name, level str
 	b.WriteString(level)
 	b.WriteString(": ")
 	b.WriteString(e.Message)
-	if f.includeExtra && len(keys) > 0 {
+	switch {
+	case len(keys) == 0:
+	case f.includeExtra:
 		// str(dict) of the extras, as the original appends them.
 		b.WriteString(" {")
 		for i, k := range keys {
@@ -103,6 +106,8 @@ func (f *formatter) formatText(b *bytes.Buffer, e *logrus.Entry, name, level str
 			writePyRepr(b, normalize(e.Data[k], 0, false))
 		}
 		b.WriteByte('}')
+	case f.textFields:
+		writeTextFields(b, e.Data, keys)
 	}
 	b.WriteByte('\n')
 }

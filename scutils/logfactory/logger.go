@@ -24,12 +24,13 @@ const (
 )
 
 // Extra holds the extra fields of one log line: JSON keys of their own, or
-// appended in text when Config.IncludeExtra is set.
+// appended to text lines (Config.TextFields, Config.IncludeExtra).
 type Extra = map[string]any
 
-// Config describes a logger. Its zero value logs INFO text to the file
-// logs/main.log (Stdout is false); DefaultConfig gives the components'
-// settings defaults, which log to stdout.
+// Config describes a logger. Its zero value logs INFO text, without the
+// extra fields, to the file logs/main.log (Stdout and TextFields are false);
+// DefaultConfig gives the components' settings defaults, which log to stdout
+// with the fields.
 type Config struct {
 	// Name is the logger name, "[name]" in text and "logger" in JSON
 	// (LOGGER_NAME). Default "scrapy-cluster".
@@ -57,10 +58,16 @@ type Config struct {
 	// Backups is how many rotated files are kept beside the current one
 	// (LOG_BACKUPS). Default 5. Negative: never rotate, as Python's 0.
 	Backups int
+	// TextFields appends the extra fields to text lines as logfmt
+	// key=value pairs: " url=http://example.com/ crawlid=abc
+	// error=\"connection refused\"" (LOG_TEXT_FIELDS, whose setting
+	// defaults to true; false writes the original's bare lines, the
+	// message alone). See the package doc for the rules.
+	TextFields bool
 	// IncludeExtra appends the extra fields to text lines, Python dict
 	// style: " {'key': 'value'}" (get_instance's include_extra; no
-	// component setting names it). Default false. JSON lines always carry
-	// the extras.
+	// component setting names it), instead of TextFields' pairs. Default
+	// false. JSON lines always carry the extras.
 	IncludeExtra bool
 	// Output, when set, receives the lines instead of stdout or the file,
 	// for tests and embedding. Writes to it are serialized, one whole line
@@ -70,18 +77,19 @@ type Config struct {
 	Now func() time.Time
 }
 
-// DefaultConfig returns the logging settings' defaults: INFO text to stdout,
-// or to logs/main.log rotated at 10 MiB with 5 backups when Stdout is
-// cleared.
+// DefaultConfig returns the logging settings' defaults: INFO text with its
+// fields to stdout, or to logs/main.log rotated at 10 MiB with 5 backups
+// when Stdout is cleared.
 func DefaultConfig() Config {
 	return Config{
-		Name:     DefaultName,
-		Level:    LevelInfo.String(),
-		Stdout:   true,
-		Dir:      DefaultDir,
-		File:     DefaultFile,
-		MaxBytes: DefaultMaxBytes,
-		Backups:  DefaultBackups,
+		Name:       DefaultName,
+		Level:      LevelInfo.String(),
+		Stdout:     true,
+		Dir:        DefaultDir,
+		File:       DefaultFile,
+		MaxBytes:   DefaultMaxBytes,
+		Backups:    DefaultBackups,
+		TextFields: true,
 	}
 }
 
@@ -101,8 +109,9 @@ type core struct {
 	level  Level
 	now    func() time.Time
 	closer io.Closer // the rotating file, nil for stdout and Output
-	// printsExtras is false for text lines without IncludeExtra, whose
-	// formatter never reads the extras: Log then does not copy them.
+	// printsExtras is false for bare text lines (neither TextFields nor
+	// IncludeExtra), whose formatter never reads the extras: Log then does
+	// not copy them.
 	printsExtras bool
 	json         bool // LOG_JSON: Dump writes fields, not text
 
@@ -172,7 +181,7 @@ func New(cfg Config) (*Logger, error) {
 		core: &core{
 			lg: &logrus.Logger{
 				Out:       out,
-				Formatter: &formatter{json: cfg.JSON, includeExtra: cfg.IncludeExtra},
+				Formatter: &formatter{json: cfg.JSON, includeExtra: cfg.IncludeExtra, textFields: cfg.TextFields},
 				Hooks:     make(logrus.LevelHooks),
 				Level:     level.logrusLevel(),
 				// Never reached (we call no Fatal method); a safety net.
@@ -181,7 +190,7 @@ func New(cfg Config) (*Logger, error) {
 			level:        level,
 			now:          now,
 			closer:       closer,
-			printsExtras: cfg.JSON || cfg.IncludeExtra,
+			printsExtras: cfg.JSON || cfg.IncludeExtra || cfg.TextFields,
 			json:         cfg.JSON,
 		},
 		name: name,

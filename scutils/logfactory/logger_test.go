@@ -440,7 +440,7 @@ func TestDefaultConfig(t *testing.T) {
 
 func TestConfigFromSettingsUsesTheLogSettings(t *testing.T) {
 	s, err := settings.Load(Defaults("kafka_monitor.log"), settings.Options{Environ: []string{
-		"LOG_LEVEL=DEBUG", "LOG_JSON=true", "LOG_STDOUT=false", "LOG_DIR=/var/log/sc", "LOG_MAX_BYTES=1000", "LOG_BACKUPS=2",
+		"LOG_LEVEL=DEBUG", "LOG_JSON=true", "LOG_TEXT_FIELDS=false", "LOG_STDOUT=false", "LOG_DIR=/var/log/sc", "LOG_MAX_BYTES=1000", "LOG_BACKUPS=2",
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,10 @@
 // before. Maps merge one level deep, as the original's SettingsWrapper does:
 // a file that sets FAMILY: {Sister: Kim} changes that key and keeps the others.
 //
+// Names nobody knows are kept but listed by Settings.Unknown, with the
+// closest known name, so a typo (QUEUE_HIT for QUEUE_HITS) can be named at
+// start-up instead of changing nothing without a word.
+//
 // A setting's type is the type of its default. Values from the file, the
 // environment and flags are converted to it, and a value that does not fit
 // (PORT: "abc") makes Load fail with the setting's name, the source and the
@@ -64,6 +68,7 @@ type Options struct {
 type Settings struct {
 	values  map[string]any
 	sources map[string]Source
+	unknown []Unknown
 }
 
 // Load builds Settings from defaults and the overrides opts names.
@@ -73,9 +78,16 @@ func Load(defaults Defaults, opts Options) (*Settings, error) {
 		s.values[name] = cloneValue(def)
 		s.sources[name] = FromDefault
 	}
+	unknown := newUnknownFinder(defaults)
+	fromFile := map[string]bool{}
 	if opts.File != "" {
-		if err := s.applyFile(defaults, opts.File); err != nil {
+		names, err := s.applyFile(defaults, opts.File)
+		if err != nil {
 			return nil, err
+		}
+		unknown.file(names)
+		for _, name := range names {
+			fromFile[name] = true
 		}
 	}
 	if !opts.NoEnv {
@@ -96,30 +108,36 @@ func Load(defaults Defaults, opts Options) (*Settings, error) {
 				}
 			}
 		}
+		unknown.env(env, fromFile)
 	}
-	for _, name := range slices.Sorted(maps.Keys(opts.Flags)) {
+	flags := slices.Sorted(maps.Keys(opts.Flags))
+	for _, name := range flags {
 		if err := s.applyString(defaults, name, opts.Flags[name], FromFlag); err != nil {
 			return nil, err
 		}
 	}
+	unknown.flags(flags)
+	s.unknown = unknown.result()
 	return s, nil
 }
 
-func (s *Settings) applyFile(defaults Defaults, path string) error {
+// applyFile applies the settings file and returns the names it gave.
+func (s *Settings) applyFile(defaults Defaults, path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("read settings file: %w", err)
+		return nil, fmt.Errorf("read settings file: %w", err)
 	}
 	var doc map[string]any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return fmt.Errorf("settings file %s: not a YAML mapping of NAME: value: %w", path, err)
+		return nil, fmt.Errorf("settings file %s: not a YAML mapping of NAME: value: %w", path, err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(doc)) {
+	names := slices.Sorted(maps.Keys(doc))
+	for _, name := range names {
 		if err := s.apply(defaults, name, doc[name], FromFile); err != nil {
-			return fmt.Errorf("settings file %s: %w", path, err)
+			return nil, fmt.Errorf("settings file %s: %w", path, err)
 		}
 	}
-	return nil
+	return names, nil
 }
 
 // applyString applies a value given as text (environment or flag). For list

@@ -35,6 +35,7 @@ The brokers are the setting KAFKA_HOSTS (default localhost:9092), from
   kafkadump dump -t demo.crawled_firehose -p
   kafkadump dump -t demo.outbound_firehose --kafka-host kafka:9092`
 
+	flags.LogToStderr()
 	root.PersistentFlags().String("kafka-host", "", "Kafka brokers to use, host:port[,host:port...] (setting KAFKA_HOSTS, default localhost:9092)")
 	flags.Bind("kafka-host", "KAFKA_HOSTS")
 	// kafkadump logs to stderr, not stdout as the shared flags' help says.
@@ -68,10 +69,11 @@ Internal topics such as __consumer_offsets are left out.`,
   kafkadump list --partitions --kafka-host kafka:9092`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := setUp(cmd, defaults, flags)
+			cfg, log, err := setUp(defaults, flags)
 			if err != nil {
 				return err
 			}
+			defer log.Close()
 			return dump.List(cmd.Context(), cfg, cmd.OutOrStdout(), partitions)
 		},
 	}
@@ -115,10 +117,11 @@ not exist is an error: kafkadump never creates topics.`,
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			cfg, log, err := setUp(cmd, defaults, flags)
+			cfg, log, err := setUp(defaults, flags)
 			if err != nil {
 				return err
 			}
+			defer log.Close()
 			_, err = dump.Dump(cmd.Context(), cfg, opts, cmd.OutOrStdout(), log)
 			return err
 		},
@@ -140,21 +143,14 @@ not exist is an error: kafkadump never creates topics.`,
 
 // setUp loads the settings and returns the Kafka configuration and a logger
 // writing to stderr (or the log file), so that stdout carries only output.
-func setUp(cmd *cobra.Command, defaults settings.Defaults, flags *cli.SettingsFlags) (kafkaclient.Config, *logfactory.Logger, error) {
-	s, err := flags.Load(defaults)
+func setUp(defaults settings.Defaults, flags *cli.SettingsFlags) (kafkaclient.Config, *logfactory.Logger, error) {
+	s, log, err := flags.Open(defaults)
 	if err != nil {
 		return kafkaclient.Config{}, nil, err
 	}
 	cfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
-		return kafkaclient.Config{}, nil, err
-	}
-	logCfg := logfactory.ConfigFromSettings(s, "kafkadump")
-	if logCfg.Stdout {
-		logCfg.Output = cmd.ErrOrStderr()
-	}
-	log, err := logfactory.New(logCfg)
-	if err != nil {
+		log.Close()
 		return kafkaclient.Config{}, nil, err
 	}
 	return cfg, log, nil
