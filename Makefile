@@ -1,7 +1,7 @@
 # Scrapy Cluster in Go. `make help` lists the targets.
 
 GO        ?= go
-MODULES   := scutils kafka-monitor redis-monitor crawler rest
+MODULES   := scutils kafka-monitor redis-monitor crawler rest ops
 PKGS      := $(addsuffix /...,$(addprefix ./,$(MODULES)))
 # Every directory holding a main package under <module>/cmd/<binary>.
 CMDS      := $(wildcard $(addsuffix /cmd/*,$(MODULES)))

@@ -75,7 +75,7 @@ func Default() []Bench {
 				{Label: "Crawler pages/s, 1 process (tuned: 64 in flight, 2 ms linger)", Result: "BenchmarkPagesPerSecond/crawlers=1/tuned", Unit: "pages/s", Target: AtLeast(2000)},
 				{Label: "Crawler pages/s, 2 processes (tuned)", Result: "BenchmarkPagesPerSecond/crawlers=2/tuned", Unit: "pages/s", Target: AtLeast(2000)},
 			}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionThroughput,
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionThroughput,
 			Figures: []Figure{
 				{Label: "New domain, feed to first result p50 (incoming to firehose)", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(100)},
 				{Label: "New domain, feed to first result p99", Result: "BenchmarkClusterWorkload", Unit: "feed-p99-ms"},
@@ -92,7 +92,7 @@ func Default() []Bench {
 			}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkIdleRSS$", Benchtime: "1x", Section: SectionMemory,
 			Figures: []Figure{{Label: "crawler, idle 3 s after start", Result: "BenchmarkIdleRSS", Unit: "VmHWM-MB", Target: AtMost(40)}}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionMemory,
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionMemory,
 			Figures: []Figure{
 				{Label: "kafka-monitor run, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "kafka-monitor-VmHWM-MB"},
 				{Label: "redis-monitor, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "redis-monitor-VmHWM-MB"},

@@ -10,14 +10,14 @@ import (
 
 // Real `go test -bench` output of this repository's benchmarks.
 
-// go test -run '^$' -bench ClusterWorkload -benchtime 1x ./scutils/benchtable/clusterbench/
+// go test -run '^$' -bench ClusterWorkload -benchtime 1x ./ops/benchtable/clusterbench/
 const clusterOutput = `goos: linux
 goarch: amd64
-pkg: github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench
+pkg: github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench
 cpu: Intel(R) Xeon(R) Processor @ 2.80GHz
 BenchmarkClusterWorkload-2   	       1	1544376939 ns/op	        22.70 crawler-VmHWM-MB	        14.24 feed-p50-ms	       114.0 feed-p99-ms	        24.51 kafka-monitor-VmHWM-MB	        20.52 redis-monitor-VmHWM-MB	        21.35 rest-VmHWM-MB
 PASS
-ok  	github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench	30.024s
+ok  	github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench	30.024s
 `
 
 // go test -run '^$' -bench . -benchtime 100x -count 2 ./kafka-monitor/plugin/
@@ -41,7 +41,7 @@ func TestParseReal(t *testing.T) {
 	}
 	c := res[0]
 	if c.Name != "BenchmarkClusterWorkload" || c.Procs != 2 || c.Iterations != 1 ||
-		c.Pkg != "github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench" {
+		c.Pkg != "github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench" {
 		t.Errorf("first result %+v", c)
 	}
 	want := map[string]float64{"ns/op": 1544376939, "crawler-VmHWM-MB": 22.70, "feed-p50-ms": 14.24, "feed-p99-ms": 114.0,
@@ -175,9 +175,9 @@ func TestParseShapes(t *testing.T) {
 
 func TestLinesAndWrite(t *testing.T) {
 	benches := []Bench{
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Latency",
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Latency",
 			Figures: []Figure{{Label: "feed p50", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(10)}}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Memory",
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Memory",
 			Figures: []Figure{{Label: "rest", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"}}},
 		{Pkg: "./kafka-monitor/plugin/", Pattern: ".", Benchtime: "100x", Section: "Memory",
 			Figures: []Figure{{Label: "validate", Result: "BenchmarkValidateCrawlRequest", Unit: "ns/op", Target: AtLeast(1)},
@@ -215,7 +215,7 @@ func TestLinesAndWrite(t *testing.T) {
 	for _, want := range []string{
 		"feed p50", "9.00", "8.50–14.2 (3 runs)", "<= 10 (met)", "[1]",
 		">= 1 (met)", "37116", "FAILED",
-		"[1] go test -run '^$' -bench '^BenchmarkClusterWorkload$' -benchtime 1x -count 3 ./scutils/benchtable/clusterbench/",
+		"[1] go test -run '^$' -bench '^BenchmarkClusterWorkload$' -benchtime 1x -count 3 ./ops/benchtable/clusterbench/",
 		"[2] go test -run '^$' -bench . -benchtime 100x -count 3 ./kafka-monitor/plugin/",
 		"absent: no x/s in the output of BenchmarkNothing",
 	} {

@@ -20,9 +20,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
 )
 
 // The component binaries the launcher runs, by main package.

@@ -24,8 +24,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
 )
 
 // components are the processes whose peak memory is reported, by the name

@@ -6,7 +6,7 @@
 // config lives in Redis. KAFKA_HOSTS, REDIS_HOST and ZOOKEEPER_HOSTS in the
 // environment point the same processes at real services instead.
 //
-// The local-cluster command (scutils/cmd/local-cluster, `make run`) is
+// The local-cluster command (ops/cmd/local-cluster, `make run`) is
 // NewCommand; Run is the launcher itself.
 package localcluster
 
