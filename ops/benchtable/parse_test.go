@@ -66,7 +66,9 @@ func TestParseReal(t *testing.T) {
 
 // testdata/bench-output.txt is the go test output of a whole
 // `make bench BENCH_ARGS=-v` run (the six commands, -count 3) on a loaded
-// 2-CPU machine, with bench-table's own progress lines removed.
+// 2-CPU machine, with bench-table's own progress lines removed, and then
+// that of the seventh command, the launcher's memory, added later (on
+// another 2-CPU machine).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -76,9 +78,9 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS.
-	if len(res) != 27 {
-		t.Fatalf("got %d results, want 27", len(res))
+	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3 launcher.
+	if len(res) != 30 {
+		t.Fatalf("got %d results, want 30", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -88,7 +90,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
-		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency"} {
+		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
+		"BenchmarkLauncherMemory/flags=default"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -115,8 +118,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 6 {
-		t.Errorf("%d commands, want 6", len(commands))
+	if len(commands) != 7 {
+		t.Errorf("%d commands, want 7", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -126,6 +129,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"REST /feed crawl requests":                       2985,
 		"crawler, idle":                                   15.39,
 		"rest, cluster workload":                          21.67,
+		"local-cluster RSS after the crawl":               123.0,
+		"local-cluster peak RSS during the crawl":         151.3,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -61,6 +61,7 @@ func AtMost(v float64) *Target  { return &Target{Value: v} }
 const (
 	SectionThroughput = "Throughput and latency"
 	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
+	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
 )
 
 // Default is what `make bench` measures.
@@ -98,6 +99,11 @@ func Default() []Bench {
 				{Label: "redis-monitor, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "redis-monitor-VmHWM-MB"},
 				{Label: "crawler, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "crawler-VmHWM-MB"},
 				{Label: "rest, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"},
+			}},
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkLauncherMemory$/^flags=default$", Benchtime: "1x", Section: SectionLauncher,
+			Figures: []Figure{
+				{Label: "local-cluster RSS after the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmRSS-MB", Target: AtMost(200)},
+				{Label: "local-cluster peak RSS during the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmHWM-MB"},
 			}},
 	}
 }
