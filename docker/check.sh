@@ -2,7 +2,7 @@
 # Checks the Docker material without a Docker engine:
 # - `docker-compose config -q` accepts docker-compose.yml and
 #   elk/docker-compose.elk.yml;
-# - the Go tests of scutils/opscheck that parse both compose files and run
+# - the Go tests of ops/opscheck that parse both compose files and run
 #   every docker/<component>/Dockerfile's build steps outside Docker (the RUN
 #   lines as the Dockerfile has them, in a copy of the build context that
 #   .dockerignore leaves), then check the final images' files, user,
@@ -15,4 +15,4 @@ for f in docker-compose.yml elk/docker-compose.elk.yml; do
   docker-compose -f "$f" config -q
   echo "docker-compose config: $f ok"
 done
-go test -count=1 -run '^(TestDockerfiles|TestCompose|TestELKCompose)' ./scutils/opscheck/
+go test -count=1 -run '^(TestDockerfiles|TestCompose|TestELKCompose)' ./ops/opscheck/

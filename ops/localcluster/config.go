@@ -49,8 +49,10 @@ type Config struct {
 	TestSite     bool
 	TestSitePort int
 	// KafkaRetention and KafkaRetentionBytes bound what the embedded broker
-	// keeps of each partition (defaults 24 h and 64 MiB), so its memory or
-	// disk use stays bounded however long it runs.
+	// keeps of each partition, so its memory or disk use stays bounded
+	// however long it runs. KafkaRetention defaults to 24 h.
+	// KafkaRetentionBytes 0 (the default) is DiskRetentionBytes with a
+	// DataDir and MemoryRetentionBytes without one.
 	KafkaRetention      time.Duration
 	KafkaRetentionBytes int64
 	// StopTimeout is how long the processes may take to stop after SIGTERM
@@ -76,23 +78,38 @@ type Config struct {
 // DefaultConfig is the configuration of `local-cluster` without flags.
 func DefaultConfig() Config {
 	return Config{
-		KafkaPort:           9092,
-		RedisPort:           6379,
-		RESTPort:            5343,
-		Crawlers:            1,
-		Spiders:             []string{"link"},
-		BinDir:              DefaultBinDir(),
-		DataDir:             DefaultDataDir,
-		Redis:               RedisEmbedded,
-		TestSitePort:        8000,
-		KafkaRetention:      24 * time.Hour,
-		KafkaRetentionBytes: 64 << 20,
-		StopTimeout:         20 * time.Second,
-		ReadyTimeout:        30 * time.Second,
-		Env:                 os.Environ(),
-		Out:                 os.Stdout,
+		KafkaPort:      9092,
+		RedisPort:      6379,
+		RESTPort:       5343,
+		Crawlers:       1,
+		Spiders:        []string{"link"},
+		BinDir:         DefaultBinDir(),
+		DataDir:        DefaultDataDir,
+		Redis:          RedisEmbedded,
+		TestSitePort:   8000,
+		KafkaRetention: 24 * time.Hour,
+		StopTimeout:    20 * time.Second,
+		ReadyTimeout:   30 * time.Second,
+		Env:            os.Environ(),
+		Out:            os.Stdout,
 	}
 }
+
+// Default retention of each partition of the embedded broker. With a data
+// directory the broker keeps its messages in segment files and only a small
+// index per batch in memory, so the launcher's memory does not grow with
+// what it retains (about 125 MB after a 100k-page crawl: the embedded
+// Redis's queues and stats windows, the index and the GC's headroom). Without one (DataDir "") the segments are byte slices in
+// the launcher's heap, grown by doubling and kept until a whole segment is
+// past the retention, so a partition takes one and a half to three times
+// its retention of live heap, and the garbage collector's headroom doubles
+// that: 64 MiB per partition held the launcher at about 800 MB after a
+// 100k-page crawl (the three firehose partitions full), 8 MiB at about 250 MB.
+// BenchmarkLauncherMemory (ops/benchtable/clusterbench) measures it.
+const (
+	DiskRetentionBytes   = 64 << 20
+	MemoryRetentionBytes = 8 << 20
+)
 
 // DefaultDataDir is where the embedded services keep their data unless told
 // otherwise, relative to the directory the launcher runs in.
@@ -138,8 +155,13 @@ func (c *Config) validate() error {
 	if c.KafkaRetention <= 0 {
 		errs = append(errs, fmt.Errorf("--kafka-retention %s: must be positive", c.KafkaRetention))
 	}
-	if c.KafkaRetentionBytes < 1<<20 {
-		errs = append(errs, fmt.Errorf("--kafka-retention-mib %d: must be at least 1", c.KafkaRetentionBytes>>20))
+	switch {
+	case c.KafkaRetentionBytes == 0 && c.DataDir != "":
+		c.KafkaRetentionBytes = DiskRetentionBytes
+	case c.KafkaRetentionBytes == 0:
+		c.KafkaRetentionBytes = MemoryRetentionBytes
+	case c.KafkaRetentionBytes < 1<<20:
+		errs = append(errs, fmt.Errorf("--kafka-retention-mib %d: must be at least 1 (0: the default)", c.KafkaRetentionBytes>>20))
 	}
 	if c.StopTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--stop-timeout %s: must be positive", c.StopTimeout))

@@ -5,5 +5,5 @@
 // of each component under a short workload. `make bench` runs them through
 // the bench-table command; directly, from the workspace root:
 //
-//	go test -run '^$' -bench ClusterWorkload -benchtime 1x ./scutils/benchtable/clusterbench/
+//	go test -run '^$' -bench ClusterWorkload -benchtime 1x ./ops/benchtable/clusterbench/
 package clusterbench

@@ -10,14 +10,14 @@ import (
 
 // Real `go test -bench` output of this repository's benchmarks.
 
-// go test -run '^$' -bench ClusterWorkload -benchtime 1x ./scutils/benchtable/clusterbench/
+// go test -run '^$' -bench ClusterWorkload -benchtime 1x ./ops/benchtable/clusterbench/
 const clusterOutput = `goos: linux
 goarch: amd64
-pkg: github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench
+pkg: github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench
 cpu: Intel(R) Xeon(R) Processor @ 2.80GHz
 BenchmarkClusterWorkload-2   	       1	1544376939 ns/op	        22.70 crawler-VmHWM-MB	        14.24 feed-p50-ms	       114.0 feed-p99-ms	        24.51 kafka-monitor-VmHWM-MB	        20.52 redis-monitor-VmHWM-MB	        21.35 rest-VmHWM-MB
 PASS
-ok  	github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench	30.024s
+ok  	github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench	30.024s
 `
 
 // go test -run '^$' -bench . -benchtime 100x -count 2 ./kafka-monitor/plugin/
@@ -41,7 +41,7 @@ func TestParseReal(t *testing.T) {
 	}
 	c := res[0]
 	if c.Name != "BenchmarkClusterWorkload" || c.Procs != 2 || c.Iterations != 1 ||
-		c.Pkg != "github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable/clusterbench" {
+		c.Pkg != "github.com/scrapycluster/scrapy-cluster-go/ops/benchtable/clusterbench" {
 		t.Errorf("first result %+v", c)
 	}
 	want := map[string]float64{"ns/op": 1544376939, "crawler-VmHWM-MB": 22.70, "feed-p50-ms": 14.24, "feed-p99-ms": 114.0,
@@ -66,7 +66,9 @@ func TestParseReal(t *testing.T) {
 
 // testdata/bench-output.txt is the go test output of a whole
 // `make bench BENCH_ARGS=-v` run (the six commands, -count 3) on a loaded
-// 2-CPU machine, with bench-table's own progress lines removed.
+// 2-CPU machine, with bench-table's own progress lines removed, and then
+// that of the seventh command, the launcher's memory, added later (on
+// another 2-CPU machine).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -76,9 +78,9 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS.
-	if len(res) != 27 {
-		t.Fatalf("got %d results, want 27", len(res))
+	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3 launcher.
+	if len(res) != 30 {
+		t.Fatalf("got %d results, want 30", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -88,7 +90,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
-		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency"} {
+		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
+		"BenchmarkLauncherMemory/flags=default"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -115,8 +118,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 6 {
-		t.Errorf("%d commands, want 6", len(commands))
+	if len(commands) != 7 {
+		t.Errorf("%d commands, want 7", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -126,6 +129,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"REST /feed crawl requests":                       2985,
 		"crawler, idle":                                   15.39,
 		"rest, cluster workload":                          21.67,
+		"local-cluster RSS after the crawl":               123.0,
+		"local-cluster peak RSS during the crawl":         151.3,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {
@@ -175,9 +180,9 @@ func TestParseShapes(t *testing.T) {
 
 func TestLinesAndWrite(t *testing.T) {
 	benches := []Bench{
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Latency",
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Latency",
 			Figures: []Figure{{Label: "feed p50", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(10)}}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Memory",
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: "Memory",
 			Figures: []Figure{{Label: "rest", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"}}},
 		{Pkg: "./kafka-monitor/plugin/", Pattern: ".", Benchtime: "100x", Section: "Memory",
 			Figures: []Figure{{Label: "validate", Result: "BenchmarkValidateCrawlRequest", Unit: "ns/op", Target: AtLeast(1)},
@@ -215,7 +220,7 @@ func TestLinesAndWrite(t *testing.T) {
 	for _, want := range []string{
 		"feed p50", "9.00", "8.50–14.2 (3 runs)", "<= 10 (met)", "[1]",
 		">= 1 (met)", "37116", "FAILED",
-		"[1] go test -run '^$' -bench '^BenchmarkClusterWorkload$' -benchtime 1x -count 3 ./scutils/benchtable/clusterbench/",
+		"[1] go test -run '^$' -bench '^BenchmarkClusterWorkload$' -benchtime 1x -count 3 ./ops/benchtable/clusterbench/",
 		"[2] go test -run '^$' -bench . -benchtime 100x -count 3 ./kafka-monitor/plugin/",
 		"absent: no x/s in the output of BenchmarkNothing",
 	} {

@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/benchtable"
+	"github.com/scrapycluster/scrapy-cluster-go/ops/benchtable"
 )
 
 func main() {

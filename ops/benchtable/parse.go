@@ -1,7 +1,7 @@
 // Package benchtable runs the project's benchmarks with go test and prints
 // their figures as one table: the median and range over several runs, the
 // target where one is set, and the command that reproduces each line. The
-// bench-table command (scutils/cmd/bench-table, `make bench`) is its front.
+// bench-table command (ops/cmd/bench-table, `make bench`) is its front.
 package benchtable
 
 import (

@@ -3,6 +3,7 @@
 package localcluster
 
 import (
+	"errors"
 	"os"
 	"syscall"
 )
@@ -16,3 +17,6 @@ func kill(p *os.Process) error { return p.Kill() }
 
 // lockDataDir only creates dir: there is no advisory lock here.
 func lockDataDir(dir string) (func(), error) { return func() {}, os.MkdirAll(dir, 0o755) }
+
+// listensOn cannot tell which process holds a socket here.
+func listensOn(pid, port int) (bool, error) { return false, errors.ErrUnsupported }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
@@ -75,6 +76,8 @@ func driveComponents(t *testing.T) componentLogs {
 		// queued, so the Redis Monitor's queue dump has a link backlog.
 		"PUBLIC_IP_URL=", "QUEUE_MODERATED=false", "QUEUE_HITS=1", "QUEUE_WINDOW=3600",
 		"FLASK_PORT=" + strconv.Itoa(restPort), "FLASK_HOST=127.0.0.1",
+		// The site is on loopback, which the crawler refuses by default.
+		"FETCH_ALLOWED_NETWORKS=" + localcluster.LoopbackNetworks,
 	}
 	procs := map[string]*proc{
 		"kafka-monitor": startProc(t, "", env, binary(t, "kafka-monitor"), "run"),

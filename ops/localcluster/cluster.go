@@ -6,7 +6,7 @@
 // config lives in Redis. KAFKA_HOSTS, REDIS_HOST and ZOOKEEPER_HOSTS in the
 // environment point the same processes at real services instead.
 //
-// The local-cluster command (scutils/cmd/local-cluster, `make run`) is
+// The local-cluster command (ops/cmd/local-cluster, `make run`) is
 // NewCommand; Run is the launcher itself.
 package localcluster
 
@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,9 @@ func Run(ctx context.Context, cfg Config) error {
 
 	plan, err := cfg.plan(svc)
 	if err != nil {
+		return err
+	}
+	if err := checkPorts(cfg.ports(svc)); err != nil {
 		return err
 	}
 	names := []string{"kafka"}
@@ -180,11 +184,21 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	go func() {
 		defer close(announced)
-		if err := waitREST(runCtx, cfg.RESTPort, cfg.ReadyTimeout); err != nil {
-			if runCtx.Err() != nil {
-				return
-			}
+		rest := findChild(started, "rest")
+		if rest == nil {
+			return // stopped while starting
+		}
+		myID, err := waitREST(runCtx, rest.pid(), cfg.RESTPort, cfg.ReadyTimeout)
+		switch {
+		case runCtx.Err() != nil:
+			return
+		case errors.Is(err, errForeignREST):
+			con.logf("%v: not announcing the cluster", err)
+			return
+		case err != nil:
 			con.logf("the REST service does not report Kafka and Redis connected after %s (%v); see the logs above", cfg.ReadyTimeout, err)
+		default:
+			con.logf("rest (pid %d, my_id %s) reports Kafka and Redis connected", rest.pid(), myID)
 		}
 		con.print(nextSteps(cfg, svc, cwd))
 	}()
@@ -269,10 +283,14 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 		{name: "kafka-monitor", path: bin(binKafkaMonitor), args: []string{"run"}, env: env},
 		{name: "redis-monitor", path: bin(binRedisMonitor), env: env},
 	}
+	crawlerEnv := env
+	if cfg.TestSite {
+		crawlerEnv = withEnv(env, map[string]string{"FETCH_ALLOWED_NETWORKS": allowLoopback(lookupEnv(env, "FETCH_ALLOWED_NETWORKS"))})
+	}
 	for _, sp := range cfg.Spiders {
 		for i := 1; i <= cfg.Crawlers; i++ {
 			components = append(components, spec{name: fmt.Sprintf("crawler-%s-%d", sp, i),
-				path: bin(binCrawler), args: []string{"--spider", sp}, env: env})
+				path: bin(binCrawler), args: []string{"--spider", sp}, env: crawlerEnv})
 		}
 	}
 	components = append(components, spec{name: "rest", path: bin(binREST), env: env})
@@ -280,6 +298,29 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 		return nil, fmt.Errorf("%s not found in %s: run `make build` first, or point --bin at them", strings.Join(missing, ", "), cfg.BinDir)
 	}
 	return [][]spec{infra, components}, nil
+}
+
+// LoopbackNetworks is what the crawlers of a cluster with the test site may
+// fetch besides what FETCH_ALLOWED_NETWORKS already allows: the test site is
+// on loopback, which the crawler's guard against internal addresses refuses
+// by default.
+const LoopbackNetworks = "127.0.0.0/8,::1/128"
+
+// allowLoopback adds LoopbackNetworks to a FETCH_ALLOWED_NETWORKS value
+// (comma-separated CIDRs), keeping what it allows already.
+func allowLoopback(allowed string) string {
+	var nets []string
+	for _, n := range strings.Split(allowed, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			nets = append(nets, n)
+		}
+	}
+	for _, n := range strings.Split(LoopbackNetworks, ",") {
+		if !slices.Contains(nets, n) {
+			nets = append(nets, n)
+		}
+	}
+	return strings.Join(nets, ",")
 }
 
 // waitInfrastructure waits until the redis-server and the test site we
@@ -316,46 +357,78 @@ func waitInfrastructure(ctx context.Context, cfg Config, svc services, exited <-
 	return nil
 }
 
-// waitREST polls the REST service's index until it reports both Kafka and
-// Redis connected (node_health GREEN).
-func waitREST(ctx context.Context, port int, timeout time.Duration) error {
+// findChild returns the started child called name, or nil.
+func findChild(tiers [][]*child, name string) *child {
+	for _, tier := range tiers {
+		for _, c := range tier {
+			if c.name == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// errForeignREST is waitREST's error when what answers on the REST port is
+// not the REST process the launcher started.
+var errForeignREST = errors.New("another program answers on the REST port")
+
+// waitREST polls the REST service's index on 127.0.0.1:port until it
+// reports both Kafka and Redis connected (node_health GREEN) and returns its
+// my_id. The answer counts only when process pid, the rest the launcher
+// started, holds the socket it came through (listensOn): another program on
+// the port is never taken for the cluster's REST service. Where the system
+// cannot tell who holds a socket, the answer alone counts. An answer from
+// another program ends the wait with errForeignREST once timeout passes.
+func waitREST(ctx context.Context, pid, port int, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
-		last := restHealth(ctx, client, url)
+		myID, last := restHealth(ctx, client, url)
 		if last == nil {
-			return nil
+			ours, err := listensOn(pid, port)
+			switch {
+			case ours || errors.Is(err, errors.ErrUnsupported):
+				return myID, nil
+			case err != nil:
+				last = fmt.Errorf("check who holds port %d: %w", port, err)
+			default:
+				last = fmt.Errorf("%w: the process holding 127.0.0.1:%d is not the rest the launcher started (pid %d)", errForeignREST, port, pid)
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return last
+			return "", last
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-func restHealth(ctx context.Context, client *http.Client, url string) error {
+// restHealth asks the REST index at url for its state: nil error and its
+// my_id when it is GREEN.
+func restHealth(ctx context.Context, client *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	var state struct {
 		NodeHealth string `json:"node_health"`
+		MyID       string `json:"my_id"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&state); err != nil {
-		return fmt.Errorf("GET %s: %w", url, err)
+		return "", fmt.Errorf("GET %s: %w", url, err)
 	}
 	if state.NodeHealth != "GREEN" {
-		return fmt.Errorf("node_health %s", state.NodeHealth)
+		return "", fmt.Errorf("node_health %s", state.NodeHealth)
 	}
-	return nil
+	return state.MyID, nil
 }
 
 // commandLine is how s is started, as a shell would need it.

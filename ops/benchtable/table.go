@@ -61,6 +61,7 @@ func AtMost(v float64) *Target  { return &Target{Value: v} }
 const (
 	SectionThroughput = "Throughput and latency"
 	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
+	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
 )
 
 // Default is what `make bench` measures.
@@ -75,7 +76,7 @@ func Default() []Bench {
 				{Label: "Crawler pages/s, 1 process (tuned: 64 in flight, 2 ms linger)", Result: "BenchmarkPagesPerSecond/crawlers=1/tuned", Unit: "pages/s", Target: AtLeast(2000)},
 				{Label: "Crawler pages/s, 2 processes (tuned)", Result: "BenchmarkPagesPerSecond/crawlers=2/tuned", Unit: "pages/s", Target: AtLeast(2000)},
 			}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionThroughput,
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionThroughput,
 			Figures: []Figure{
 				{Label: "New domain, feed to first result p50 (incoming to firehose)", Result: "BenchmarkClusterWorkload", Unit: "feed-p50-ms", Target: AtMost(100)},
 				{Label: "New domain, feed to first result p99", Result: "BenchmarkClusterWorkload", Unit: "feed-p99-ms"},
@@ -92,12 +93,17 @@ func Default() []Bench {
 			}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkIdleRSS$", Benchtime: "1x", Section: SectionMemory,
 			Figures: []Figure{{Label: "crawler, idle 3 s after start", Result: "BenchmarkIdleRSS", Unit: "VmHWM-MB", Target: AtMost(40)}}},
-		{Pkg: "./scutils/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionMemory,
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkClusterWorkload$", Benchtime: "1x", Section: SectionMemory,
 			Figures: []Figure{
 				{Label: "kafka-monitor run, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "kafka-monitor-VmHWM-MB"},
 				{Label: "redis-monitor, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "redis-monitor-VmHWM-MB"},
 				{Label: "crawler, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "crawler-VmHWM-MB"},
 				{Label: "rest, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"},
+			}},
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkLauncherMemory$/^flags=default$", Benchtime: "1x", Section: SectionLauncher,
+			Figures: []Figure{
+				{Label: "local-cluster RSS after the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmRSS-MB", Target: AtMost(200)},
+				{Label: "local-cluster peak RSS during the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmHWM-MB"},
 			}},
 	}
 }

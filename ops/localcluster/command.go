@@ -43,6 +43,17 @@ whose output is shown behind its name. Once the REST service reports Kafka and R
 the commands to feed a crawl, watch its results and ask for info and stats are printed with the
 real ports.
 
+Ports: before anything starts, every port the cluster will listen on (--kafka-port and
+--redis-port for the embedded services, --rest-port, --test-site-port with --test-site) is
+checked; one that is in use stops the launcher at once with exit status 1, naming the port and
+the flag that changes it. The cluster is announced only when the answer on --rest-port comes
+from the rest process the launcher started (on Linux it checks, in /proc, which process holds
+the port), so another program on that port is never taken for it.
+
+With --test-site the crawlers get FETCH_ALLOWED_NETWORKS=` + LoopbackNetworks + ` (added to any
+FETCH_ALLOWED_NETWORKS in the environment): the crawler refuses internal addresses by default,
+and the test site is on loopback.
+
 Real services instead of embedded ones: set KAFKA_HOSTS (no broker is started), REDIS_HOST and
 REDIS_PORT (no Redis is started) and ZOOKEEPER_HOSTS (the domain config lives there) in the
 environment. Every other setting in the environment (LOG_LEVEL, QUEUE_HITS, ...) reaches the
@@ -52,7 +63,9 @@ and SCHEDULER_IP_ENABLED to false, which suit one machine.
 Data: the broker keeps its log in --data-dir/kafka (consumer offsets and messages survive a
 restart, within the retention); miniredis keeps nothing across restarts. --redis system runs the
 redis-server on PATH instead, with an append-only file in --data-dir/redis. --data-dir '' keeps
-everything in memory.
+everything in memory; the broker's messages then live in the launcher's heap, so its retention
+defaults to less (see --kafka-retention-mib). With the default --data-dir the launcher holds
+about 125 MB after a 100k-page crawl, whatever the retention.
 
 Ctrl-C (or SIGTERM) sends SIGTERM to every process, waits for them to drain (--stop-timeout),
 closes the embedded services and exits 0; a second Ctrl-C kills at once. If a process exits by
@@ -93,7 +106,7 @@ itself, the launcher says so, stops the others and exits 1.`,
 	f.BoolVar(&cfg.TestSite, "test-site", cfg.TestSite, "also serve the crawler's test site on loopback (testsite from --bin)")
 	f.IntVar(&cfg.TestSitePort, "test-site-port", cfg.TestSitePort, "port of the test site on 127.0.0.1")
 	f.DurationVar(&cfg.KafkaRetention, "kafka-retention", cfg.KafkaRetention, "how long the embedded broker keeps messages")
-	f.Int64Var(&retentionMiB, "kafka-retention-mib", cfg.KafkaRetentionBytes>>20, "MiB the embedded broker keeps per partition at most (oldest dropped first)")
+	f.Int64Var(&retentionMiB, "kafka-retention-mib", cfg.KafkaRetentionBytes>>20, fmt.Sprintf("MiB the embedded broker keeps per partition at most, oldest dropped first (default %d with a --data-dir; %d with --data-dir '', where the messages take several times their size of the launcher's memory)", DiskRetentionBytes>>20, MemoryRetentionBytes>>20))
 	f.DurationVar(&cfg.StopTimeout, "stop-timeout", cfg.StopTimeout, "how long the processes may take to stop after SIGTERM before they are killed")
 	f.StringVar(&color, "color", "auto", "colour the process names: auto (when writing to a terminal, unless NO_COLOR is set), always or never")
 	f.SortFlags = false

@@ -9,7 +9,7 @@
 // The tests build the binaries they need from the workspace root with the go
 // on PATH, so they work in a fresh clone:
 //
-//	go test -race -count=1 ./scutils/opscheck/
+//	go test -race -count=1 ./ops/opscheck/
 //	docker/check.sh     # the compose files and the Dockerfiles only
 //
 // The package has no non-test code; this file only documents it.

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 )
 
 func main() {

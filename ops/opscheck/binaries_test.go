@@ -19,12 +19,7 @@ var binaryPackages = map[string]string{
 	"rest":          "./rest/cmd/rest",
 	"testsite":      "./crawler/cmd/testsite",
 	"file-pusher":   "./scutils/cmd/file-pusher",
-}
-
-// optionalPackages are built when they exist: the local cluster launcher
-// lands separately from this package.
-var optionalPackages = map[string]string{
-	"local-cluster": "./scutils/cmd/local-cluster",
+	"local-cluster": "./ops/cmd/local-cluster",
 }
 
 var build struct {
@@ -61,9 +56,8 @@ func repoRoot(tb testing.TB) string {
 	}
 }
 
-// binDir builds every binary of binaryPackages (and of optionalPackages that
-// exist) once per test binary, with a normal build even under -race, and
-// returns the directory holding them.
+// binDir builds every binary of binaryPackages once per test binary, with a
+// normal build even under -race, and returns the directory holding them.
 func binDir(tb testing.TB) string {
 	tb.Helper()
 	root := repoRoot(tb)
@@ -75,11 +69,6 @@ func binDir(tb testing.TB) string {
 		args := []string{"build", "-o", build.dir + string(filepath.Separator)}
 		for _, pkg := range binaryPackages {
 			args = append(args, pkg)
-		}
-		for _, pkg := range optionalPackages {
-			if _, err := os.Stat(filepath.Join(root, pkg)); err == nil {
-				args = append(args, pkg)
-			}
 		}
 		cmd := exec.Command("go", args...)
 		cmd.Dir = root

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,9 +24,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
 )
 
 // The component binaries the launcher runs, by main package.
@@ -32,6 +36,38 @@ var components = []string{
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/cmd/crawler",
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/cmd/testsite",
 	"github.com/scrapycluster/scrapy-cluster-go/rest/cmd/rest",
+}
+
+// fakeRESTEnv makes the test binary a stand-in for the REST service (see
+// TestMain): it serves a GREEN index on the address in the variable.
+const fakeRESTEnv = "LOCALCLUSTER_TEST_FAKE_REST"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(fakeRESTEnv); addr != "" {
+		os.Exit(serveFakeREST(addr))
+	}
+	os.Exit(m.Run())
+}
+
+// serveFakeREST answers every request on addr as a GREEN REST index with
+// my_id fake-rest, until SIGTERM or SIGINT.
+func serveFakeREST(addr string) int {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fake rest:", err)
+		return 1
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"kafka_connected": true, "my_id": "fake-rest", "node_health": "GREEN", "redis_connected": true, "uptime_sec": 1}`)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Println("fake rest serving on", ln.Addr())
+	<-stop
+	_ = srv.Close()
+	return 0
 }
 
 // buildComponents builds the component binaries into a temporary directory
@@ -440,6 +476,228 @@ func TestBadFlagsAreRejected(t *testing.T) {
 			err := cmd.Execute()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// buildLauncher builds the local-cluster command into a temporary directory.
+func buildLauncher(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/scrapycluster/scrapy-cluster-go/ops/cmd/local-cluster")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build local-cluster: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "local-cluster")
+}
+
+// holdPort listens on 127.0.0.1:port, as another program would, until the
+// test ends.
+func holdPort(t *testing.T, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+}
+
+func TestATakenPortFailsTheLaunchAtOnceNamingItsFlag(t *testing.T) {
+	launcher := buildLauncher(t)
+	bin := fakeBin(t, nil)
+	for _, tc := range []struct {
+		name string
+		held int // index into the ports below
+		want string
+	}{
+		{"the Kafka port", 0, "port %d (Kafka, --kafka-port) is already in use"},
+		{"the Redis port", 1, "port %d (Redis, --redis-port) is already in use"},
+		{"the REST port", 2, "port %d (REST, --rest-port) is already in use"},
+		{"the test site's port", 3, "port %d (test site, --test-site-port) is already in use"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ports := freePorts(t, 4)
+			holdPort(t, ports[tc.held])
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, launcher, "--bin", bin, "--data-dir", "", "--color", "never", "--test-site",
+				"--kafka-port", strconv.Itoa(ports[0]), "--redis-port", strconv.Itoa(ports[1]),
+				"--rest-port", strconv.Itoa(ports[2]), "--test-site-port", strconv.Itoa(ports[3]))
+			cmd.Env = cleanEnv()
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+				t.Fatalf("local-cluster ended with %v, want a non-zero exit status\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+			}
+			if want := "local-cluster: " + fmt.Sprintf(tc.want, ports[tc.held]) + "\n"; stderr.String() != want {
+				t.Errorf("stderr %q, want %q", stderr.String(), want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("something started before the ports were checked:\n%s", &stdout)
+			}
+		})
+	}
+}
+
+func TestTwoServicesOnOnePortAreRefused(t *testing.T) {
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, fakeBin(t, nil), out)
+	cfg.RESTPort = cfg.KafkaPort
+	err := localcluster.Run(context.Background(), cfg)
+	want := fmt.Sprintf("port %d is given to both Kafka (--kafka-port) and REST (--rest-port)", cfg.KafkaPort)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Run returned %v, want %q", err, want)
+	}
+	if out.String() != "" {
+		t.Errorf("something started: %s", out)
+	}
+}
+
+// fakeRESTBin is fakeBin whose rest runs the test binary as a REST
+// stand-in on FLASK_PORT: itself (exec, the process the launcher started)
+// or, with foreign, as a process of its own that the rest script starts.
+func fakeRESTBin(t *testing.T, foreign bool) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := fakeRESTEnv + `=127.0.0.1:$FLASK_PORT ` + strconv.Quote(self)
+	body := "exec env " + serve
+	if foreign {
+		body = `trap 'kill $pid; exit 0' TERM; env ` + serve + ` & pid=$!; wait $pid`
+	}
+	return fakeBin(t, map[string]string{"rest": body})
+}
+
+func TestReadinessIsTheRESTProcessTheLauncherStarted(t *testing.T) {
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, fakeRESTBin(t, false), out)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- localcluster.Run(ctx, cfg) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, 30*time.Second, "the launcher announces the cluster", func() bool { return out.Contains("The cluster is up.") })
+	pid := startedChildren(out.String())["rest"]
+	if want := fmt.Sprintf("rest (pid %d, my_id fake-rest) reports Kafka and Redis connected", pid); !out.Contains(want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+func TestReadinessDoesNotAcceptAnotherProgramOnTheRESTPort(t *testing.T) {
+	out := &harness.OutputBuffer{}
+	cfg := fakeConfig(t, fakeRESTBin(t, true), out)
+	cfg.ReadyTimeout = 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- localcluster.Run(ctx, cfg) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	// Another process serves a GREEN index on the REST port: the launcher
+	// must see that it is not the rest it started.
+	waitFor(t, 30*time.Second, "the launcher refuses the server on the REST port", func() bool {
+		return out.Contains("not the rest the launcher started")
+	})
+	if !out.Contains("fake rest serving on 127.0.0.1:" + strconv.Itoa(cfg.RESTPort)) {
+		t.Errorf("the stand-in did not serve on the REST port:\n%s", out)
+	}
+	if out.Contains("The cluster is up") || out.Contains("reports Kafka and Redis connected") {
+		t.Errorf("the launcher took another program for its REST service:\n%s", out)
+	}
+}
+
+func TestTheDefaultRetentionFollowsWhereTheBrokerKeepsItsData(t *testing.T) {
+	bin := fakeBin(t, nil)
+	for _, tc := range []struct {
+		name      string
+		dataDir   bool
+		mib       int64
+		wantWhere string
+		wantMiB   int64
+	}{
+		{"on disk by default", true, 0, "data in ", localcluster.DiskRetentionBytes >> 20},
+		{"in memory by default", false, 0, "in memory", localcluster.MemoryRetentionBytes >> 20},
+		{"as given in memory", false, 32, "in memory", 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &harness.OutputBuffer{}
+			cfg := fakeConfig(t, bin, out)
+			if tc.dataDir {
+				cfg.DataDir = t.TempDir()
+			}
+			cfg.KafkaRetentionBytes = tc.mib << 20
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- localcluster.Run(ctx, cfg) }()
+			waitFor(t, 30*time.Second, "the launcher starts the REST service", func() bool { return out.Contains("started rest ") })
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			line := regexp.MustCompile(`embedded Kafka broker \(kfake\) on \S+, (.*), keeping 24h0m0s or (\d+) MiB per partition`).FindStringSubmatch(out.String())
+			if line == nil {
+				t.Fatalf("no broker line in the output:\n%s", out)
+			}
+			if !strings.HasPrefix(line[1], tc.wantWhere) || line[2] != strconv.FormatInt(tc.wantMiB, 10) {
+				t.Errorf("broker %s keeping %s MiB per partition, want %s... keeping %d MiB", line[1], line[2], tc.wantWhere, tc.wantMiB)
+			}
+		})
+	}
+}
+
+func TestCrawlersMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := fakeBin(t, map[string]string{
+		"crawler":  `echo "allowed=[$FETCH_ALLOWED_NETWORKS]"; trap 'exit 0' TERM; while :; do sleep 0.05; done`,
+		"rest":     `echo "rest allowed=[$FETCH_ALLOWED_NETWORKS]"; trap 'exit 0' TERM; while :; do sleep 0.05; done`,
+		"testsite": "exec env " + fakeRESTEnv + `="$2" ` + strconv.Quote(self), // --addr 127.0.0.1:<port>
+	})
+	for _, tc := range []struct {
+		name     string
+		testSite bool
+		env      string
+		want     string
+	}{
+		{"with the test site", true, "", "allowed=[" + localcluster.LoopbackNetworks + "]"},
+		{"with the test site, added to the operator's networks", true, "10.1.0.0/16, 127.0.0.0/8", "allowed=[10.1.0.0/16,127.0.0.0/8,::1/128]"},
+		{"without the test site", false, "10.1.0.0/16", "allowed=[10.1.0.0/16]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &harness.OutputBuffer{}
+			cfg := fakeConfig(t, bin, out)
+			cfg.TestSite = tc.testSite
+			cfg.TestSitePort = freePorts(t, 1)[0]
+			if tc.env != "" {
+				cfg.Env = append(cfg.Env, "FETCH_ALLOWED_NETWORKS="+tc.env)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- localcluster.Run(ctx, cfg) }()
+			waitFor(t, 30*time.Second, "the crawler and rest print their FETCH_ALLOWED_NETWORKS", func() bool {
+				return out.Contains("crawler-link-1 | allowed=") && out.Contains("rest allowed=")
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if !out.Contains("crawler-link-1 | " + tc.want + "\n") {
+				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
+			}
+			if want := "rest allowed=[" + tc.env + "]\n"; !out.Contains(want) {
+				t.Errorf("the REST service's environment changed, want %q:\n%s", want, out)
 			}
 		})
 	}

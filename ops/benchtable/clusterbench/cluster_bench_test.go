@@ -24,9 +24,14 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/localcluster"
 )
+
+// loopbackFetchEnv lets the crawlers fetch the benchmarks' loopback sites
+// once they refuse internal addresses by default (the SSRF guard): the same
+// opt-out the local cluster gives its crawlers with --test-site.
+const loopbackFetchEnv = "FETCH_ALLOWED_NETWORKS=" + localcluster.LoopbackNetworks
 
 // components are the processes whose peak memory is reported, by the name
 // the launcher gives them.
@@ -99,7 +104,7 @@ func BenchmarkClusterWorkload(b *testing.B) {
 		if !ok {
 			b.Fatalf("no pid for %s in the launcher's output:\n%s", comp.name, c.out.tail())
 		}
-		hwm, err := vmHWM(pid)
+		hwm, err := procStatusMB(pid, "VmHWM")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -107,17 +112,19 @@ func BenchmarkClusterWorkload(b *testing.B) {
 	}
 }
 
-// buildBinaries builds the component binaries into a temporary directory
-// with go build from the workspace root.
-func buildBinaries(tb testing.TB) string {
+// buildBinaries builds the component binaries, and the main packages in
+// extra (paths from the workspace root), into a temporary directory with go
+// build from the workspace root.
+func buildBinaries(tb testing.TB, extra ...string) string {
 	tb.Helper()
 	root, err := workspaceRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	dir := tb.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor", "./crawler/cmd/crawler", "./rest/cmd/rest")
+	args := append([]string{"build", "-o", dir + string(filepath.Separator),
+		"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor", "./crawler/cmd/crawler", "./rest/cmd/rest"}, extra...)
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build: %v\n%s", err, out)
@@ -159,16 +166,7 @@ func startCluster(tb testing.TB, bin string) *cluster {
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		cfg.Redis = localcluster.RedisSystem
 	}
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		switch name {
-		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "ZOOKEEPER_HOSTS":
-			continue // always the embedded services
-		}
-		env = append(env, kv)
-	}
-	cfg.Env = append(env, "QUEUE_HITS=100000", "QUEUE_MODERATED=false")
+	cfg.Env = append(embeddedEnv(), "QUEUE_HITS=100000", "QUEUE_MODERATED=false", loopbackFetchEnv)
 	out := &launcherOutput{}
 	cfg.Out = out
 	ctx, cancel := context.WithCancel(context.Background())
@@ -402,6 +400,18 @@ func (o *launcherOutput) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// contains reports whether a whole line read so far holds s.
+func (o *launcherOutput) contains(s string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, line := range o.lines {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
+}
+
 func (o *launcherOutput) tail() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -412,8 +422,9 @@ func (o *launcherOutput) tail() string {
 	return strings.Join(lines, "\n")
 }
 
-// vmHWM is the peak resident set of a process in MB, from /proc/<pid>/status.
-func vmHWM(pid int) (float64, error) {
+// procStatusMB is a memory figure of a process in MB from
+// /proc/<pid>/status: field VmHWM (peak resident set) or VmRSS (resident set).
+func procStatusMB(pid int, field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -421,7 +432,7 @@ func vmHWM(pid int) (float64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			fields := strings.Fields(rest)
 			if len(fields) == 2 && fields[1] == "kB" {
 				kb, err := strconv.ParseFloat(fields[0], 64)
@@ -432,7 +443,7 @@ func vmHWM(pid int) (float64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // site is a small web site on one loopback address: every path is a page.
