@@ -94,12 +94,13 @@ func (p *Pipeline) encode(page *spider.Page) (msg []byte, cut bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	room := -1 // no limit
+	room, over := -1, false // no limit
 	if p.maxBytes > 0 {
 		room = p.maxBytes - overhead - len(rest)
+		over, room = room < 0, max(room, 0)
 	}
 	body := p.bodyField(page, text, room)
-	if !body.cut {
+	if !body.cut && !over {
 		msg, err := withBody(rest, body)
 		return msg, false, err
 	}
