@@ -46,9 +46,13 @@ var build struct {
 }
 
 // crawlerBinary builds cmd/crawler with the go on PATH (a normal build, even
-// when the tests run with -race) and returns its path.
+// when the tests run with -race) and returns its path; E2E_CRAWLER_BINARY
+// names a crawler binary to run instead (to compare builds in benchmarks).
 func crawlerBinary(tb testing.TB) string {
 	tb.Helper()
+	if p := os.Getenv("E2E_CRAWLER_BINARY"); p != "" {
+		return p
+	}
 	build.once.Do(func() {
 		build.dir, build.err = os.MkdirTemp("", "crawler-e2e-")
 		if build.err != nil {
