@@ -351,3 +351,60 @@ func cpuTime(tb testing.TB, pid int) time.Duration {
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
+
+// BenchmarkLedgerCost: what the crawl ledger costs on the path every page
+// takes (the fate in the lease acknowledgement). One crawler (tuned
+// settings) crawls 4000 seeds (maxdepth 0) of one crawl, queued as the
+// Kafka Monitor queues them; pages/s, and Redis CPU per page: used_cpu_sys +
+// used_cpu_user of the test's redis-server (INFO cpu) from the seeding to
+// the last result. Run it once with this tree's crawler and once with a
+// crawler built from a tree before the ledger (E2E_CRAWLER_BINARY, see
+// crawlerBinary) and compare.
+func BenchmarkLedgerCost(b *testing.B) {
+	const perIteration = 4000
+	c := newCluster(b)
+	site := testsite.StartAt(b, "127.0.0.1:0", testsite.WithPages(250), testsite.WithMaxHits(1000))
+	requests := func(n int, crawlID string) []*crawlrequest.Request {
+		out := make([]*crawlrequest.Request, n)
+		for i := range out {
+			out[i] = crawl("link", site.URL("/page/"+strconv.Itoa(i%250+1)), crawlID, 0)
+			out[i].Attrs = json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)
+		}
+		return out
+	}
+	tuned := map[string]string{"CONCURRENT_REQUESTS": "64", "CONCURRENT_REQUESTS_PER_DOMAIN": "64", "KAFKA_PRODUCER_BATCH_LINGER_MS": "2"}
+	c.startCrawler(b, "crawler", with(tuned, "SC_LOG_LEVEL", benchSettings["SC_LOG_LEVEL"]))
+	warm := requests(200, "warm-up")
+	c.seed(b, warm...)
+	c.countResults(b, len(warm), 60*time.Second)
+	redisCPU := func() time.Duration {
+		info, err := c.rdb.Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var total float64
+		for _, line := range strings.Split(info, "\r\n") {
+			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+				if v, ok := strings.CutPrefix(line, f); ok {
+					x, _ := strconv.ParseFloat(v, 64)
+					total += x
+				}
+			}
+		}
+		return time.Duration(total * float64(time.Second))
+	}
+	var elapsed, used time.Duration
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		reqs := requests(perIteration, "ledger-"+strconv.Itoa(i))
+		b.StartTimer()
+		start, cpuStart := time.Now(), redisCPU()
+		c.seed(b, reqs...)
+		c.countResults(b, perIteration, 120*time.Second)
+		elapsed += time.Since(start)
+		used += redisCPU() - cpuStart
+	}
+	pages := float64(b.N * perIteration)
+	b.ReportMetric(pages/elapsed.Seconds(), "pages/s")
+	b.ReportMetric(float64(used.Microseconds())/pages, "redis-cpu-µs/page")
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -45,9 +46,13 @@ var build struct {
 }
 
 // crawlerBinary builds cmd/crawler with the go on PATH (a normal build, even
-// when the tests run with -race) and returns its path.
+// when the tests run with -race) and returns its path; E2E_CRAWLER_BINARY
+// names a crawler binary to run instead (to compare builds in benchmarks).
 func crawlerBinary(tb testing.TB) string {
 	tb.Helper()
+	if p := os.Getenv("E2E_CRAWLER_BINARY"); p != "" {
+		return p
+	}
 	build.once.Do(func() {
 		build.dir, build.err = os.MkdirTemp("", "crawler-e2e-")
 		if build.err != nil {
@@ -206,11 +211,14 @@ func tail(s string, n int) string {
 }
 
 // seed queues crawl requests as the Kafka Monitor does: each request's JSON
-// in its domain queue with score -priority, then each queue announced, in
-// one transaction.
+// in its domain queue with score -priority, counted as a seed in its
+// crawl's ledger, then each queue announced, in one transaction.
 func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	tb.Helper()
 	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, c.rdb); err != nil {
+		tb.Fatal(err)
+	}
 	tx := c.rdb.TxPipeline()
 	announce := map[string]string{} // queue key: spider id
 	for _, r := range reqs {
@@ -222,7 +230,8 @@ func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		tx.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member})
+		ledger.QueueSeed(ctx, tx, key, r.Score(), string(member), ledger.Crawl{SpiderID: r.SpiderID, AppID: r.AppID, CrawlID: r.CrawlID},
+			time.Now(), ledger.DefaultTTL)
 		announce[key] = r.SpiderID
 	}
 	for key, spiderID := range announce {

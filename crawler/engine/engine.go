@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -47,6 +48,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -83,10 +85,13 @@ type Engine struct {
 	counters Counters
 }
 
-// Counters count what the engine did since start. Refused counts the
-// dropped requests whose address the fetcher refused (FETCH_BLOCK_PRIVATE).
+// Counters count what the engine did since start. Dropped counts every
+// request or result given up: Refused those of them the fetcher refused
+// (an internal address, FETCH_BLOCK_PRIVATE, or robots.txt), TooLarge the
+// results that could not fit in a Kafka message even reduced, Unpublished
+// those Kafka refused for good. Expired counts requests of expired crawls.
 type Counters struct {
-	Pages, Published, Retried, Dropped, Expired, ParseErrors, Refused atomic.Int64
+	Pages, Published, Retried, Dropped, Expired, ParseErrors, Refused, TooLarge, Unpublished atomic.Int64
 }
 
 // New builds a crawler for the spider named by the SPIDER setting.
@@ -228,15 +233,22 @@ func (e *Engine) Run(ctx context.Context) error {
 	return nil
 }
 
-// handle crawls one request. When ctx ends before it finished, the
-// request stays leased and Run releases it.
+// handle crawls one request. Every way out of it ends the request in
+// exactly one fate, counted in its crawl's ledger with the acknowledgement
+// (or the retry) and logged: published, refused after the pop (expired,
+// private_address, robots), dropped (uncrawlable, given up after retries,
+// too_large, unpublished, no_result), or queued again for a retry. When
+// ctx ends before it finished, the request stays leased and Run releases
+// it; nothing is counted.
 func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
-	req := item.Request
+	req, crawl := item.Request, item.Crawl()
+	tally := &ledger.Tally{}
 	extra := logfactory.Extra{"url": req.URL, "appid": req.AppID, "crawlid": req.CrawlID, "spiderid": e.spider.Name()}
 	if req.Expired(time.Now()) {
 		e.counters.Expired.Add(1)
-		e.log.Debug("Crawl expired; request dropped", extra)
-		e.done(ctx, item)
+		tally.RefusedPopped(crawl, ledger.RefusedExpired)
+		e.log.Info("Crawl expired; request dropped", extra)
+		e.done(ctx, item, tally)
 		return
 	}
 	res, err := e.fetcher.Fetch(ctx, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
@@ -253,24 +265,32 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 				retryExtra[k] = v
 			}
 			e.log.Error("Scraper Retry", retryExtra)
-			e.retry(ctx, item, extra)
+			e.retry(ctx, item, extra, tally, noResponseReason(err))
 			return
 		}
 		e.counters.Dropped.Add(1)
 		if reason := fetch.DropReason(err); reason != "" {
 			extra["reason"] = reason // "private_address", "robots_txt", ...
 		}
-		if errors.Is(err, fetch.ErrForbiddenAddress) {
+		switch {
+		case errors.Is(err, fetch.ErrForbiddenAddress):
 			e.counters.Refused.Add(1)
+			tally.RefusedPopped(crawl, ledger.RefusedPrivateAddress)
+		case errors.Is(err, fetch.ErrRobotsDisallowed):
+			e.counters.Refused.Add(1)
+			tally.RefusedPopped(crawl, ledger.RefusedRobots)
+		default:
+			tally.Dropped(crawl, ledger.DroppedUncrawlable)
 		}
 		e.log.Warning("Request cannot be crawled; dropped", extra)
-		e.done(ctx, item)
+		e.done(ctx, item, tally)
 		return
 	}
 	e.countStatus(res.Status)
+	tally.Fetched(crawl, res.Status)
 	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
 		extra["status_code"] = res.Status
-		e.retry(ctx, item, extra)
+		e.retry(ctx, item, extra, tally, ledger.Dropped504)
 		return
 	}
 	out := e.parse(ctx, &spider.Response{
@@ -278,30 +298,63 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}, extra)
 	e.counters.Pages.Add(1)
-	if len(out.Requests) > 0 {
+	if len(out.Requests) > 0 || len(out.Refused) > 0 {
 		if !e.untilDone(ctx, "queue follow-up requests", func() error {
-			n, err := e.sched.Enqueue(ctx, req, out.Requests)
-			if err == nil {
-				e.log.Debug("Queued follow-up requests", logfactory.Extra{"url": req.URL, "queued": n.Queued, "duplicate": n.Duplicate,
-					"page_limit": n.PageLimit, "blacklisted": n.Blacklisted, "invalid": n.Invalid, "expired": n.Expired})
+			n, err := e.sched.Enqueue(ctx, req, out.Requests, out.Refused)
+			if err == nil && e.log.Enabled(logfactory.LevelDebug) {
+				fields := logfactory.Extra{"url": req.URL, "queued": n.Queued}
+				for r, c := range n.Refused {
+					fields["refused_"+string(r)] = c
+				}
+				e.log.Debug("Queued follow-up requests", fields)
 			}
 			return err
 		}) {
 			return
 		}
 	}
+	published, cut := 0, false
+	var failed error
 	for _, page := range out.Pages {
-		err := e.pipe.Publish(ctx, e.spider.Name(), page)
+		pageCut, err := e.pipe.Publish(ctx, e.spider.Name(), page)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil { // cannot ever be sent (logged by the pipeline)
 			e.counters.Dropped.Add(1)
+			if pipeline.DropReason(err) == ledger.DroppedTooLarge {
+				e.counters.TooLarge.Add(1)
+			} else {
+				e.counters.Unpublished.Add(1)
+			}
+			failed = err
 			continue
 		}
+		published++
+		cut = cut || pageCut
 		e.counters.Published.Add(1)
 	}
-	e.done(ctx, item)
+	switch {
+	case published > 0:
+		tally.Published(crawl, cut)
+	case failed != nil:
+		tally.Dropped(crawl, pipeline.DropReason(failed))
+	default:
+		e.counters.Dropped.Add(1)
+		e.log.Warning("The spider made no result of the page; nothing published", extra)
+		tally.Dropped(crawl, ledger.DroppedNoResult)
+	}
+	e.done(ctx, item, tally)
+}
+
+// noResponseReason is the ledger's reason for giving up a request that got
+// no response: a timeout, or a connection that failed.
+func noResponseReason(err error) ledger.Reason {
+	var netErr net.Error
+	if errors.Is(err, fetch.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return ledger.DroppedTimeout
+	}
+	return ledger.DroppedConnection
 }
 
 // parse runs the spider; a panic or an error still publishes the page.
@@ -310,7 +363,7 @@ func (e *Engine) parse(ctx context.Context, resp *spider.Response, extra logfact
 		if v := recover(); v != nil {
 			e.counters.ParseErrors.Add(1)
 			e.log.Error("Spider panicked; publishing the page without following links",
-				logfactory.Extra{"url": resp.Request.URL, "panic": fmt.Sprint(v), "stack": string(debug.Stack())})
+				logfactory.Extra{"url": resp.Request.URL, "crawlid": resp.Request.CrawlID, "panic": fmt.Sprint(v), "stack": string(debug.Stack())})
 			out = spider.Output{Pages: []*spider.Page{spider.NewPage(resp)}}
 		}
 	}()
@@ -329,24 +382,28 @@ func (e *Engine) parse(ctx context.Context, resp *spider.Response, extra logfact
 	return out
 }
 
-// retry queues the request again, or drops it after RETRY_TIMES retries.
-func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfactory.Extra) {
+// retry queues the request again with tally and Retried counted, or, after
+// RETRY_TIMES retries, drops it for reason.
+func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfactory.Extra, tally *ledger.Tally, reason ledger.Reason) {
 	req := item.Request
 	extra["retry_times"] = req.RetryTimes
 	if req.RetryTimes >= e.retryTimes {
 		e.counters.Dropped.Add(1)
+		extra["reason"] = string(reason)
+		tally.Dropped(item.Crawl(), reason)
 		e.log.Error("Gave up retrying the request; dropped", extra)
-		e.done(ctx, item)
+		e.done(ctx, item, tally)
 		return
 	}
 	e.counters.Retried.Add(1)
+	tally.Retried(item.Crawl())
 	e.log.Info("Retrying request", extra)
-	e.untilDone(ctx, "queue a retry", func() error { return e.sched.Retry(ctx, item, req.Retry()) })
+	e.untilDone(ctx, "queue a retry", func() error { return e.sched.Retry(ctx, item, req.Retry(), tally) })
 }
 
-// done acknowledges the item, retrying while Redis is away.
-func (e *Engine) done(ctx context.Context, item *scheduler.Item) {
-	e.untilDone(ctx, "acknowledge a request", func() error { return e.sched.Done(ctx, item) })
+// done acknowledges the item with its fate, retrying while Redis is away.
+func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.Tally) {
+	e.untilDone(ctx, "acknowledge a request", func() error { return e.sched.Done(ctx, item, tally) })
 }
 
 // untilDone retries f with back-off while it fails (Redis away) and

@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -74,6 +75,13 @@ func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) 
 
 func newEnv(t testing.TB, overrides map[string]string, siteOpts ...testsite.Option) *env {
 	t.Helper()
+	return newEnvWith(t, overrides, nil, siteOpts...)
+}
+
+// newEnvWith is newEnv with prepare run on the services before the engine
+// starts.
+func newEnvWith(t testing.TB, overrides map[string]string, prepare func(*env, testing.TB), siteOpts ...testsite.Option) *env {
+	t.Helper()
 	if err := redisServer.FlushAll(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +89,9 @@ func newEnv(t testing.TB, overrides map[string]string, siteOpts ...testsite.Opti
 		kafka: harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true}),
 		rdb:   redisServer.TestClient(t),
 		site:  testsite.Start(t, siteOpts...),
+	}
+	if prepare != nil {
+		prepare(e, t)
 	}
 	e.start(t, overrides)
 	return e
@@ -147,6 +158,31 @@ func (e *env) seed(t testing.TB, r *crawlrequest.Request) {
 		t.Fatal(err)
 	}
 	e.rdb.Publish(ctx, rediskeys.QueueChannel(r.SpiderID), key)
+}
+
+// seedCounted queues a crawl request as the Kafka Monitor does, counted as
+// a seed in its crawl's ledger.
+func (e *env) seedCounted(t testing.TB, r *crawlrequest.Request) {
+	t.Helper()
+	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, e.rdb); err != nil {
+		t.Fatal(err)
+	}
+	pipe := e.rdb.TxPipeline()
+	ledger.QueueSeed(ctx, pipe, key, r.Score(), string(member), ledger.Crawl{SpiderID: r.SpiderID, AppID: r.AppID, CrawlID: r.CrawlID},
+		time.Now(), time.Hour)
+	pipe.Publish(ctx, rediskeys.QueueChannel(r.SpiderID), key)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func crawl(url, crawlid string, maxdepth int) *crawlrequest.Request {

@@ -6,6 +6,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -15,7 +16,8 @@ import (
 // Defaults are the crawler's settings: the spec's crawler settings (names
 // and defaults as Scrapy Cluster 1.3; logging is SC_LOG_*), the scheduler's
 // (scheduler.Defaults), the downloader's (fetch.Defaults), the stats
-// windows' (stats.Defaults: STATS_CYCLE, STATS_TIMES), the shared REDIS_*,
+// windows' (stats.Defaults: STATS_CYCLE, STATS_TIMES), the crawl ledger's
+// (ledger.Defaults: LEDGER_TTL; the crawler ignores LEDGER_COMPLETE_INTERVAL), the shared REDIS_*,
 // KAFKA_* and ZOOKEEPER_* settings, and:
 //
 //	SPIDER                 "link"  (Go) the spider type this process crawls for (--spider)
@@ -31,7 +33,7 @@ func Defaults() settings.Defaults {
 	return cli.Merge(
 		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
 		logfactory.PrefixedDefaults("SC_", "sc_crawler.log"),
-		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(),
+		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(), ledger.Defaults(),
 		settings.Defaults{
 			"SPIDER":                "link",
 			"SC_LOGGER_NAME":        "sc-crawler",

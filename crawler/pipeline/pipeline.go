@@ -8,19 +8,25 @@
 //
 // A result larger than KAFKA_PRODUCER_MAX_REQUEST_SIZE would be refused by
 // Kafka (the original dropped such pages); its body is cut to fit and the
-// result carries "truncated": true.
+// result carries "truncated": true. One that still does not fit (a huge
+// URL) is sent reduced, with "url_truncated" and "error" (see Encode); one
+// that cannot be sent at all is logged at ERROR and reported (DropReason).
 package pipeline
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"maps"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -53,43 +59,129 @@ func Timestamp(t time.Time) string {
 // overhead is room left for the Kafka record around the value.
 const overhead = 512
 
+// ErrTooLarge: a result that cannot fit in a Kafka message even reduced
+// (its fields other than the body, headers, links and URLs are too large:
+// attrs, a custom spider's extra fields).
+var ErrTooLarge = errors.New("result too large for a Kafka message")
+
+// urlKeep is how much of an oversize URL a reduced result keeps.
+const urlKeep = 2048
+
 // Encode returns the message for page: timestamp set, body encoded, cut to
 // fit the maximum message size (and then marked "truncated"). The message
 // is sized before it is built: a body may be far larger than a message can
 // be (DOWNLOAD_MAXSIZE is ten times KAFKA_PRODUCER_MAX_REQUEST_SIZE by
 // default) and grows when escaped, so only what fits is ever encoded, once,
 // into a message of its size.
+//
+// A result whose other fields alone do not fit is sent reduced: its
+// headers and links dropped, url and response_url cut to their first
+// 2048 bytes (with "url_truncated": true), an "error" field saying what
+// was cut, and as much of the body as then fits. When even that does not
+// fit, Encode fails with ErrTooLarge.
 func (p *Pipeline) Encode(page *spider.Page) ([]byte, error) {
+	msg, _, err := p.encode(page)
+	return msg, err
+}
+
+// encode is Encode, also reporting whether anything was cut.
+func (p *Pipeline) encode(page *spider.Page) (msg []byte, cut bool, err error) {
 	page.Timestamp = Timestamp(p.now())
 	text := page.Body
 	page.Body = ""
 	defer func() { page.Body = text }()
 	rest, err := marshalPage(page) // everything but the body
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	room := -1 // no limit
+	room, over := -1, false // no limit
 	if p.maxBytes > 0 {
 		room = p.maxBytes - overhead - len(rest)
+		over, room = room < 0, max(room, 0)
 	}
 	body := p.bodyField(page, text, room)
-	if body.cut {
-		// Cut the body to what fits beside the other fields, and mark it.
-		if page.Extra == nil {
-			page.Extra = map[string]any{}
-		}
-		page.Extra["truncated"] = true
-		if rest, err = marshalPage(page); err != nil {
-			return nil, err
+	if !body.cut && !over {
+		msg, err := withBody(rest, body)
+		return msg, false, err
+	}
+	// Cut the body to what fits beside the other fields, and mark it.
+	out := *page
+	out.Extra = maps.Clone(page.Extra)
+	if out.Extra == nil {
+		out.Extra = map[string]any{}
+	}
+	out.Extra["truncated"] = true
+	if rest, err = marshalPage(&out); err != nil {
+		return nil, false, err
+	}
+	if room = p.maxBytes - overhead - len(rest); room < 0 {
+		if rest, err = p.reduce(&out); err != nil {
+			return nil, false, err
 		}
 		room = p.maxBytes - overhead - len(rest)
-		if room < 0 {
-			return nil, fmt.Errorf("page %s: result of %d bytes exceeds %d without its body", page.URL, len(rest), p.maxBytes-overhead)
-		}
-		body = p.bodyField(page, text, room)
-		p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": page.URL, "max_bytes": p.maxBytes})
+	} else {
+		p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": logURL(page.URL), "max_bytes": p.maxBytes})
 	}
-	return withBody(rest, body)
+	body = p.bodyField(&out, text, room)
+	page.Extra = out.Extra // the caller sees the flags, as before
+	msg, err = withBody(rest, body)
+	return msg, true, err
+}
+
+// reduce drops out's headers and links and cuts its URLs, with an "error"
+// field saying so, and returns it encoded without its body; ErrTooLarge
+// when that does not fit either.
+func (p *Pipeline) reduce(out *spider.Page) ([]byte, error) {
+	full := len(out.URL)
+	var what []string
+	if len(out.ResponseHeaders) > 0 || len(out.RequestHeaders) > 0 {
+		out.ResponseHeaders, out.RequestHeaders = nil, nil
+		what = append(what, "headers dropped")
+	}
+	if len(out.Links) > 0 {
+		out.Links = nil
+		what = append(what, "links dropped")
+	}
+	if len(out.URL) > urlKeep || len(out.ResponseURL) > urlKeep {
+		out.URL, out.ResponseURL = cutUTF8(out.URL, urlKeep), cutUTF8(out.ResponseURL, urlKeep)
+		out.Extra["url_truncated"] = true
+		what = append(what, fmt.Sprintf("url and response_url cut to %d bytes", urlKeep))
+	}
+	what = append(what, "body cut")
+	out.Extra["error"] = "result too large for a Kafka message: " + strings.Join(what, ", ")
+	rest, err := marshalPage(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) > p.maxBytes-overhead {
+		return nil, fmt.Errorf("%w: %d bytes without its body, headers and links, more than %d (url of %d bytes)",
+			ErrTooLarge, len(rest), p.maxBytes-overhead, full)
+	}
+	p.log.Warning("Reduced a result to fit the Kafka message size", logfactory.Extra{
+		"url": logURL(out.URL), "appid": out.AppID, "crawlid": out.CrawlID, "max_bytes": p.maxBytes, "error": out.Extra["error"]})
+	return rest, nil
+}
+
+// cutUTF8 returns s cut to at most n bytes, on a character boundary.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// logURLMax bounds the URL in log lines.
+const logURLMax = 2048
+
+// logURL is u as log lines show it: its first 2048 bytes, "..." after a cut.
+func logURL(u string) string {
+	if len(u) <= logURLMax {
+		return u
+	}
+	return cutUTF8(u, logURLMax) + "..."
 }
 
 // bodyPart is what goes in the body field: text, escaped, or raw bytes in
@@ -221,24 +313,45 @@ func jsonString(dst []byte, s string, room int) (out []byte, taken, size int) {
 
 const lowerHex = "0123456789abcdef"
 
-// Publish logs and sends one page; it returns once Kafka acknowledged it, or
-// with ctx's error, or with an error for a page that can never be sent.
-func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) error {
+// Publish logs and sends one page; it returns once Kafka acknowledged it
+// (cut: the result was truncated or reduced to fit), or with ctx's error,
+// or with an error for a page that can never be sent: ErrTooLarge, or
+// kafkaclient.ErrPermanent (Kafka refused it for good); DropReason names
+// it. Those are logged at ERROR with the crawl and the start of the URL.
+func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) (cut bool, err error) {
 	p.log.Info("Scraped page", p.logFields(page, spiderID, "emit"))
-	msg, err := p.Encode(page)
+	msg, cut, err := p.encode(page)
 	if err != nil {
-		return err
+		p.log.Error("Dropped a result that cannot be sent to Kafka", p.failFields(page, spiderID, err))
+		return false, err
 	}
 	if err := p.pub.Publish(ctx, page.AppID, msg); err != nil {
-		fields := p.logFields(page, spiderID, "ack")
-		fields["success"], fields["exception"] = false, err.Error()
-		p.log.Error("Failed to send page to Kafka", fields)
-		return err
+		if ctx.Err() == nil {
+			p.log.Error("Failed to send page to Kafka", p.failFields(page, spiderID, err))
+		}
+		return false, err
 	}
 	fields := p.logFields(page, spiderID, "ack")
 	fields["success"] = true
 	p.log.Info("Sent page to Kafka", fields)
-	return nil
+	return cut, nil
+}
+
+// DropReason is the crawl ledger's reason for a page Publish could not
+// send: ledger.DroppedTooLarge or ledger.DroppedUnpublished.
+func DropReason(err error) ledger.Reason {
+	if errors.Is(err, ErrTooLarge) {
+		return ledger.DroppedTooLarge
+	}
+	return ledger.DroppedUnpublished
+}
+
+// failFields are what a failure's log line says, at any log level.
+func (p *Pipeline) failFields(page *spider.Page, spiderID string, err error) logfactory.Extra {
+	return logfactory.Extra{
+		"url": logURL(page.URL), "url_bytes": len(page.URL), "appid": page.AppID, "crawlid": page.CrawlID,
+		"spiderid": spiderID, "action": "ack", "success": false, "exception": err.Error(), "reason": string(DropReason(err)),
+	}
 }
 
 // logFields are the page's fields the original logs (no body, links or headers).
@@ -247,7 +360,7 @@ func (p *Pipeline) logFields(page *spider.Page, spiderID, action string) logfact
 		return logfactory.Extra{}
 	}
 	return logfactory.Extra{
-		"url": page.URL, "response_url": page.ResponseURL, "status_code": page.StatusCode, "status_msg": page.StatusMsg,
+		"url": logURL(page.URL), "response_url": logURL(page.ResponseURL), "status_code": page.StatusCode, "status_msg": page.StatusMsg,
 		"appid": page.AppID, "crawlid": page.CrawlID, "attrs": page.Attrs, "encoding": page.Encoding,
 		"action": action, "spiderid": spiderID,
 	}

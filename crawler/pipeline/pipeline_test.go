@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -143,5 +144,50 @@ func TestEncodeOnlyEncodesWhatFits(t *testing.T) {
 		if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 3<<20 {
 			t.Fatalf("base64 %v: encoding a message of 1 MB allocated %d MB", b64, allocated>>20)
 		}
+	}
+}
+
+func TestAResultWithAHugeURLIsSentReducedWithAFlagAndAnError(t *testing.T) {
+	for _, b64 := range []bool{false, true} {
+		long := "http://a.com/?q=" + strings.Repeat("x", 900_000)
+		page := &spider.Page{
+			URL: long, ResponseURL: long, StatusCode: 200, AppID: "app", CrawlID: "c1",
+			ResponseHeaders: map[string][]string{"Content-Type": {"text/html"}}, RequestHeaders: map[string][]string{"User-Agent": {"x"}},
+			Links: []spider.Link{{URL: long, Text: "self"}}, Body: "<p>body</p>", RawBody: []byte("<p>body</p>"),
+			Attrs: json.RawMessage(`{"keep":"me"}`),
+		}
+		p := testPipeline(t, b64, 1<<20)
+		msg, cut, err := p.encode(page)
+		if err != nil || !cut {
+			t.Fatalf("base64 %v: cut %v, %v", b64, cut, err)
+		}
+		if len(msg) > 1<<20-overhead {
+			t.Fatalf("base64 %v: a %d-byte message", b64, len(msg))
+		}
+		var got map[string]any
+		if err := json.Unmarshal(msg, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["url_truncated"] != true || !strings.HasPrefix(long, got["url"].(string)) || len(got["url"].(string)) != urlKeep ||
+			got["response_url"] != got["url"] || got["crawlid"] != "c1" || got["attrs"].(map[string]any)["keep"] != "me" {
+			t.Fatalf("base64 %v: reduced result %.300v", b64, got)
+		}
+		if len(got["response_headers"].(map[string]any)) != 0 || len(got["links"].([]any)) != 0 {
+			t.Fatalf("base64 %v: headers or links kept", b64)
+		}
+		if e, _ := got["error"].(string); !strings.Contains(e, "headers dropped") || !strings.Contains(e, "url and response_url cut") {
+			t.Fatalf("base64 %v: error %q", b64, got["error"])
+		}
+		if page.URL != long {
+			t.Fatal("the caller's page was changed")
+		}
+	}
+}
+
+func TestAResultThatCannotFitEvenReducedIsTooLarge(t *testing.T) {
+	page := &spider.Page{URL: "http://a.com/", Attrs: json.RawMessage(`"` + strings.Repeat("a", 5000) + `"`), Body: "x"}
+	_, err := testPipeline(t, false, 4096).Encode(page)
+	if !errors.Is(err, ErrTooLarge) || DropReason(err) != "too_large" {
+		t.Fatalf("err %v, reason %q", err, DropReason(err))
 	}
 }

@@ -3,7 +3,11 @@ package scheduler
 import (
 	"context"
 	"sync"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
@@ -11,8 +15,20 @@ import (
 // in flight sends its own at once and then, while others queued up behind
 // it, sends theirs together, one round trip per batch. A lone caller waits
 // one round trip; many concurrent callers share them.
+//
+// Each acknowledgement carries what became of its request (a ledger.Tally):
+// the batch's tallies are merged and written in the same MULTI as the
+// leases end, so the crawl ledger's done moves in the same step as the
+// lease it counts. A lease found reaped at that step (its request queued
+// again, to be counted when it is done again) has its tally taken back.
 type ackBatcher struct {
 	leases *throttle.Leases
+	rdb    redis.Cmdable
+	ttl    time.Duration // of the ledgers
+	now    func() time.Time
+	// lost is told the requests whose leases were reaped before their ack,
+	// and whether taking their counts back failed.
+	lost func(ids []string, undoErr error)
 
 	mu      sync.Mutex
 	pending []ackRequest
@@ -20,15 +36,16 @@ type ackBatcher struct {
 }
 
 type ackRequest struct {
-	id   string
-	done chan error
+	id    string
+	tally *ledger.Tally
+	done  chan error
 }
 
 // maxAckBatch bounds one acknowledgement round trip.
 const maxAckBatch = 500
 
-func (b *ackBatcher) ack(ctx context.Context, id string) error {
-	req := ackRequest{id: id, done: make(chan error, 1)}
+func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally) error {
+	req := ackRequest{id: id, tally: tally, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
 	if b.sending {
@@ -48,13 +65,43 @@ func (b *ackBatcher) ack(ctx context.Context, id string) error {
 			return <-req.done
 		}
 		b.mu.Unlock()
-		ids := make([]string, len(batch))
-		for i, r := range batch {
-			ids[i] = r.id
-		}
-		err := b.leases.Ack(ctx, ids...)
+		err := b.send(ctx, batch)
 		for _, r := range batch {
 			r.done <- err
 		}
 	}
+}
+
+// send acknowledges one batch with its counts.
+func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) error {
+	ids := make([]string, len(batch))
+	var merged ledger.Tally
+	for i, r := range batch {
+		ids[i] = r.id
+		merged.Merge(r.tally)
+	}
+	now := b.now()
+	lost, err := b.leases.AckWith(ctx, func(pipe redis.Pipeliner) { merged.Write(ctx, pipe, now, b.ttl) }, ids...)
+	if err != nil || len(lost) == 0 {
+		return err
+	}
+	var undo ledger.Tally
+	for _, r := range batch {
+		for _, id := range lost {
+			if r.id == id {
+				undo.Merge(r.tally.Undo())
+			}
+		}
+	}
+	// The leases are gone already: an ack retried would find them lost
+	// again and take their counts back twice, so a failure here is only
+	// reported.
+	var undoErr error
+	if !undo.Empty() {
+		pipe := b.rdb.TxPipeline()
+		undo.Write(ctx, pipe, now, b.ttl)
+		_, undoErr = pipe.Exec(ctx)
+	}
+	b.lost(lost, undoErr)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -13,66 +14,126 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// Enqueued says what became of each follow-up request.
+// Enqueued says what became of the follow-up requests of a page: how many
+// were queued, and how many were refused by reason (those refused before
+// Enqueue, passed in, included). Both are what the crawl's ledger counts.
 type Enqueued struct {
-	Queued, Duplicate, PageLimit, Expired, Blacklisted, Invalid int
+	Queued  int
+	Refused map[ledger.Reason]int
+}
+
+func (e *Enqueued) refuse(r ledger.Reason, n int) {
+	if n == 0 {
+		return
+	}
+	if e.Refused == nil {
+		e.Refused = map[ledger.Reason]int{}
+	}
+	e.Refused[r] += n
 }
 
 //go:embed enqueue.lua
 var enqueueSource string
 
-var enqueueScript = redis.NewScript(enqueueSource)
+var enqueueScript = redis.NewScript(ledger.LuaNewWork + enqueueSource)
 
 // Enqueue queues the follow-up requests of parent's page (all of parent's
 // crawl): skipping expired crawls and, without SCHEDULER_BACKLOG_BLACKLIST,
 // blacklisted domains, then in one atomic step the crawl blacklist, the
 // duplicate filter (parent's own URL is marked seen too), domain_max_pages
 // and GLOBAL_PAGE_PER_DOMAIN_LIMIT. A queue created by it is announced.
-func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, reqs []*crawlrequest.Request) (Enqueued, error) {
+//
+// The same step counts, in the ledger of each request's crawl, what it
+// queued (enqueued) and what was refused (refused:<reason>), with refused:
+// the links the spider left out (by reason, counted in parent's crawl). A
+// call with nothing to queue and nothing refused makes no round trip.
+func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) (Enqueued, error) {
 	var out Enqueued
+	parentCrawl := s.crawlOf(parent)
+	ledgers := []ledger.Crawl{parentCrawl}
+	ledgerOf := func(r *crawlrequest.Request) int {
+		c := s.crawlOf(r)
+		if i := slices.Index(ledgers, c); i >= 0 {
+			return i + 1
+		}
+		ledgers = append(ledgers, c)
+		return len(ledgers)
+	}
+	type refusal struct {
+		ledger int
+		reason ledger.Reason
+		n      int
+	}
+	var refusals []refusal
+	refuse := func(l int, r ledger.Reason, n int) {
+		if n > 0 {
+			refusals = append(refusals, refusal{l, r, n})
+			out.refuse(r, n)
+		}
+	}
+	for _, r := range slices.Sorted(maps.Keys(refused)) {
+		refuse(1, r, refused[r])
+	}
 	if parent.Expired(s.now()) {
-		out.Expired = len(reqs)
-		return out, nil
+		for _, r := range reqs {
+			refuse(ledgerOf(r), ledger.RefusedExpired, 1)
+		}
+		reqs = nil
 	}
 	s.mu.Lock()
 	blacklist := s.config.Blacklist
 	s.mu.Unlock()
 	keys := []string{rediskeys.BlacklistKey(s.cfg.SpiderID), rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID)}
-	args := []any{
-		parent.AppID + "||" + parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
-		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), fingerprint.Of(parent.URL),
-	}
-	var channels []any
+	var reqArgs, channels []any
 	for _, r := range reqs {
 		dom, err := rediskeys.DomainOfURL(r.URL)
 		if err != nil {
-			out.Invalid++
+			refuse(ledgerOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
 		if !s.cfg.BacklogBlacklist && slices.Contains(blacklist, dom) {
-			out.Blacklisted++
+			refuse(ledgerOf(r), ledger.RefusedDomainBlacklisted, 1)
 			continue
 		}
 		member, err := r.Encode()
 		if err != nil {
-			out.Invalid++
+			refuse(ledgerOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
 		keys = append(keys, rediskeys.QueueKey(r.SpiderID, dom),
 			rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID), rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
-		args = append(args, fingerprint.Of(r.URL), string(member), r.Score(), r.DomainMaxPages)
+		reqArgs = append(reqArgs, fingerprint.Of(r.URL), string(member), r.Score(), r.DomainMaxPages, ledgerOf(r))
 		channels = append(channels, rediskeys.QueueChannel(r.SpiderID))
 	}
+	if len(channels) == 0 && len(refusals) == 0 {
+		return out, nil
+	}
+	for _, c := range ledgers {
+		keys = append(keys, ledger.NewWorkKeys(c)...)
+	}
+	args := []any{
+		parent.AppID + "||" + parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
+		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), fingerprint.Of(parent.URL),
+		ledger.Stamp(s.now()), seconds(s.cfg.ledgerTTL()), len(ledgers),
+	}
+	for _, c := range ledgers {
+		args = append(args, c.Member())
+	}
+	args = append(args, reqArgs...)
 	args = append(args, channels...)
+	for _, r := range refusals {
+		args = append(args, r.ledger, string(r.reason), r.n)
+	}
 	codes, err := enqueueScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return out, fmt.Errorf("queue follow-up requests: %w", err)
 	}
 	if len(codes) == 1 && codes[0] == -1 {
-		out.Blacklisted += len(channels)
+		out.refuse(ledger.RefusedCrawlBlacklisted, len(channels))
 		return out, nil
 	}
 	for i, c := range codes {
@@ -83,12 +144,22 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 				s.addDomain(key)
 			}
 		case 1:
-			out.Duplicate++
+			out.refuse(ledger.RefusedDuplicate, 1)
 		default:
-			out.PageLimit++
+			out.refuse(ledger.RefusedPageLimit, 1)
 		}
 	}
 	return out, nil
+}
+
+// crawlOf is the crawl whose ledger counts r: r's own crawl under its
+// spider type (this scheduler's when r names none).
+func (s *Scheduler) crawlOf(r *crawlrequest.Request) ledger.Crawl {
+	spider := r.SpiderID
+	if spider == "" {
+		spider = s.cfg.SpiderID
+	}
+	return ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID}
 }
 
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10) }

@@ -3,7 +3,10 @@ package scheduler
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -25,10 +28,14 @@ func (s *Scheduler) finish(it *Item) {
 }
 
 // Done acknowledges a finished item (its result is in Kafka, or it was
-// dropped for good). Concurrent calls share round trips. When it fails the
-// item stays in flight: call Done again, or Release returns it.
-func (s *Scheduler) Done(ctx context.Context, it *Item) error {
-	err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID)
+// dropped for good) with what became of it, counted in its crawl's ledger
+// in the same step (tally: usually Published, Dropped or RefusedPopped,
+// and Fetched; nil counts nothing). Concurrent calls share round trips.
+// When it fails the item stays in flight: call Done again, or Release
+// returns it.
+func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) error {
+	s.finishing(it)
+	err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID, tally)
 	if err == nil {
 		s.finish(it)
 	}
@@ -36,18 +43,52 @@ func (s *Scheduler) Done(ctx context.Context, it *Item) error {
 }
 
 // Retry queues retry (usually it.Request.Retry()) in place of the item, in
-// one step.
-func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Request) error {
+// one step, with tally (usually Retried and Fetched) counted in the same
+// step. When the item's lease was reaped meanwhile (the item is queued
+// again already), retry is not queued.
+func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Request, tally *ledger.Tally) error {
 	member, err := retry.Encode()
 	if err != nil {
 		return err
 	}
+	s.finishing(it)
 	queue := rediskeys.QueueKey(retry.SpiderID, it.Domain)
-	if err := s.leases.Requeue(context.WithoutCancel(ctx), it.leaseID, queue, string(member), retry.Score()); err != nil {
+	now := s.now()
+	held, err := s.leases.RequeueWith(context.WithoutCancel(ctx), func(pipe redis.Pipeliner) {
+		tally.Write(ctx, pipe, now, s.cfg.ledgerTTL())
+	}, it.leaseID, queue, string(member), retry.Score())
+	if err != nil {
 		return err // still in flight: retry the call, or Release returns it
+	}
+	if !held {
+		s.leasesLost([]string{it.leaseID}, nil)
 	}
 	s.finish(it)
 	return nil
+}
+
+// finishing marks an item whose lease is about to end, so that the renewal
+// running meanwhile does not take it for a lease that expired.
+func (s *Scheduler) finishing(it *Item) {
+	s.mu.Lock()
+	it.ending = true
+	s.mu.Unlock()
+}
+
+// leasesLost reports leases that were reaped before their item was done:
+// the items were queued again and may be crawled twice.
+func (s *Scheduler) leasesLost(ids []string, undoErr error) {
+	s.mu.Lock()
+	s.stats.Lost += int64(len(ids))
+	s.mu.Unlock()
+	if len(ids) > 0 {
+		s.log.Warning("Leases expired before their requests were done; the requests went back to their queues and may be crawled twice",
+			logfactory.Extra{"expired": len(ids), "lease_ttl": s.cfg.LeaseTTL.String()})
+	}
+	if undoErr != nil {
+		s.log.Error("Failed to take back the ledger counts of requests whose leases expired; their crawls count them twice",
+			logfactory.Extra{"error": undoErr.Error(), "requests": len(ids)})
+	}
 }
 
 // Release returns every request still in flight to its queue (shutdown)
@@ -71,14 +112,28 @@ func (s *Scheduler) renewLoop(ctx context.Context) {
 			ids = append(ids, id)
 		}
 		s.mu.Unlock()
-		n, err := s.leases.Renew(ctx, ids...)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error(), "leases": len(ids)})
-		case err == nil && n < len(ids):
-			// Rare: a lease expired (Redis unreachable too long) and was reaped.
+		missing, err := s.leases.Renew(ctx, ids...)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error(), "leases": len(ids)})
+			}
+			continue
+		}
+		// A lease acknowledged while the renewal ran is missing too; only
+		// one still in flight and not being acknowledged expired.
+		s.mu.Lock()
+		expired := 0
+		for _, id := range missing {
+			if it := s.inflight[id]; it != nil && !it.ending {
+				expired++
+			}
+		}
+		s.mu.Unlock()
+		if expired > 0 {
+			// Rare: Redis unreachable, or this process stalled, for longer
+			// than LEASE_TIMEOUT; Done counts them as lost.
 			s.log.Warning("Some leases expired and went back to their queues; their pages may be crawled twice",
-				logfactory.Extra{"expired": len(ids) - n})
+				logfactory.Extra{"expired": expired})
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -128,14 +129,19 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 			// Not a request anyone can crawl: drop it, with a log line.
 			s.stats.Undecodable++
 			extra := logfactory.Extra{"queue": d.key, "error": derr.Error(), "member": preview(raw)}
+			var tally *ledger.Tally
 			if e := (*crawlrequest.DecodeError)(nil); errors.As(derr, &e) && e.Named {
 				extra["appid"], extra["crawlid"] = e.AppID, e.CrawlID
+				// Its crawl counted it when it was queued: it is done now.
+				tally = &ledger.Tally{}
+				tally.Dropped(ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: e.AppID, CrawlID: e.CrawlID}, ledger.DroppedUncrawlable)
 			}
 			s.log.Error("Dropped an undecodable request", extra)
-			go func() { _ = s.leases.Ack(context.WithoutCancel(ctx), leaseID) }()
+			go func() { _ = s.acks.ack(context.WithoutCancel(ctx), leaseID, tally) }()
 			return
 		}
-		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d}
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d,
+			crawl: ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: req.AppID, CrawlID: req.CrawlID}}
 		s.inflight[leaseID] = item
 		d.inflight++
 		items = append(items, item)

@@ -47,6 +47,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -59,10 +60,15 @@ type Item struct {
 	Domain, Queue string
 	leaseID       string
 	dom           *domain
+	crawl         ledger.Crawl
+	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 }
 
 // LeaseID identifies the item's lease (for logs).
 func (it *Item) LeaseID() string { return it.leaseID }
+
+// Crawl is the crawl whose ledger counts the item.
+func (it *Item) Crawl() ledger.Crawl { return it.crawl }
 
 // Scheduler serves one spider type. Next must be called from one goroutine;
 // the other methods are safe for concurrent use.
@@ -86,9 +92,11 @@ type Scheduler struct {
 	stats    Stats
 }
 
-// Stats are the scheduler's counters since start.
+// Stats are the scheduler's counters since start. Lost counts this
+// crawler's leases found reaped when their requests were done (they went
+// back to their queues and may be crawled twice).
 type Stats struct {
-	Popped, Denied, Empty, Undecodable, Reaped int64
+	Popped, Denied, Empty, Undecodable, Reaped, Lost int64
 }
 
 // New returns a scheduler. Run must be running for discovery, lease upkeep
@@ -101,11 +109,13 @@ func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, err
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{
-		cfg: cfg, rdb: rdb, log: log, leases: leases, acks: &ackBatcher{leases: leases}, now: time.Now,
+	s := &Scheduler{
+		cfg: cfg, rdb: rdb, log: log, leases: leases, now: time.Now,
 		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency),
-	}, nil
+	}
+	s.acks = &ackBatcher{leases: leases, rdb: rdb, ttl: cfg.ledgerTTL(), now: time.Now, lost: s.leasesLost}
+	return s, nil
 }
 
 // Leases returns the scheduler's leases (for tests and tools).

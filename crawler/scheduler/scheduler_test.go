@@ -16,6 +16,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -145,7 +146,7 @@ func TestADeniedDomainDoesNotBlockOthers(t *testing.T) {
 	for range 6 {
 		it := next(t, f.sched, 10*time.Second)
 		counts[it.Domain]++
-		if err := f.sched.Done(context.Background(), it); err != nil {
+		if err := f.sched.Done(context.Background(), it, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,10 +187,10 @@ func TestLeasesDoneRetryAndRelease(t *testing.T) {
 	if n, _ := f.sched.Leases().Count(ctx); n != 3 || f.sched.InFlight() != 3 {
 		t.Fatalf("%d leases, %d in flight; want 3", n, f.sched.InFlight())
 	}
-	if err := f.sched.Done(ctx, a); err != nil {
+	if err := f.sched.Done(ctx, a, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.sched.Retry(ctx, b, b.Request.Retry()); err != nil {
+	if err := f.sched.Retry(ctx, b, b.Request.Retry(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := f.sched.Release(ctx); err != nil || n != 1 {
@@ -225,7 +226,7 @@ func TestAnotherSchedulerReturnsADeadCrawlersRequests(t *testing.T) {
 	for range 3 {
 		it := next(t, survivor.sched, 10*time.Second)
 		seen[it.Request.URL] = true
-		_ = survivor.sched.Done(context.Background(), it)
+		_ = survivor.sched.Done(context.Background(), it, nil)
 	}
 	if len(seen) != 3 {
 		t.Fatalf("recovered %v", seen)
@@ -248,12 +249,12 @@ func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 		parent.Follow("http://a.com/x"), parent.Follow("http://a.com/x#frag"), parent.Follow("http://a.com/"),
 		parent.Follow("http://b.com/y"), parent.Follow("not a url"),
 	}
-	got, err := f.sched.Enqueue(ctx, parent, kids)
+	got, err := f.sched.Enqueue(ctx, parent, kids, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// /x#frag is /x; / is the parent itself, already seen.
-	if got.Queued != 2 || got.Duplicate != 2 || got.Invalid != 1 {
+	if got.Queued != 2 || got.Refused[ledger.RefusedDuplicate] != 2 || got.Refused[ledger.RefusedInvalidURL] != 1 {
 		t.Fatalf("enqueued %+v", got)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
@@ -271,7 +272,7 @@ func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	}
 	// A stopped crawl queues nothing.
 	f.rdb.SAdd(ctx, "link:blacklist", "testapp||c1")
-	if got, _ := f.sched.Enqueue(ctx, parent, []*crawlrequest.Request{parent.Follow("http://a.com/new")}); got.Queued != 0 || got.Blacklisted != 1 {
+	if got, _ := f.sched.Enqueue(ctx, parent, []*crawlrequest.Request{parent.Follow("http://a.com/new")}, nil); got.Queued != 0 || got.Refused[ledger.RefusedCrawlBlacklisted] != 1 {
 		t.Fatalf("blacklisted crawl enqueued %+v", got)
 	}
 }
@@ -286,13 +287,13 @@ func TestPageLimits(t *testing.T) {
 	for i := range 5 {
 		kids = append(kids, parent.Follow(fmt.Sprintf("http://a.com/%d", i)))
 	}
-	got, err := f.sched.Enqueue(ctx, parent, kids)
+	got, err := f.sched.Enqueue(ctx, parent, kids, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As the original: the request that brings the count to the limit is
 	// refused too, so domain_max_pages 3 queues 2 (the seed is the third page).
-	if got.Queued != 2 || got.PageLimit != 3 {
+	if got.Queued != 2 || got.Refused[ledger.RefusedPageLimit] != 3 {
 		t.Fatalf("domain_max_pages: %+v", got)
 	}
 	parent.DomainMaxPages = 0
@@ -301,7 +302,7 @@ func TestPageLimits(t *testing.T) {
 	for i := range 6 {
 		more = append(more, parent.Follow(fmt.Sprintf("http://a.com/c2/%d", i)))
 	}
-	if got, _ := f.sched.Enqueue(ctx, parent, more); got.Queued != 3 || got.PageLimit != 3 {
+	if got, _ := f.sched.Enqueue(ctx, parent, more, nil); got.Queued != 3 || got.Refused[ledger.RefusedPageLimit] != 3 {
 		t.Fatalf("global limit: %+v", got)
 	}
 }

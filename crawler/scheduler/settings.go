@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -85,17 +86,33 @@ type Config struct {
 	LeaseTTL, ReapInterval time.Duration
 	// Concurrency and PerDomain cap the requests in flight.
 	Concurrency, PerDomain int
+	// LedgerTTL is how long a crawl's ledger lives after its last new work
+	// (LEDGER_TTL; 0: ledger.DefaultTTL).
+	LedgerTTL time.Duration
+}
+
+func (c Config) ledgerTTL() time.Duration {
+	if c.LedgerTTL <= 0 {
+		return ledger.DefaultTTL
+	}
+	return c.LedgerTTL
 }
 
 // ConfigFromSettings reads the scheduler's settings (and
-// CONCURRENT_REQUESTS, CONCURRENT_REQUESTS_PER_DOMAIN) for spiderID.
+// CONCURRENT_REQUESTS, CONCURRENT_REQUESTS_PER_DOMAIN, LEDGER_TTL) for
+// spiderID.
 func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 	re, err := regexp.Compile(s.String("IP_ADDR_REGEX"))
 	if err != nil {
 		return Config{}, fmt.Errorf("setting IP_ADDR_REGEX: %w", err)
 	}
+	ledgerTTL, err := ledger.TTLFromSettings(s)
+	if err != nil {
+		return Config{}, err
+	}
 	c := Config{
-		SpiderID: spiderID, Hits: s.Int("QUEUE_HITS"), Window: s.Seconds("QUEUE_WINDOW"), Moderated: s.Bool("QUEUE_MODERATED"),
+		LedgerTTL: ledgerTTL,
+		SpiderID:  spiderID, Hits: s.Int("QUEUE_HITS"), Window: s.Seconds("QUEUE_WINDOW"), Moderated: s.Bool("QUEUE_MODERATED"),
 		ByType: s.Bool("SCHEDULER_TYPE_ENABLED"), ByIP: s.Bool("SCHEDULER_IP_ENABLED"),
 		PublicIPURL: s.String("PUBLIC_IP_URL"), IPRegex: re, IPRefresh: s.Seconds("SCHEDULER_IP_REFRESH"),
 		QueueRefresh: s.Seconds("SCHEDULER_QUEUE_REFRESH"), QueueTimeout: s.Seconds("SCHEDULER_QUEUE_TIMEOUT"),

@@ -15,6 +15,7 @@ import (
 	"net/http"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
 )
 
@@ -56,6 +57,13 @@ type Output struct {
 	Pages []*Page
 	// Requests are queued (after the duplicate filter and the crawl's limits).
 	Requests []*crawlrequest.Request
+	// Refused counts the links the spider chose not to follow, by reason
+	// (ledger.RefusedOffDomain, RefusedRegex, RefusedExtension,
+	// RefusedInvalidURL: what links.Follow returns beside the links). They
+	// are counted in the crawl's ledger with the page's requests. Optional:
+	// a spider that leaves it nil still works; its left-out links are just
+	// not counted.
+	Refused map[ledger.Reason]int
 }
 
 var spiders = registry.New[Spider]("spider")

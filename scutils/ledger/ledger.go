@@ -132,6 +132,7 @@ const (
 	DroppedUncrawlable Reason = "uncrawlable" // can never be fetched (bad URL, redirect loop, ...)
 	DroppedTooLarge    Reason = "too_large"   // cannot fit a Kafka message even reduced
 	DroppedUnpublished Reason = "unpublished" // Kafka refused it for good
+	DroppedNoResult    Reason = "no_result"   // the spider made no result of the page
 )
 
 // Purge says which action removed queued requests.
@@ -244,6 +245,23 @@ func (t *Tally) Merge(o *Tally) {
 			t.crawls[c].newWork = true
 		}
 	}
+}
+
+// Undo returns the counts that take t's back (t's counts negated), for
+// counts written with a lease's acknowledgement after the lease had been
+// reaped: its request is queued again and will be counted when it is done
+// again. Undoing new work does not make a crawl inactive.
+func (t *Tally) Undo() *Tally {
+	u := &Tally{}
+	if t == nil {
+		return u
+	}
+	for c, e := range t.crawls {
+		for f, n := range e.fields {
+			u.add(c, f, -n, false)
+		}
+	}
+	return u
 }
 
 // Empty reports whether t counts nothing.

@@ -67,42 +67,73 @@ func (l *Leases) Keys() (zset, hash string) { return l.zset, l.hash }
 var renewScript = redis.NewScript(`
 local t = redis.call('TIME')
 local deadline = string.format('%.6f', tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1]))
-local n = 0
+local missing = {}
 for i = 2, #ARGV do
-  n = n + redis.call('ZADD', KEYS[1], 'XX', 'CH', deadline, ARGV[i])
+  if redis.call('ZADD', KEYS[1], 'XX', 'CH', deadline, ARGV[i]) == 0 and not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
+    missing[#missing + 1] = ARGV[i]
+  end
 end
-return n`)
+return missing`)
 
 // Renew pushes the deadline of the given leases to now + TTL. It returns
-// how many were still leased: a lease missing was reaped (its item is queued
-// again and may be crawled twice).
-func (l *Leases) Renew(ctx context.Context, ids ...string) (int, error) {
+// the ids that were no longer leased: acknowledged meanwhile, or reaped
+// (their items are queued again and may be crawled twice).
+func (l *Leases) Renew(ctx context.Context, ids ...string) (missing []string, err error) {
 	if len(ids) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	args := make([]any, 0, len(ids)+1)
 	args = append(args, strconv.FormatFloat(l.ttl.Seconds(), 'f', -1, 64))
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	n, err := renewScript.Run(ctx, l.rdb, []string{l.zset}, args...).Int()
+	missing, err = renewScript.Run(ctx, l.rdb, []string{l.zset}, args...).StringSlice()
 	if err != nil {
-		return 0, fmt.Errorf("renew leases: %w", err)
+		return nil, fmt.Errorf("renew leases: %w", err)
 	}
-	return n, nil
+	return missing, nil
 }
 
 // Ack ends leases whose items are done.
 func (l *Leases) Ack(ctx context.Context, ids ...string) error {
-	if len(ids) == 0 {
-		return nil
+	_, err := l.AckWith(ctx, nil, ids...)
+	return err
+}
+
+// AckWith ends leases whose items are done and, in the same MULTI, runs
+// also (when not nil): what the acknowledgement records (a crawl ledger's
+// counts of what became of the items) is written in the same step as the
+// leases end. It returns the ids that were no longer leased at that step:
+// their deadline passed and a reaper put their items back in their queues
+// (they may be crawled again), so whatever also recorded for them is the
+// caller's to take back.
+func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ...string) (lost []string, err error) {
+	if len(ids) == 0 && also == nil {
+		return nil, nil
 	}
 	pipe := l.rdb.TxPipeline()
-	l.ack(ctx, pipe, ids)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ack leases: %w", err)
+	var held *redis.FloatSliceCmd
+	if len(ids) > 0 {
+		held = pipe.ZMScore(ctx, l.zset, ids...)
+		l.ack(ctx, pipe, ids)
 	}
-	return nil
+	if also != nil {
+		also(pipe)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ack leases: %w", err)
+	}
+	if held == nil {
+		return nil, nil
+	}
+	// ZMSCORE answers 0 for a missing member (go-redis reads nil as 0); a
+	// lease's score is its deadline, never 0.
+	for i, score := range held.Val() {
+		if score == 0 {
+			lost = append(lost, ids[i])
+		}
+	}
+	return lost, nil
 }
 
 func (l *Leases) ack(ctx context.Context, pipe redis.Pipeliner, ids []string) {
@@ -115,16 +146,44 @@ func (l *Leases) ack(ctx context.Context, pipe redis.Pipeliner, ids []string) {
 	pipe.HDel(ctx, l.hash, fields...)
 }
 
+// requeueScript swaps a lease for a new queued item, only while the lease
+// is held: a lease already reaped had its item put back in its queue, and
+// queueing the retry as well would crawl it twice.
+//
+// KEYS[1] lease sorted set, KEYS[2] lease hash, KEYS[3] queue
+// ARGV[1] lease id, ARGV[2] score, ARGV[3] member
+var requeueScript = redis.NewScript(`
+local held = redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+if held == 1 then
+  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+end
+return held`)
+
 // Requeue ends a lease and queues member in queue with score in one
 // transaction: a retry replaces the leased item, nothing in between is lost.
 func (l *Leases) Requeue(ctx context.Context, id, queue, member string, score float64) error {
+	_, err := l.RequeueWith(ctx, nil, id, queue, member, score)
+	return err
+}
+
+// RequeueWith is Requeue with also run in the same MULTI (as for AckWith).
+// It reports whether the lease was still held; when it was not (reaped
+// after its deadline, its item queued again by the reaper), member is not
+// queued.
+func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id, queue, member string, score float64) (held bool, err error) {
 	pipe := l.rdb.TxPipeline()
-	pipe.ZAdd(ctx, queue, redis.Z{Score: score, Member: member})
-	l.ack(ctx, pipe, []string{id})
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("requeue lease %s: %w", id, err)
+	// The script's source, not its hash: a MULTI cannot fall back to it
+	// when Redis lost its script cache.
+	res := requeueScript.Eval(ctx, pipe, []string{l.zset, l.hash, queue}, id, strconv.FormatFloat(score, 'f', -1, 64), member)
+	if also != nil {
+		also(pipe)
 	}
-	return nil
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("requeue lease %s: %w", id, err)
+	}
+	n, _ := res.Int()
+	return n == 1, nil
 }
 
 // restoreLua puts leased items back in their queues. Mode "expired" takes

@@ -110,8 +110,8 @@ func TestRenewKeepsLeasesAlive(t *testing.T) {
 	}
 	for range 6 { // 1.5 s, past the TTL
 		time.Sleep(250 * time.Millisecond)
-		if n, err := l.Renew(ctx, lease.ID); err != nil || n != 1 {
-			t.Fatalf("renewed %d, %v", n, err)
+		if missing, err := l.Renew(ctx, lease.ID); err != nil || len(missing) != 0 {
+			t.Fatalf("renew: missing %v, %v", missing, err)
 		}
 		if n, _ := l.Reap(ctx, 100); n != 0 {
 			t.Fatal("a renewed lease was reaped")
@@ -122,7 +122,10 @@ func TestRenewKeepsLeasesAlive(t *testing.T) {
 	}
 	// Renewing a lease that is gone reports it and does not bring it back.
 	_ = l.Ack(ctx, lease.ID)
-	if n, _ := l.Renew(ctx, lease.ID); n != 0 {
+	if missing, _ := l.Renew(ctx, lease.ID); len(missing) != 1 || missing[0] != lease.ID {
+		t.Fatalf("renew of an acked lease: missing %v", missing)
+	}
+	if n, _ := l.Count(ctx); n != 0 {
 		t.Fatal("renew resurrected an acked lease")
 	}
 }
@@ -147,6 +150,51 @@ func TestRequeueAndRelease(t *testing.T) {
 	}
 	if n, _ := l.Count(ctx); n != 0 {
 		t.Fatal("leases left")
+	}
+}
+
+func TestAReapedLeaseIsReportedByAckAndNotRequeued(t *testing.T) {
+	ctx := context.Background()
+	l, c := newLeases(t, time.Second)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
+	fill(t, "link:a.com:queue", 3)
+	a, b, held := l.New(), l.New(), l.New()
+	for _, lease := range []*throttle.Lease{a, b} {
+		if _, err := tq.Attempt(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.ZCard(ctx, "link:a.com:queue").Val() != 3; {
+		if time.Now().After(deadline) {
+			t.Fatal("the leases were not reaped")
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, err := l.Reap(ctx, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tq.Attempt(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	// The ack of a reaped and a held lease: both end, the reaped one is
+	// reported, and what also writes happens in the same step.
+	lost, err := l.AckWith(ctx, func(p redis.Pipeliner) { p.Incr(ctx, "acked") }, a.ID, held.ID)
+	if err != nil || len(lost) != 1 || lost[0] != a.ID {
+		t.Fatalf("ack: lost %v, %v; want [%s]", lost, err, a.ID)
+	}
+	if c.Get(ctx, "acked").Val() != "1" {
+		t.Fatal("also did not run")
+	}
+	// A retry of a reaped lease does not queue the item a second time.
+	ok, err := l.RequeueWith(ctx, func(p redis.Pipeliner) { p.Incr(ctx, "retried") }, b.ID, "link:a.com:queue", `"item-x retry 1"`, 5)
+	if err != nil || ok {
+		t.Fatalf("requeue of a reaped lease: held %v, %v", ok, err)
+	}
+	if c.ZScore(ctx, "link:a.com:queue", `"item-x retry 1"`).Err() == nil {
+		t.Fatal("the retry of a reaped lease was queued beside its original")
+	}
+	if n, _ := l.Count(ctx); n != 0 || c.HLen(ctx, "leases:link:items").Val() != 0 {
+		t.Fatalf("%d leases left", n)
 	}
 }
 

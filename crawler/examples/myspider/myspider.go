@@ -35,8 +35,9 @@ func (Spider) Name() string { return Name }
 func (Spider) Parse(_ context.Context, resp *spider.Response) (spider.Output, error) {
 	page := spider.NewPage(resp) // the standard fields, as every spider's results have them
 	page.Extra = map[string]any{"title": Title(page.Body)}
-	// To follow links as well: found, err := links.Follow(page, resp.Request),
-	// then add resp.Request.Follow(link.URL) for each to Output.Requests.
+	// To follow links as well: found, refused, err := links.Follow(page, resp.Request),
+	// then add resp.Request.Follow(link.URL) for each to Output.Requests
+	// (and refused to Output.Refused, for the crawl's ledger).
 	return spider.Output{Pages: []*spider.Page{page}}, nil
 }
 

@@ -70,7 +70,7 @@ func htmlPage(body string) *spider.Page {
 
 func follow(t *testing.T, body string, r *crawlrequest.Request) []spider.Link {
 	t.Helper()
-	got, err := links.Follow(htmlPage(body), r)
+	got, _, err := links.Follow(htmlPage(body), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestNonUTF8PagesGiveUTF8Links(t *testing.T) {
 		Header: map[string][]string{"Content-Type": {"text/html; charset=windows-1252"}},
 		Body:   []byte("<a href=\"caf\xe9.html?q=\xe9\">caf\xe9</a><a href=\"\xff\xfe\">bad</a>"),
 	})
-	got, err := links.Follow(page, &crawlrequest.Request{})
+	got, _, err := links.Follow(page, &crawlrequest.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func FuzzExtract(f *testing.F) {
 				t.Fatalf("text %q", l.Text)
 			}
 		}
-		ls, err := links.Follow(htmlPage(doc), &crawlrequest.Request{})
+		ls, _, err := links.Follow(htmlPage(doc), &crawlrequest.Request{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 // IgnoredExtensions are the extensions of links not followed unless a
@@ -110,25 +111,35 @@ func NewFilter(r *crawlrequest.Request) (*Filter, error) {
 // matches it (deny wins), and its path does not end in a denied extension.
 // The regular expressions search the whole absolute URL, as Python's
 // re.search does.
-func (f *Filter) Allowed(link string) bool {
+func (f *Filter) Allowed(link string) bool { return f.Refusal(link) == "" }
+
+// Refusal is why a link is not followed, as the crawl ledger counts it:
+// ledger.RefusedInvalidURL (it cannot be parsed), RefusedOffDomain
+// (allowed_domains), RefusedRegex (allow_regex, deny_regex) or
+// RefusedExtension (deny_extensions), the first that applies in that
+// order; "" when it is followed.
+func (f *Filter) Refusal(link string) ledger.Reason {
 	u, err := url.Parse(link)
 	if err != nil {
-		return false
+		return ledger.RefusedInvalidURL
 	}
-	return f.allowed(u, link)
+	return f.refusal(u, link)
 }
 
-func (f *Filter) allowed(u *url.URL, link string) bool {
+func (f *Filter) refusal(u *url.URL, link string) ledger.Reason {
 	if len(f.domains) > 0 && !f.domainAllowed(u) {
-		return false
+		return ledger.RefusedOffDomain
 	}
 	if len(f.allow) > 0 && !matchAny(f.allow, link) {
-		return false
+		return ledger.RefusedRegex
 	}
 	if matchAny(f.deny, link) {
-		return false
+		return ledger.RefusedRegex
 	}
-	return !f.extensionDenied(u.EscapedPath())
+	if f.extensionDenied(u.EscapedPath()) {
+		return ledger.RefusedExtension
+	}
+	return ""
 }
 
 func (f *Filter) domainAllowed(u *url.URL) bool {
@@ -185,46 +196,79 @@ func (f *Filter) extensionDenied(path string) bool {
 
 // Select returns the links f allows, each in canonical form
 // (fingerprint.Canonicalize), without duplicates of a canonical URL or URLs
-// longer than MaxURLLength, in their order.
-func (f *Filter) Select(links []spider.Link) []spider.Link {
+// longer than MaxURLLength, in their order; and how many it left out, by
+// reason (Refusal; a URL that cannot be parsed or is too long is
+// ledger.RefusedInvalidURL). A link found twice on the page is one link:
+// its copies are not counted.
+func (f *Filter) Select(links []spider.Link) ([]spider.Link, map[ledger.Reason]int) {
 	parsed := make([]found, 0, len(links))
+	var refused map[ledger.Reason]int
 	for _, l := range links {
 		if u, err := url.Parse(l.URL); err == nil {
 			parsed = append(parsed, found{l, u})
+		} else {
+			refused = count(refused, ledger.RefusedInvalidURL)
 		}
 	}
-	return f.selectFound(parsed)
+	out, more := f.selectFound(parsed)
+	for r, n := range more {
+		if refused == nil {
+			refused = map[ledger.Reason]int{}
+		}
+		refused[r] += n
+	}
+	return out, refused
 }
 
-func (f *Filter) selectFound(links []found) []spider.Link {
+func count(m map[ledger.Reason]int, r ledger.Reason) map[ledger.Reason]int {
+	if m == nil {
+		m = map[ledger.Reason]int{}
+	}
+	m[r]++
+	return m
+}
+
+func (f *Filter) selectFound(links []found) ([]spider.Link, map[ledger.Reason]int) {
 	out := make([]spider.Link, 0, len(links))
 	seen := make(map[string]bool, len(links))
+	refusedSeen := map[string]bool{}
+	var refused map[ledger.Reason]int
 	for _, l := range links {
-		if !f.allowed(l.u, l.URL) {
+		c := fingerprint.Canonicalize(l.URL)
+		if seen[c] {
 			continue
 		}
-		c := fingerprint.Canonicalize(l.URL)
-		if len(c) > MaxURLLength || seen[c] {
+		r := f.refusal(l.u, l.URL)
+		if r == "" && len(c) > MaxURLLength {
+			r = ledger.RefusedInvalidURL
+		}
+		if r != "" {
+			if !refusedSeen[c] { // a link found twice is refused once
+				refusedSeen[c] = true
+				refused = count(refused, r)
+			}
 			continue
 		}
 		seen[c] = true
 		out = append(out, spider.Link{URL: c, Text: l.Text})
 	}
-	return out
+	return out, refused
 }
 
 // Follow returns the links of page that the crawl of r follows: Extract
-// from the body (when the response is markup), then r's Filter.Select.
+// from the body (when the response is markup), then r's Filter.Select,
+// with the links it left out counted by reason (for Output.Refused).
 // An invalid regular expression in r is an error, and no link is followed.
-func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, error) {
+func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledger.Reason]int, error) {
 	f, err := NewFilter(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !isMarkup(page) {
-		return []spider.Link{}, nil
+		return []spider.Link{}, nil, nil
 	}
-	return f.selectFound(extract(page.ResponseURL, page.Body)), nil
+	out, refused := f.selectFound(extract(page.ResponseURL, page.Body))
+	return out, refused, nil
 }
 
 // isMarkup reports whether a page can hold links: HTML, XML or other text

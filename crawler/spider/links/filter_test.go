@@ -1,6 +1,7 @@
 package links_test
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 func TestFilterAllowed(t *testing.T) {
@@ -69,7 +71,7 @@ func TestInvalidRegexesAreReportedNotFollowed(t *testing.T) {
 	if f, err := links.NewFilter(r); err == nil || f != nil {
 		t.Fatalf("NewFilter = %v, %v", f, err)
 	}
-	got, err := links.Follow(htmlPage(`<a href="/fine">x</a>`), r)
+	got, _, err := links.Follow(htmlPage(`<a href="/fine">x</a>`), r)
 	if err == nil || len(got) != 0 {
 		t.Fatalf("Follow = %v, %v", got, err)
 	}
@@ -85,7 +87,7 @@ func TestSelectCanonicalizesAndDeduplicates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := f.Select([]spider.Link{
+	got, refused := f.Select([]spider.Link{
 		{URL: "http://A.com/x?b=2&a=1", Text: "first"},
 		{URL: "http://a.com/x?a=1&b=2", Text: "same page"},
 		{URL: "http://a.com/y.pdf", Text: "denied"},
@@ -95,6 +97,31 @@ func TestSelectCanonicalizesAndDeduplicates(t *testing.T) {
 	want := []spider.Link{{URL: "http://a.com/x?a=1&b=2", Text: "first"}, {URL: "http://a.com/caf%C3%A9", Text: "café"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %q", got)
+	}
+	if !maps.Equal(refused, map[ledger.Reason]int{ledger.RefusedExtension: 1, ledger.RefusedInvalidURL: 1}) {
+		t.Fatalf("refused %v", refused)
+	}
+}
+
+func TestFollowCountsTheLinksItLeavesOutByReason(t *testing.T) {
+	r := &crawlrequest.Request{
+		AllowedDomains: []string{"example.com"}, AllowRegex: []string{"/keep/", "/deny/"}, DenyRegex: []string{"/deny/"},
+	}
+	page := htmlPage(`
+		<a href="/keep/1">followed</a> <a href="/keep/1#again">the same page again</a>
+		<a href="http://other.org/keep/2">off the allowed domains</a> <a href="http://other.org/keep/2">twice</a>
+		<a href="/elsewhere">no allow_regex matches</a> <a href="/deny/3">deny_regex matches</a>
+		<a href="/keep/4.png">a denied extension</a> <a href="http://[::1">unparseable</a>`)
+	got, refused, err := links.Follow(page, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0].URL, "/keep/1") {
+		t.Fatalf("followed %v", got)
+	}
+	want := map[ledger.Reason]int{ledger.RefusedOffDomain: 1, ledger.RefusedRegex: 2, ledger.RefusedExtension: 1}
+	if !maps.Equal(refused, want) {
+		t.Fatalf("refused %v, want %v", refused, want)
 	}
 }
 
@@ -120,14 +147,14 @@ func TestOnlyMarkupHasLinks(t *testing.T) {
 			h["Content-Type"] = []string{tc.contentType}
 		}
 		page := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Header: h, Body: []byte(body)})
-		got, err := links.Follow(page, &crawlrequest.Request{})
+		got, _, err := links.Follow(page, &crawlrequest.Request{})
 		if err != nil || len(got) != tc.want || got == nil {
 			t.Errorf("%q: %d links (%v), want %d", tc.contentType, len(got), err, tc.want)
 		}
 	}
 	// Without a Content-Type, binary content is not scanned.
 	png := spider.NewPage(&spider.Response{URL: pageURL, Status: 200, Body: []byte("\x89PNG\r\n\x1a\n<a href=\"/x\">")})
-	if got, _ := links.Follow(png, &crawlrequest.Request{}); len(got) != 0 {
+	if got, _, _ := links.Follow(png, &crawlrequest.Request{}); len(got) != 0 {
 		t.Errorf("links in a PNG: %v", got)
 	}
 }

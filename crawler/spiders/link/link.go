@@ -48,11 +48,11 @@ func (Spider) Parse(_ context.Context, resp *spider.Response) (spider.Output, er
 	if req == nil || req.CurDepth >= req.MaxDepth {
 		return out, nil
 	}
-	found, err := links.Follow(page, req)
+	found, refused, err := links.Follow(page, req)
 	if err != nil {
 		return out, fmt.Errorf("links of %s: %w", page.ResponseURL, err)
 	}
-	page.Links = found
+	page.Links, out.Refused = found, refused
 	out.Requests = make([]*crawlrequest.Request, 0, len(found))
 	for _, l := range found {
 		out.Requests = append(out.Requests, req.Follow(l.URL))

@@ -61,10 +61,11 @@ func (s *Spider) Parse(_ context.Context, resp *spider.Response) (spider.Output,
 	}
 	step := Step(req)
 	page.Attrs = withStep(page.Attrs, step)
-	found, err := links.Follow(page, req)
+	found, refused, err := links.Follow(page, req)
 	if err != nil {
 		return out, fmt.Errorf("links of %s: %w", page.ResponseURL, err)
 	}
+	out.Refused = refused // the links not taken are no refusal: one is taken at random
 	if len(found) == 0 {
 		return out, nil
 	}

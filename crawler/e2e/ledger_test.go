@@ -1,0 +1,393 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+)
+
+// invariantScript reads, in one atomic step, what a crawl's ledger says is
+// left (seeds + enqueued - done) and what really is: the crawl's members
+// in every queue of the spider and in the spider's lease hash.
+//
+// KEYS[1] ledger, KEYS[2] lease hash; ARGV[1] queue pattern, ARGV[2] appid,
+// ARGV[3] crawlid. Returns {left, queued, leased}.
+var invariantScript = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done')
+local left = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) - (tonumber(v[3]) or 0)
+local function ours(member)
+  local ok, r = pcall(cjson.decode, member)
+  if not ok or type(r) ~= 'table' then return false end
+  if r.appid == nil and type(r.meta) == 'table' then r = r.meta end
+  return r.appid == ARGV[2] and r.crawlid == ARGV[3]
+end
+local queued = 0
+for _, q in ipairs(redis.call('KEYS', ARGV[1])) do
+  for _, m in ipairs(redis.call('ZRANGE', q, 0, -1)) do
+    if ours(m) then queued = queued + 1 end
+  end
+end
+local leased = 0
+for _, rec in ipairs(redis.call('HVALS', KEYS[2])) do
+  local ok, l = pcall(cjson.decode, rec)
+  if ok and ours(l.m) then leased = leased + 1 end
+end
+return {left, queued, leased}
+`)
+
+// sampler checks seeds + enqueued = done + queued + leased for a crawl, over
+// and over while a crawl runs, each time in one atomic read.
+type sampler struct {
+	samples, broken atomic.Int64
+	first           atomic.Value // string: the first broken sample
+	stop            chan struct{}
+	done            sync.WaitGroup
+}
+
+func (c *cluster) sample(tb testing.TB, spiderID, crawlID string) *sampler {
+	s := &sampler{stop: make(chan struct{})}
+	cr := ledger.Crawl{SpiderID: spiderID, AppID: "e2e", CrawlID: crawlID}
+	s.done.Go(func() {
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			v, err := invariantScript.Run(context.Background(), c.rdb, []string{cr.Key(), "leases:" + spiderID + ":items"},
+				spiderID+":*:queue", cr.AppID, cr.CrawlID).Int64Slice()
+			if err != nil {
+				continue
+			}
+			s.samples.Add(1)
+			if v[0] != v[1]+v[2] {
+				s.broken.Add(1)
+				s.first.CompareAndSwap(nil, fmt.Sprintf("left %d, queued %d, leased %d", v[0], v[1], v[2]))
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	tb.Cleanup(s.finish)
+	return s
+}
+
+func (s *sampler) finish() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	s.done.Wait()
+}
+
+// check stops the sampler and fails when a sample broke the invariant.
+func (s *sampler) check(tb testing.TB, atLeast int64) {
+	tb.Helper()
+	s.finish()
+	if s.broken.Load() > 0 {
+		tb.Errorf("%d of %d samples broke seeds + enqueued = done + queued + leased; first: %v", s.broken.Load(), s.samples.Load(), s.first.Load())
+	}
+	if s.samples.Load() < atLeast {
+		tb.Errorf("only %d samples taken, want at least %d", s.samples.Load(), atLeast)
+	}
+	tb.Logf("%d samples of the ledger invariant, none broken", s.samples.Load())
+}
+
+// progress reads a crawl's ledger.
+func (c *cluster) progress(tb testing.TB, spiderID, crawlID string) *ledger.Progress {
+	tb.Helper()
+	p, err := ledger.Read(context.Background(), c.rdb, ledger.Crawl{SpiderID: spiderID, AppID: "e2e", CrawlID: crawlID})
+	if err != nil || p[0] == nil {
+		tb.Fatalf("read the ledger of %s: %v %v", crawlID, p, err)
+	}
+	return p[0]
+}
+
+// fields are a progress's counts by name, for comparison.
+func fields(p *ledger.Progress) map[string]int64 {
+	out := map[string]int64{
+		"seeds": p.Seeds, "enqueued": p.Enqueued, "done": p.Done, "queued": p.Queued, "in_flight": p.InFlight,
+		"published": p.Published, "published_truncated": p.PublishedTruncated, "retried": p.Retried,
+	}
+	for k, v := range p.StatusCodes {
+		out["fetched:"+k] = v
+	}
+	for k, v := range p.Refused {
+		out["refused:"+k] = v
+	}
+	for k, v := range p.Dropped {
+		out["dropped:"+k] = v
+	}
+	for k, v := range p.Purged {
+		out["purged:"+k] = v
+	}
+	return out
+}
+
+// ledgerSite serves a small site whose every page's fate is known:
+//
+//	/          links /a, /b, /a again, /deny/1, an off-domain page, /file.pdf,
+//	           /missing (404), /hang (never answers), /private/1 (robots.txt
+//	           disallows it) and /gateway (always 504)
+//	/a         links /, /b and /c          /b   links /a and /c
+//	/c         links /d (beyond maxdepth 2)
+func ledgerSite(tb testing.TB, done <-chan struct{}) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	page := func(links ...string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			var b strings.Builder
+			b.WriteString("<html><body>")
+			for _, l := range links {
+				fmt.Fprintf(&b, `<a href="%s">%s</a> `, l, l)
+			}
+			b.WriteString("</body></html>")
+			_, _ = w.Write([]byte(b.String()))
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", page("/a", "/b", "/a", "/deny/1", "http://127.0.0.2:1/elsewhere", "/file.pdf",
+		"/missing", "/hang", "/private/1", "/gateway"))
+	mux.HandleFunc("/a", page("/", "/b", "/c"))
+	mux.HandleFunc("/b", page("/a", "/c"))
+	mux.HandleFunc("/c", page("/d"))
+	mux.HandleFunc("/robots.txt", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("User-agent: *\nDisallow: /private/\n"))
+	})
+	mux.HandleFunc("/gateway", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGatewayTimeout) })
+	mux.HandleFunc("/hang", func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+	mux.HandleFunc("/", http.NotFound)
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	tb.Cleanup(func() { _ = srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func TestTheLedgerCountsEveryRequestOfACrawlExactlyAndNeverBreaksItsSum(t *testing.T) {
+	c := newCluster(t)
+	testOver := make(chan struct{})
+	base := ledgerSite(t, testOver)
+	t.Cleanup(func() { close(testOver) })
+	c.startCrawler(t, "crawler", map[string]string{
+		"ROBOTSTXT_OBEY": "true", "RETRY_TIMES": "1", "DOWNLOAD_TIMEOUT": "1",
+	})
+	s := c.sample(t, "link", "ledger")
+	seed := crawl("link", base+"/", "ledger", 2)
+	seed.AllowedDomains = []string{"127.0.0.1"}
+	seed.DenyRegex = []string{"/deny/"}
+	c.seed(t, seed)
+	// Done: the seed and the 7 pages it led to.
+	waitFor(t, "the crawl to finish", 60*time.Second, func() bool {
+		p := c.progress(t, "link", "ledger")
+		return p.Done == 8 && p.Outstanding() == 0
+	})
+	c.drained(t, 10*time.Second, "link")
+	s.check(t, 20)
+	want := map[string]int64{
+		"seeds": 1, "enqueued": 7, "done": 8, "queued": 0, "in_flight": 0,
+		// /, /a, /b, /c and the 404 page
+		"published": 5, "published_truncated": 0, "fetched:200": 4, "fetched:404": 1,
+		// /gateway: a 504, retried once, a 504 again; /hang: a timeout, retried once, again
+		"fetched:504": 2, "retried": 2, "dropped:504": 1, "dropped:timeout": 1,
+		"refused:robots": 1, "refused:off_domain": 1, "refused:regex": 1, "refused:extension": 1,
+		// /a links / and /b, both known by then, and /c; /b links /a and /c,
+		// one of which /a queued first
+		"refused:duplicate": 4,
+	}
+	if got := fields(c.progress(t, "link", "ledger")); !maps.Equal(got, want) {
+		t.Fatalf("ledger\n got %v\nwant %v", got, want)
+	}
+}
+
+// expectedRefusals computes what a crawl of sites from seed to maxDepth
+// refuses, following what follow allows and counting what it does not
+// (refused by extension, as notFile does): the links of every page above
+// maxDepth, each once per page; those followed but already queued are
+// duplicates.
+func expectedRefusals(seed string, maxDepth int, follow func(string) bool, sites ...*testsite.Site) (duplicate, extension int64) {
+	reach := testsite.Reachable(seed, maxDepth, follow, sites...)
+	depth := map[string]int{seed: 0}
+	queue := []string{seed}
+	followed := int64(0)
+	for i := 0; i < len(queue); i++ {
+		u := queue[i]
+		if depth[u] >= maxDepth {
+			continue
+		}
+		pu, _ := url.Parse(u)
+		var site *testsite.Site
+		for _, s := range sites {
+			if s.Addr() == pu.Host {
+				site = s
+			}
+		}
+		if site == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, l := range site.Links(pu.Path) {
+			l, _, _ = strings.Cut(l, "#")
+			if seen[l] {
+				continue
+			}
+			seen[l] = true
+			if !follow(l) {
+				extension++
+				continue
+			}
+			followed++
+			if _, ok := depth[l]; !ok {
+				depth[l] = depth[u] + 1
+				queue = append(queue, l)
+			}
+		}
+	}
+	return followed - int64(len(reach)-1), extension
+}
+
+func TestAKilledCrawlersRequestsAreCountedOnceAfterTheirLeasesAreReaped(t *testing.T) {
+	c := newCluster(t)
+	// The victim's tree page fetches never get an answer: it dies holding
+	// them. The others get theirs after 20 ms.
+	const victimUA = "victim/1.0"
+	var site atomic.Pointer[testsite.Site]
+	testOver := make(chan struct{})
+	opt := wrapTree("127.0.0.1", &site, func(w http.ResponseWriter, r *http.Request, builtin http.HandlerFunc) {
+		if r.UserAgent() == victimUA {
+			pause(r, time.Hour, testOver)
+			panic(http.ErrAbortHandler)
+		}
+		if !pause(r, 20*time.Millisecond, testOver) {
+			panic(http.ErrAbortHandler)
+		}
+		builtin(w, r)
+	})
+	site.Store(testsite.Start(t, opt, testsite.WithPages(4)))
+	t.Cleanup(func() { close(testOver) })
+	st := site.Load()
+	lease := map[string]string{"LEASE_TIMEOUT": "2", "LEASE_REAP_INTERVAL": "1", "SC_LOG_LEVEL": "INFO"}
+	victim := c.startCrawler(t, "victim", with(lease, "USER_AGENT", victimUA))
+	for i := range 2 {
+		c.startCrawler(t, fmt.Sprintf("survivor-%d", i+1), with(lease, "USER_AGENT", fmt.Sprintf("survivor-%d/1.0", i+1)))
+	}
+	s := c.sample(t, "link", "killed-ledger")
+	seed := crawl("link", st.URL("/"), "killed-ledger", 3)
+	want := testsite.Reachable(seed.URL, 3, notFile, st)
+	c.seed(t, seed)
+	waitFor(t, "the victim to hold two tree pages", 30*time.Second, func() bool {
+		return len(hitsBy(st, func(h testsite.Hit) bool {
+			return h.Host == st.Addr() && h.UserAgent == victimUA && strings.HasPrefix(h.Path, "/page/")
+		})) >= 2
+	})
+	victim.kill()
+	waitFor(t, "the crawl to finish", 90*time.Second, func() bool {
+		p := c.progress(t, "link", "killed-ledger")
+		return p.Done == int64(len(want)) && p.Outstanding() == 0 && p.InFlight == 0
+	})
+	c.drained(t, 10*time.Second, "link")
+	s.check(t, 20)
+	dup, ext := expectedRefusals(seed.URL, 3, notFile, st)
+	n := int64(len(want))
+	wantFields := map[string]int64{
+		"seeds": 1, "enqueued": n - 1, "done": n, "queued": 0, "in_flight": 0,
+		"published": n, "published_truncated": 0, "retried": 0, "fetched:200": n,
+		"refused:duplicate": dup, "refused:extension": ext,
+	}
+	if got := fields(c.progress(t, "link", "killed-ledger")); !maps.Equal(got, wantFields) {
+		t.Fatalf("ledger\n got %v\nwant %v", got, wantFields)
+	}
+}
+
+func TestALoadedCrawlPublishesEachPageOnceAndNoLeaseExpires(t *testing.T) {
+	c := newCluster(t)
+	site := testsite.Start(t, testsite.WithPages(20), testsite.WithTree(6, 3))
+	// A short lease and a Redis kept busy: every renewal and acknowledgement
+	// waits behind other clients' commands.
+	lease := map[string]string{"LEASE_TIMEOUT": "2", "LEASE_REAP_INTERVAL": "0.5", "SC_LOG_LEVEL": "INFO",
+		"CONCURRENT_REQUESTS": "64", "CONCURRENT_REQUESTS_PER_DOMAIN": "64"}
+	var crawlers []*crawler
+	for i := range 3 {
+		crawlers = append(crawlers, c.startCrawler(t, "crawler-"+strconv.Itoa(i), lease))
+	}
+	busy, stopBusy := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for busy.Err() == nil {
+				// Redis does nothing else for a good 100 ms per call.
+				c.rdb.Eval(busy, `local x = 0 for i = 1, 10000000 do x = x + i end return 0`, nil)
+			}
+		})
+	}
+	t.Cleanup(func() { stopBusy(); wg.Wait() })
+	seed := crawl("link", site.URL("/"), "loaded", 4)
+	want := testsite.Reachable(seed.URL, 4, notFile, site)
+	c.seed(t, seed)
+	counts := c.resultsFor(t, "loaded", want, 5*time.Minute)
+	c.drained(t, 60*time.Second, "link")
+	stopBusy()
+	// Late copies count too.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	for {
+		msg, err := c.firehose(t).ReadMessage(ctx)
+		if err != nil {
+			break
+		}
+		var page struct{ URL string }
+		_ = json.Unmarshal(msg.Value, &page)
+		counts[page.URL]++
+	}
+	cancel()
+	var dups []string
+	for u, n := range counts {
+		if n > 1 {
+			dups = append(dups, fmt.Sprintf("%s (%d)", u, n))
+		}
+	}
+	slices.Sort(dups)
+	if len(dups) > 0 {
+		// Say which mechanism sent them twice: a lease lost, or a produce
+		// retried after Kafka had taken it.
+		for _, p := range crawlers {
+			t.Logf("crawler %s: lease lost %v, Kafka send retried %v", p.name,
+				p.out.Contains("Leases expired before"), p.out.Contains("Failed to send to Kafka; retrying"))
+		}
+		t.Errorf("%d of %d pages published more than once: %v", len(dups), len(want), dups)
+	}
+	for _, p := range crawlers {
+		for _, warning := range []string{"expired", "Failed to renew leases"} {
+			if p.out.Contains(warning) {
+				t.Errorf("crawler %s logged %q", p.name, warning)
+			}
+		}
+	}
+	if p := c.progress(t, "link", "loaded"); p.Published != int64(len(want)) || p.Outstanding() != 0 {
+		t.Errorf("ledger: published %d of %d, outstanding %d", p.Published, len(want), p.Outstanding())
+	}
+	t.Logf("%d pages", len(want))
+}

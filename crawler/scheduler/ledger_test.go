@@ -1,0 +1,145 @@
+package scheduler_test
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// seedCounted queues a seed as the Kafka Monitor does, counted in its ledger.
+func seedCounted(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
+	t.Helper()
+	r := &crawlrequest.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
+	member, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	pipe := rdb.TxPipeline()
+	ledger.QueueSeed(ctx, pipe, "link:"+domainOf(url)+":queue", r.Score(), string(member),
+		ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: crawlid}, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Publish(ctx, "link:queue-announce", "link:"+domainOf(url)+":queue")
+}
+
+func readLedger(t *testing.T, rdb *redis.Client, crawlid string) *ledger.Progress {
+	t.Helper()
+	p, err := ledger.Read(context.Background(), rdb, ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: crawlid})
+	if err != nil || p[0] == nil {
+		t.Fatalf("read ledger of %s: %v, %v", crawlid, p, err)
+	}
+	return p[0]
+}
+
+func TestTheLedgerCountsFollowUpsRefusalsAndFatesWithTheirQueueAndLeaseChanges(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	seedCounted(t, f.rdb, "http://a.com/1", "c1", 5)
+	seedCounted(t, f.rdb, "http://a.com/2", "c1", 4)
+	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	crawl := a.Crawl()
+	if crawl != (ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "c1"}) {
+		t.Fatalf("item's crawl %+v", crawl)
+	}
+	kids := []*crawlrequest.Request{
+		a.Request.Follow("http://a.com/x"), a.Request.Follow("http://a.com/x#frag"), a.Request.Follow("http://a.com/1"),
+		a.Request.Follow("http://b.com/y"), a.Request.Follow("not a url"),
+	}
+	got, err := f.sched.Enqueue(ctx, a.Request, kids, map[ledger.Reason]int{ledger.RefusedOffDomain: 2, ledger.RefusedRegex: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefused := map[ledger.Reason]int{ledger.RefusedDuplicate: 2, ledger.RefusedInvalidURL: 1, ledger.RefusedOffDomain: 2, ledger.RefusedRegex: 1}
+	if got.Queued != 2 || !maps.Equal(got.Refused, wantRefused) {
+		t.Fatalf("enqueued %+v, want 2 queued and refused %v", got, wantRefused)
+	}
+	var pub ledger.Tally
+	pub.Fetched(crawl, 200)
+	pub.Published(crawl, true)
+	if err := f.sched.Done(ctx, a, &pub); err != nil {
+		t.Fatal(err)
+	}
+	var retry ledger.Tally
+	retry.Fetched(crawl, 504)
+	retry.Retried(crawl)
+	if err := f.sched.Retry(ctx, b, b.Request.Retry(), &retry); err != nil {
+		t.Fatal(err)
+	}
+	p := readLedger(t, f.rdb, "c1")
+	want := map[string]int64{
+		"seeds": 2, "enqueued": 2, "done": 1, "published": 1, "published_truncated": 1, "retried": 1, "fetched": 2,
+		"queued": 3, "in_flight": 0,
+	}
+	gotFields := map[string]int64{
+		"seeds": p.Seeds, "enqueued": p.Enqueued, "done": p.Done, "published": p.Published, "published_truncated": p.PublishedTruncated,
+		"retried": p.Retried, "fetched": p.Fetched, "queued": p.Queued, "in_flight": p.InFlight,
+	}
+	if !maps.Equal(gotFields, want) {
+		t.Fatalf("ledger %v\nwant %v", gotFields, want)
+	}
+	if !maps.Equal(p.Refused, map[string]int64{"duplicate": 2, "invalid_url": 1, "off_domain": 2, "regex": 1}) ||
+		!maps.Equal(p.StatusCodes, map[string]int64{"200": 1, "504": 1}) {
+		t.Fatalf("refused %v, status codes %v", p.Refused, p.StatusCodes)
+	}
+	var queued int64
+	for _, key := range []string{"link:a.com:queue", "link:b.com:queue"} {
+		queued += f.rdb.ZCard(ctx, key).Val()
+	}
+	if queued != p.Queued {
+		t.Fatalf("%d queued, the ledger says %d", queued, p.Queued)
+	}
+	// A crawl that is stopped counts what it refused, in the same script.
+	f.rdb.SAdd(ctx, rediskeys.BlacklistKey("link"), "testapp||c1")
+	got, err = f.sched.Enqueue(ctx, a.Request, kids[:2], map[ledger.Reason]int{ledger.RefusedExtension: 1})
+	if err != nil || got.Queued != 0 || got.Refused[ledger.RefusedCrawlBlacklisted] != 2 || got.Refused[ledger.RefusedExtension] != 1 {
+		t.Fatalf("enqueued in a stopped crawl: %+v, %v", got, err)
+	}
+	if p := readLedger(t, f.rdb, "c1"); p.Refused["crawl_blacklisted"] != 2 || p.Refused["extension"] != 1 || p.Enqueued != 2 {
+		t.Fatalf("after the stop: refused %v, enqueued %d", p.Refused, p.Enqueued)
+	}
+}
+
+func TestAFateAcknowledgedAfterItsLeaseWasReapedIsTakenBack(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	seedCounted(t, f.rdb, "http://a.com/1", "c2", 5)
+	it := next(t, f.sched, 5*time.Second)
+	// What a reaper does once the lease's deadline passed: the request is
+	// back in its queue.
+	if n, err := f.sched.Leases().Release(ctx, it.LeaseID()); err != nil || n != 1 {
+		t.Fatalf("returned %d, %v", n, err)
+	}
+	var pub ledger.Tally
+	pub.Fetched(it.Crawl(), 200)
+	pub.Published(it.Crawl(), false)
+	if err := f.sched.Done(ctx, it, &pub); err != nil {
+		t.Fatal(err)
+	}
+	p := readLedger(t, f.rdb, "c2")
+	if p.Done != 0 || p.Published != 0 || p.Fetched != 0 || p.Queued != 1 || p.Seeds != 1 {
+		t.Fatalf("ledger after a lost lease's ack: %+v; want its counts taken back, 1 queued", p)
+	}
+	if f.sched.Stats().Lost != 1 {
+		t.Fatalf("lost %d, want 1", f.sched.Stats().Lost)
+	}
+	// Done once more, from the queue: counted once.
+	again := next(t, f.sched, 5*time.Second)
+	if err := f.sched.Done(ctx, again, &pub); err != nil {
+		t.Fatal(err)
+	}
+	if p := readLedger(t, f.rdb, "c2"); p.Done != 1 || p.Published != 1 || p.Outstanding() != 0 {
+		t.Fatalf("ledger after the second crawl: %+v", p)
+	}
+}
