@@ -24,7 +24,7 @@ func TestTextLogLinesNameTheRequestAndTheReason(t *testing.T) {
 		{"the scraped page", `\] INFO: Scraped page url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link .*status_code=200`},
 		{"the page sent to Kafka", `\] INFO: Sent page to Kafka url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link .*success=true`},
 		{"the retry", `\] ERROR: Scraper Retry url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link error="[^"]+" error_reason="[^"]+" retry_count=0 status_code=504`},
-		{"the request given up", `\] ERROR: Gave up retrying the request; dropped url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link error="[^"]+" retry_times=1`},
+		{"the request given up", `\] ERROR: Gave up retrying the request; dropped url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link reason=timeout error="[^"]+" retry_times=1`},
 	} {
 		waitFor(t, want.what+" in the text log", 10*time.Second, func() bool {
 			return regexp.MustCompile(want.re).MatchString(e.log.String())
