@@ -284,8 +284,10 @@ func (t *Tally) Count(c Crawl, field string) int64 {
 }
 
 // Write adds t's counts to pipe, a MULTI (TxPipeline) that also holds the
-// queue or lease changes they count, so both happen at once. A crawl with
-// new work is (again) active and indexed, and its ledger lives ttl from now.
+// queue or lease changes they count, so both happen at once. Every ledger
+// written lives ttl from now (also one first written by a crawler, for a
+// crawl the original's Kafka Monitor seeded); a crawl with new work is
+// (again) active and indexed.
 func (t *Tally) Write(ctx context.Context, pipe redis.Pipeliner, now time.Time, ttl time.Duration) {
 	if t.Empty() {
 		return
@@ -297,10 +299,10 @@ func (t *Tally) Write(ctx context.Context, pipe redis.Pipeliner, now time.Time, 
 			pipe.HIncrBy(ctx, key, f, n)
 		}
 		pipe.HSet(ctx, key, FieldLastActivity, stamp)
+		pipe.Expire(ctx, key, ttl)
 		if e.newWork {
 			pipe.HSetNX(ctx, key, FieldStarted, stamp)
 			pipe.HDel(ctx, key, FieldCompleted)
-			pipe.Expire(ctx, key, ttl)
 			index(ctx, pipe, c, now)
 		}
 	}

@@ -132,6 +132,20 @@ func TestATallyCountsEveryFateAndQueuedPlusInFlightIsWhatIsLeft(t *testing.T) {
 	}
 }
 
+func TestALedgerFirstWrittenByACrawlerExpires(t *testing.T) {
+	rdb := client(t)
+	var tl ledger.Tally
+	tl.Published(crawl, false)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, t0, time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.TTL(ctx, crawl.Key()).Val(); ttl <= 0 || ttl > time.Hour {
+		t.Fatalf("ledger ttl %v, want within an hour", ttl)
+	}
+}
+
 func jsonOf(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
