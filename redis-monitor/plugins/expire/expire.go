@@ -80,8 +80,10 @@ func (m *Monitor) Handle(ctx context.Context, key, _ string) error {
 		return err
 	}
 	// The notification is out: the crawl-complete may follow.
+	// A failed release only delays it: the hold lapses after HoldFor. (An
+	// error here would answer the request twice.)
 	if err := ledger.Release(ctx, m.Redis, crawl, m.holder); err != nil {
-		return err
+		m.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawlID, "error": err.Error()})
 	}
 	answer["success"] = true
 	m.Logger.Info("Sent expired ack to kafka", answer)

@@ -143,17 +143,20 @@ const MaxAppProgress = 1000
 // appProgress is the progress of the app's newest crawls of spiderID, by
 // crawlid, from the ledger's index.
 func appProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (map[string]*ledger.Progress, error) {
-	members, err := rdb.ZRevRange(ctx, rediskeys.LedgerAppCrawlsKey(appID), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("list the crawls of app %s: %w", appID, err)
-	}
+	const page = 1000
 	var crawls []ledger.Crawl
-	for _, m := range members {
-		if c, err := ledger.ParseMember(m); err == nil && c.SpiderID == spiderID && c.AppID == appID {
-			crawls = append(crawls, c)
-			if len(crawls) == MaxAppProgress {
-				break
+	for start := int64(0); len(crawls) < MaxAppProgress; start += page {
+		members, err := rdb.ZRevRange(ctx, rediskeys.LedgerAppCrawlsKey(appID), start, start+page-1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list the crawls of app %s: %w", appID, err)
+		}
+		for _, m := range members {
+			if c, err := ledger.ParseMember(m); err == nil && c.SpiderID == spiderID && c.AppID == appID && len(crawls) < MaxAppProgress {
+				crawls = append(crawls, c)
 			}
+		}
+		if len(members) < page {
+			break
 		}
 	}
 	ps, err := ledger.Read(ctx, rdb, crawls...)
