@@ -306,3 +306,37 @@ func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
 		t.Fatalf("answer:\n%s", gb)
 	}
 }
+
+// An app with more crawls than MaxAppProgress gets the progress of its
+// newest ones only, so that the answer fits a Kafka message.
+func TestAppInfoGivesTheProgressOfTheNewestCrawlsOnly(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	n := info.MaxAppProgress + 5
+	pipe := rdb.TxPipeline()
+	for i := range n {
+		var tl ledger.Tally
+		tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: fmt.Sprintf("c%d", i)}, 1)
+		tl.Enqueued(ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: fmt.Sprintf("w%d", i)}, 1)
+		tl.Write(ctx, pipe, t0.Add(time.Duration(i)*time.Second), time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "info:link:testapp", "u1", 0)
+	if _, err := f.Process(ctx, "info:link:testapp"); err != nil {
+		t.Fatal(err)
+	}
+	progress, _ := only(t, f)["progress"].(map[string]any)
+	if len(progress) != info.MaxAppProgress {
+		t.Fatalf("progress of %d crawls, want %d", len(progress), info.MaxAppProgress)
+	}
+	for i := range 5 {
+		if progress[fmt.Sprintf("c%d", i)] != nil {
+			t.Errorf("the oldest crawl c%d is in the answer", i)
+		}
+	}
+	if progress[fmt.Sprintf("c%d", n-1)] == nil {
+		t.Error("the newest crawl is missing")
+	}
+}
