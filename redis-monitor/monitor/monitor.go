@@ -20,6 +20,10 @@
 // plugin that cannot reach a service of its own (the zookeeper plugin and
 // ZooKeeper) says its keys are not ready, or returns plugin.ErrUnavailable,
 // so they stay, untouched, until it is back.
+//
+// Beside the cycles, every LEDGER_COMPLETE_INTERVAL the monitor looks for
+// crawls whose ledger says nothing is left and publishes one crawl-complete
+// for each (see complete.go and scutils/ledger).
 package monitor
 
 import (
@@ -37,6 +41,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -60,9 +65,13 @@ type Monitor struct {
 	idle     time.Duration
 	grace    time.Duration
 
-	handled atomic.Int64 // requests handled successfully
-	failed  atomic.Int64 // failed attempts
-	dropped atomic.Int64 // requests given up after their retries
+	completer     *ledger.Completer
+	completeEvery time.Duration
+
+	handled   atomic.Int64 // requests handled successfully
+	completed atomic.Int64 // crawl-complete messages published
+	failed    atomic.Int64 // failed attempts
+	dropped   atomic.Int64 // requests given up after their retries
 }
 
 // New loads and sets up the enabled plugins and the stats collectors. rdb is
@@ -90,6 +99,14 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if m.lockTTL < 100*time.Millisecond {
 		return nil, fmt.Errorf("setting REDIS_LOCK_EXPIRATION: must be at least 0.1 seconds, got %v", m.lockTTL)
 	}
+	ttl, err := ledger.TTLFromSettings(s)
+	if err != nil {
+		return nil, err
+	}
+	if m.completeEvery = s.Seconds(ledger.SettingCompleteInterval); m.completeEvery <= 0 {
+		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.SettingCompleteInterval, m.completeEvery)
+	}
+	m.completer = ledger.NewCompleter(rdb, m.id, ttl)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
@@ -169,6 +186,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
 		go m.dumpLoop(bg, every)
 	}
+	completing := make(chan struct{})
+	go func() {
+		defer close(completing)
+		m.completeLoop(ctx, work)
+	}()
+	defer func() { <-completing }() // a crawl-complete in hand is sent before Close
 	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugin_count": len(m.plugins)})
 
 	backoff := 100 * time.Millisecond

@@ -3,6 +3,7 @@ package monitor
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
@@ -29,8 +30,10 @@ import (
 //	STATS_DUMP_CRAWL       true   also dump the crawlers' stats
 //	STATS_DUMP_QUEUE       true   also dump the queue backlog
 //	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
+//	LEDGER_TTL             604800 (Go) seconds a completed crawl's ledger is kept (ledger.Defaults)
+//	LEDGER_COMPLETE_INTERVAL 1    (Go) seconds between looks for finished crawls (ledger.Defaults)
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), ledger.Defaults(), settings.Defaults{
 		"SLEEP_TIME":            0.1,
 		"RETRY_FAILURES":        true,
 		"RETRY_FAILURES_MAX":    3,

@@ -47,7 +47,17 @@ func (svc *Service) route(w http.ResponseWriter, r *http.Request) {
 		if allow(w, r, http.MethodPost) {
 			svc.poll(w, r)
 		}
+	case "/crawls":
+		if allow(w, r, http.MethodGet, http.MethodHead) {
+			svc.crawls(w, r)
+		}
 	default:
+		if strings.HasPrefix(r.URL.Path, crawlsPrefix) && len(r.URL.Path) > len(crawlsPrefix) {
+			if allow(w, r, http.MethodGet, http.MethodHead) {
+				svc.crawl(w, r)
+			}
+			return
+		}
 		svc.log.Info("Non-existant route called", logfactory.Extra{"path": r.URL.Path, "method": r.Method})
 		writeFailure(w, http.StatusNotFound, msgDoesNotExist, "")
 	}

@@ -6,6 +6,8 @@
 //	POST /feed   validate a request against the Kafka Monitor's schemas and send it to the
 //	             incoming topic; for a request with a uuid, wait for its answer
 //	POST /poll   an answer /feed stopped waiting for, by {"poll_id": <uuid>}
+//	GET /crawls  (Go) crawls with their progress, newest first, from the crawl ledger
+//	GET /crawls/<crawlid>  (Go) one crawl's progress and what each domain queue holds of it
 //
 // Every answer but the index's is wrapped as {"data", "error", "status"}.
 // One consumer of the outbound topic per service feeds the waiting /feed
@@ -50,6 +52,7 @@ var pollSchemaJSON []byte
 type Service struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
+	rdb      *redis.Client
 	id       string
 	started  time.Time
 
@@ -104,7 +107,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	host, _ := os.Hostname()
 	svc := &Service{
-		settings: s, log: log, id: heartbeat.NewID(), started: time.Now(),
+		settings: s, log: log, rdb: rdb, id: heartbeat.NewID(), started: time.Now(),
 		plugins: plugins, pollSchema: pollSchema, waiters: answers.NewWaiters(),
 		waitFor:   s.Seconds("WAIT_FOR_RESPONSE_TIME"),
 		feedLimit: s.Seconds("KAFKA_FEED_TIMEOUT"),
@@ -177,7 +180,7 @@ func (svc *Service) RedisConnected() bool { return svc.redisLink.connected() }
 // Waiting returns how many /feed requests are waiting for answers.
 func (svc *Service) Waiting() int { return svc.waiters.Len() }
 
-// Handler returns the service's HTTP handler (/, /feed, /poll).
+// Handler returns the service's HTTP handler (/, /feed, /poll, /crawls).
 func (svc *Service) Handler() http.Handler {
 	var h http.Handler = http.HandlerFunc(svc.route)
 	if svc.accessLog != nil {

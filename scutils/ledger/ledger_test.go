@@ -192,7 +192,7 @@ func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
 	}
 	pipe = rdb.TxPipeline()
 	cmds := ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", crawl, ledger.PurgedExpire, append(members[:2:2], `{"gone":1}`), t0)
-	ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire)
+	ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire, "expirer", t0, t0.Add(time.Minute))
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
 	other := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "python"}
 	pipe = rdb.TxPipeline()
 	ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", other, ledger.PurgedStop, members[2:], t0)
-	ledger.EndedBy(ctx, pipe, other, ledger.PurgedStop)
+	ledger.EndedBy(ctx, pipe, other, ledger.PurgedStop, "stopper", t0, t0.Add(time.Minute))
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +321,91 @@ func TestWorkArrivingWhileACompletionIsPublishedKeepsTheCrawlActive(t *testing.T
 	}
 	if n := rdb.ZCard(ctx, rediskeys.LedgerActiveKey).Val(); n != 1 {
 		t.Fatal("the crawl left the active set with work outstanding")
+	}
+}
+
+// A stop purges the crawl's last queued requests: no completer may claim
+// it (and publish "finished", or publish before the stop's own answer)
+// until the stop releases it; then it completes as stopped.
+func TestAnEndingHoldsCompletersOffUntilItsAnswerIsOut(t *testing.T) {
+	rdb := client(t)
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	completer := ledger.NewCompleter(rdb, "monitor", time.Hour)
+	member := `{"url":"http://example.com/","appid":"app","crawlid":"c1"}`
+	seed(t, rdb, crawl, member)
+	now := time.Now()
+	pipe := rdb.TxPipeline()
+	ended := ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
+	ledger.PurgeQueued(ctx, pipe, rediskeys.QueueKey("link", "example.com"), crawl, ledger.PurgedStop, []string{member}, now)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ended.Int(); n != 1 {
+		t.Fatalf("EndedBy = %d, want 1 (recorded)", n)
+	}
+	if fs := finishAll(t, completer); len(fs) != 0 {
+		t.Fatalf("claimed %v while the stop holds the crawl", fs)
+	}
+	if err := ledger.Release(ctx, rdb, crawl, "another"); err != nil {
+		t.Fatal(err)
+	}
+	if fs := finishAll(t, completer); len(fs) != 0 {
+		t.Fatal("another holder's release let the crawl be claimed")
+	}
+	if err := ledger.Release(ctx, rdb, crawl, "stopper"); err != nil {
+		t.Fatal(err)
+	}
+	fs := finishAll(t, completer)
+	if len(fs) != 1 || fs[0].Progress.Reason() != "stopped" || fs[0].Progress.Purged["stop"] != 1 {
+		t.Fatalf("finished %+v, want the crawl, stopped with 1 purged", fs)
+	}
+	// A stop of the completed crawl records nothing: it finished as it did.
+	pipe = rdb.TxPipeline()
+	ended = ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire, "expirer", now, now.Add(time.Minute))
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ended.Int(); n != 0 {
+		t.Fatalf("EndedBy on a completed crawl = %d, want 0", n)
+	}
+	if p := mustRead(t, rdb, crawl); p.EndedBy != "stop" || p.State != ledger.StateComplete {
+		t.Fatalf("progress %+v, want complete and ended by the stop", p)
+	}
+}
+
+// A crawl a completer is publishing as finished stays finished: an ending
+// arriving meanwhile records nothing.
+func TestAnEndingDuringACompletionRecordsNothing(t *testing.T) {
+	rdb := client(t)
+	completer := ledger.NewCompleter(rdb, "monitor", time.Hour)
+	var tl ledger.Tally
+	tl.Enqueued(crawl, 1)
+	tl.Published(crawl, false)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, time.Now(), time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := completer.Claim(ctx)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("claim: %v %v", fs, err)
+	}
+	now := time.Now()
+	pipe = rdb.TxPipeline()
+	ended := ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ended.Int(); n != 0 {
+		t.Fatalf("EndedBy = %d during a completion, want 0", n)
+	}
+	if err := completer.Finish(ctx, fs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if p := mustRead(t, rdb, crawl); p.State != ledger.StateComplete || p.Reason() != "finished" {
+		t.Fatalf("progress %+v, want complete and finished", p)
 	}
 }
 

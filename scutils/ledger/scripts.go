@@ -93,12 +93,61 @@ func PurgeQueued(ctx context.Context, pipe redis.Pipeliner, queue string, c Craw
 	return cmds
 }
 
+// endScript records that a stop or an expire ended a crawl and holds
+// completers off it (a claim, as a completer's) while the action purges the
+// crawl and answers. Nothing is recorded for a crawl without a ledger, one
+// already completed, or one whose crawl-complete a completer is publishing
+// right now: that crawl finished before the action came.
+//
+// KEYS[1] ledger; ARGV[1] purge, ARGV[2] now (epoch seconds), ARGV[3] hold
+// "<holder>|<deadline>", ARGV[4] holder
+const endScript = `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+local v = redis.call('HMGET', KEYS[1], 'completed', 'completing')
+if v[1] then
+  return 0
+end
+if v[2] and string.sub(v[2], 1, #ARGV[4] + 1) ~= ARGV[4] .. '|' then
+  local deadline = tonumber(string.match(v[2], '|([^|]*)$'))
+  if deadline and deadline > tonumber(ARGV[2]) then
+    return 0
+  end
+end
+redis.call('HSET', KEYS[1], 'ended_by', ARGV[1], 'completing', ARGV[3])
+return 1
+`
+
 // EndedBy records, in pipe, that p (a stop or an expire) ended c: its
-// crawl-complete then says "stopped" or "expired".
-func EndedBy(ctx context.Context, pipe redis.Pipeliner, c Crawl, p Purge) {
-	// Only an existing ledger: HSET alone would create one without seeds.
-	pipe.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HSET', KEYS[1], 'ended_by', ARGV[1]) end return 0`,
-		[]string{c.Key()}, string(p))
+// crawl-complete then says "stopped" or "expired". Add it before the
+// purge, so that no completer sees the purged crawl finished first. It
+// also holds completers off c until Release(holder) or until, so that the
+// action's own answer goes out before the crawl-complete; holder names
+// the one ending it (one id per monitor: its retry takes the hold over).
+// The command's result is 1 when recorded, 0 for a crawl without a ledger,
+// completed already, or being completed right now.
+func EndedBy(ctx context.Context, pipe redis.Pipeliner, c Crawl, p Purge, holder string, now, until time.Time) *redis.Cmd {
+	return pipe.Eval(ctx, endScript, []string{c.Key()}, string(p), Stamp(now), holder+"|"+Stamp(until), holder)
+}
+
+// releaseScript ends a hold of EndedBy. KEYS[1] ledger; ARGV[1] holder
+const releaseScript = `
+local v = redis.call('HGET', KEYS[1], 'completing')
+if v and string.sub(v, 1, #ARGV[1] + 1) == ARGV[1] .. '|' then
+  redis.call('HDEL', KEYS[1], 'completing')
+  return 1
+end
+return 0
+`
+
+// Release lets completers claim c again once the action that ended it
+// (EndedBy with holder) has answered.
+func Release(ctx context.Context, rdb redis.Cmdable, c Crawl, holder string) error {
+	if err := rdb.Eval(ctx, releaseScript, []string{c.Key()}, holder).Err(); err != nil && err != redis.Nil {
+		return fmt.Errorf("release the end of crawl %s: %w", c.CrawlID, err)
+	}
+	return nil
 }
 
 // LoadScripts loads the ledger's scripts into Redis. A script added to a

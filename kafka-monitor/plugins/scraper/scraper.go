@@ -1,7 +1,8 @@
 // Package scraper is the Kafka Monitor's crawl request plugin (the original's
 // ScraperHandler): it queues a valid crawl request in its spider's domain
-// queue, sets the crawl's timeout key when it expires, and announces a new
-// domain queue to crawlers at once.
+// queue, counting it as a seed in the crawl's ledger in the same step (see
+// scutils/ledger), sets the crawl's timeout key when it expires, and
+// announces a new domain queue to crawlers at once.
 package scraper
 
 import (
@@ -9,12 +10,15 @@ import (
 	_ "embed"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -31,11 +35,18 @@ const AnnounceInterval = 10 * time.Second
 
 func init() { plugin.Register(Key, func() plugin.Plugin { return &Handler{} }) }
 
-// Handler queues crawl requests.
+// Handler queues crawl requests. It must be Setup before it handles one.
 type Handler struct {
 	mu        sync.Mutex
 	announced map[string]time.Time // queue key -> when its announcement was stored
 	pending   map[string]bool      // announced on a pipeline not stored yet
+
+	rdb *redis.Client
+	ttl time.Duration // LEDGER_TTL
+	// reload says the ledger's scripts must be loaded before the next
+	// write: they could not be at Setup, or a write failed, possibly with
+	// NOSCRIPT (Redis restarted without its script cache).
+	reload atomic.Bool
 }
 
 // Name is the stats name.
@@ -44,14 +55,28 @@ func (h *Handler) Name() string { return "ScraperHandler" }
 // Schema is the crawl request schema.
 func (h *Handler) Schema() []byte { return schema }
 
-// Setup needs nothing.
-func (h *Handler) Setup(context.Context, plugin.Env) error { return nil }
+// Setup reads LEDGER_TTL and loads the ledger's scripts into Redis. When
+// Redis cannot be reached yet, the first request loads them.
+func (h *Handler) Setup(ctx context.Context, env plugin.Env) error {
+	ttl, err := ledger.TTLFromSettings(env.Settings)
+	if err != nil {
+		return err
+	}
+	h.rdb, h.ttl = env.Redis, ttl
+	if err := ledger.LoadScripts(ctx, env.Redis); err != nil {
+		h.reload.Store(true)
+		env.Logger.Warning("Could not load the ledger scripts; the first request will", logfactory.Extra{"error": err.Error()})
+	}
+	return nil
+}
 
 // Handle queues the request at <spiderid>:<domain>:queue with score
-// -priority. The member is the request as the original writes it (every
-// field the schema has, defaults filled in, keys sorted), read and written
-// with the shared crawl request codec, so the Kafka Monitor queues nothing a
-// crawler cannot read.
+// -priority, and counts it as a seed of its crawl's ledger in the same
+// script (ledger.QueueSeed: a request queued already is neither queued nor
+// counted again, so a retried batch counts nothing twice). The member is
+// the request as the original writes it (every field the schema has,
+// defaults filled in, keys sorted), read and written with the shared crawl
+// request codec, so the Kafka Monitor queues nothing a crawler cannot read.
 func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
 	key, spider, err := queueKey(req)
 	if err != nil {
@@ -69,7 +94,14 @@ func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipel
 	if err != nil {
 		return "", plugin.Reject("encode request: %v", err)
 	}
-	tx.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member})
+	if h.reload.Load() {
+		if err := ledger.LoadScripts(ctx, h.rdb); err != nil {
+			return "", err // Redis is away: the monitor retries
+		}
+		h.reload.Store(false)
+	}
+	crawl := ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID}
+	ledger.QueueSeed(ctx, tx, key, r.Score(), string(member), crawl, time.Now(), h.ttl)
 	if r.Expires != 0 {
 		// The timeout key holds expires as written, whatever its size.
 		expires, _ := req[crawlrequest.FieldExpires].(json.Number)
@@ -109,8 +141,10 @@ func (h *Handler) announceDue(key string) bool {
 }
 
 // NotStored forgets a pending announcement whose write failed, so the
-// retry announces the queue again.
+// retry announces the queue again, and has the retry load the ledger's
+// scripts first (the write may have failed with NOSCRIPT).
 func (h *Handler) NotStored(req plugin.Request) {
+	h.reload.Store(true)
 	h.mu.Lock()
 	none := len(h.pending) == 0
 	h.mu.Unlock()

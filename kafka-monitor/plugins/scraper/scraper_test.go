@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,13 +18,23 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest/crawlrequesttest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // request builds a request the way the monitor does.
 func request(t testing.TB, raw string) plugin.Request {
 	t.Helper()
-	return plugintest.Request(t, &scraper.Handler{}, raw)
+	return plugintest.Request(t, &scraper.Handler{}, raw) // only its schema
+}
+
+// newHandler is a handler set up as the monitor sets it up, with c.
+func newHandler(t testing.TB, c *redis.Client) *scraper.Handler {
+	t.Helper()
+	h := &scraper.Handler{}
+	plugintest.Setup(t, h, c, ledger.Defaults(), nil)
+	return h
 }
 
 // handle runs h on one pipeline, executes it and confirms the request was
@@ -34,7 +45,7 @@ func handle(t *testing.T, h plugin.Plugin, c *redis.Client, req plugin.Request) 
 }
 
 // dump is everything in Redis: strings by value, sorted sets as
-// "member @ score" in rank order.
+// "member @ score" in rank order, hashes as maps.
 func dump(t *testing.T, c *redis.Client) map[string]any {
 	t.Helper()
 	ctx := context.Background()
@@ -53,8 +64,22 @@ func dump(t *testing.T, c *redis.Client) map[string]any {
 				zs = append(zs, fmt.Sprintf("%v @ %v", z.Member, z.Score))
 			}
 			out[k] = zs
+		case "hash":
+			out[k] = c.HGetAll(ctx, k).Val()
 		default:
 			out[k] = typ
+		}
+	}
+	return out
+}
+
+// queueKeys are the keys in Redis but the crawl ledger's (checked on their own).
+func queueKeys(t *testing.T, c *redis.Client) []string {
+	t.Helper()
+	var out []string
+	for _, k := range c.Keys(context.Background(), "*").Val() {
+		if !strings.HasPrefix(k, "ledger:") {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -74,7 +99,7 @@ func decodeNumbers(t *testing.T, s string) map[string]any {
 func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","priority":5}`)
-	if err := handle(t, &scraper.Handler{}, c, req); err != nil {
+	if err := handle(t, newHandler(t, c), c, req); err != nil {
 		t.Fatal(err)
 	}
 
@@ -93,7 +118,7 @@ func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
 	if encoded, _ := json.Marshal(req); member != string(encoded) {
 		t.Errorf("member = %s, want the JSON of the filled request %s", member, encoded)
 	}
-	if keys := c.Keys(context.Background(), "*").Val(); len(keys) != 1 {
+	if keys := queueKeys(t, c); len(keys) != 1 {
 		t.Errorf("keys = %v, want only the queue (expires 0 sets no timeout)", keys)
 	}
 }
@@ -104,7 +129,7 @@ func TestHandleQueuesEveryFieldAsGiven(t *testing.T) {
 		"priority":100,"maxdepth":3,"domain_max_pages":2000,"allowed_domains":["example.com","example.org"],
 		"allow_regex":[".*news.*"],"deny_regex":[".*login.*"],"deny_extensions":["pdf"],"expires":1893456000,
 		"useragent":"Mozilla/5.0 ☃","cookie":"a=b; c=d","attrs":{"nested":{"list":[1,2.5,null,"😀"]},"n":-7}}`
-	if err := handle(t, &scraper.Handler{}, c, request(t, raw)); err != nil {
+	if err := handle(t, newHandler(t, c), c, request(t, raw)); err != nil {
 		t.Fatal(err)
 	}
 	zs := c.ZRangeWithScores(context.Background(), "wandering:example.com:queue", 0, -1).Val()
@@ -134,7 +159,7 @@ func TestHandleWritesTheSharedFixturesOfTheKafkaMonitorsFormByteForByte(t *testi
 			if err := r.FlushAll(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if err := handle(t, &scraper.Handler{}, c, request(t, m.Fed)); err != nil {
+			if err := handle(t, newHandler(t, c), c, request(t, m.Fed)); err != nil {
 				t.Fatal(err)
 			}
 			key, err := rediskeys.QueueKeyForURL(m.Request.SpiderID, m.Request.URL)
@@ -157,7 +182,7 @@ func TestHandleWritesTheSharedFixturesOfTheKafkaMonitorsFormByteForByte(t *testi
 func TestHandleRejectsAnExpiresBeyondAnyFloat(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","expires":1`+strings.Repeat("0", 400)+`}`)
-	err := handle(t, &scraper.Handler{}, c, req)
+	err := handle(t, newHandler(t, c), c, req)
 	if !plugin.IsReject(err) || !strings.Contains(err.Error(), "expires is not a number") {
 		t.Fatalf("Handle = %v, want a rejection saying expires is not a number", err)
 	}
@@ -189,7 +214,7 @@ func TestHandleSetsTimeoutKeyOnlyWhenExpiresIsNotZero(t *testing.T) {
 			if tc.expires != "" {
 				raw += `,"expires":` + tc.expires
 			}
-			if err := handle(t, &scraper.Handler{}, c, request(t, raw+"}")); err != nil {
+			if err := handle(t, newHandler(t, c), c, request(t, raw+"}")); err != nil {
 				t.Fatal(err)
 			}
 			got, err := c.Get(context.Background(), rediskeys.TimeoutKey("link", "testapp", "abc123")).Result()
@@ -205,7 +230,7 @@ func TestHandleSetsTimeoutKeyOnlyWhenExpiresIsNotZero(t *testing.T) {
 
 func TestHandleOrdersTheQueueByPriority(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
-	h := &scraper.Handler{}
+	h := newHandler(t, c)
 	for _, p := range []string{"1", "100", "50"} {
 		raw := `{"url":"http://example.com/` + p + `","appid":"testapp","crawlid":"c` + p + `","priority":` + p + `}`
 		if err := handle(t, h, c, request(t, raw)); err != nil {
@@ -240,10 +265,10 @@ func TestHandleKeysTheQueueByRegisteredDomain(t *testing.T) {
 			if tc.spider != "" {
 				raw += `,"spiderid":"` + tc.spider + `"`
 			}
-			if err := handle(t, &scraper.Handler{}, c, request(t, raw+"}")); err != nil {
+			if err := handle(t, newHandler(t, c), c, request(t, raw+"}")); err != nil {
 				t.Fatal(err)
 			}
-			if keys := c.Keys(context.Background(), "*").Val(); !reflect.DeepEqual(keys, []string{tc.key}) {
+			if keys := queueKeys(t, c); !reflect.DeepEqual(keys, []string{tc.key}) {
 				t.Errorf("keys = %v, want [%s]", keys, tc.key)
 			}
 		})
@@ -255,7 +280,7 @@ func TestHandleRejectsURLsWithoutHTTPHost(t *testing.T) {
 	for _, url := range []string{"ftp://example.com/file", "http://", "not a url", "", "/relative/path", "mailto:a@example.com", "http://%zz"} {
 		t.Run(strconv.Quote(url), func(t *testing.T) {
 			req := request(t, `{"url":"`+url+`","appid":"testapp","crawlid":"abc123","expires":1893456000}`)
-			err := handle(t, &scraper.Handler{}, c, req)
+			err := handle(t, newHandler(t, c), c, req)
 			if !plugin.IsReject(err) {
 				t.Errorf("Handle(url %q) = %v, want a rejection", url, err)
 			}
@@ -303,7 +328,7 @@ func subscribe(t *testing.T, c *redis.Client, spider string) func() []string {
 func TestHandleAnnouncesANewQueueOnceWithinTheInterval(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	received := subscribe(t, c, "link")
-	h := &scraper.Handler{}
+	h := newHandler(t, c)
 	for _, raw := range []string{
 		`{"url":"http://example.com/1","appid":"testapp","crawlid":"c1"}`,
 		`{"url":"http://example.com/2","appid":"testapp","crawlid":"c2"}`,
@@ -326,7 +351,7 @@ func TestHandleAnnouncesANewQueueOnceWithinTheInterval(t *testing.T) {
 func TestHandleAnnouncesAgainWhenTheFirstWriteFailed(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	received := subscribe(t, c, "link")
-	h := &scraper.Handler{}
+	h := newHandler(t, c)
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123"}`)
 
 	failed := c.Pipeline()
@@ -346,14 +371,15 @@ func TestHandleAnnouncesAgainWhenTheFirstWriteFailed(t *testing.T) {
 
 func TestHandleTwiceLeavesTheSameState(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
-	h := &scraper.Handler{}
+	h := newHandler(t, c)
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","priority":7,"expires":1893456000,"attrs":{"b":1,"a":[2]}}`)
 	if err := handle(t, h, c, req); err != nil {
 		t.Fatal(err)
 	}
 	first := dump(t, c)
-	if len(first) != 2 {
-		t.Fatalf("after one Handle Redis holds %v, want the queue and the timeout key", first)
+	// The queue, the timeout key, the ledger and its three index sets.
+	if len(first) != 6 {
+		t.Fatalf("after one Handle Redis holds %v, want the queue, the timeout key and the crawl's ledger", first)
 	}
 	if err := handle(t, h, c, req); err != nil {
 		t.Fatal(err)
@@ -362,10 +388,90 @@ func TestHandleTwiceLeavesTheSameState(t *testing.T) {
 		t.Errorf("after a repeated Handle Redis holds\n%v\nwant as after the first\n%v", second, first)
 	}
 	// A fresh handler (a restarted monitor) writes the same bytes too.
-	if err := handle(t, &scraper.Handler{}, c, request(t, `{"attrs":{"a":[2],"b":1},"expires":1893456000,"priority":7,"crawlid":"abc123","appid":"testapp","url":"http://example.com"}`)); err != nil {
+	if err := handle(t, newHandler(t, c), c, request(t, `{"attrs":{"a":[2],"b":1},"expires":1893456000,"priority":7,"crawlid":"abc123","appid":"testapp","url":"http://example.com"}`)); err != nil {
 		t.Fatal(err)
 	}
 	if third := dump(t, c); !reflect.DeepEqual(first, third) {
 		t.Errorf("the same request with its fields in another order left\n%v\nwant\n%v", third, first)
+	}
+}
+
+func TestHandleCountsTheSeedInItsCrawlsLedgerWithTheQueueWrite(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	ctx := context.Background()
+	h := newHandler(t, c)
+	before := time.Now().Add(-time.Second)
+	for _, raw := range []string{
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"abc123","spiderid":"wandering"}`,
+		`{"url":"http://example.org/2","appid":"testapp","crawlid":"abc123","spiderid":"wandering"}`,
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"abc123","spiderid":"wandering"}`, // the same member again
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"other","spiderid":"wandering"}`,
+	} {
+		if err := handle(t, h, c, request(t, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crawl := ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: "abc123"}
+	ps, err := ledger.Read(ctx, c, crawl, ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ps[0]; p == nil || p.Seeds != 2 || p.Queued != 2 || p.Done != 0 || p.State != ledger.StateRunning {
+		t.Fatalf("abc123's progress %+v, want 2 seeds queued (the member fed twice counted once), running", p)
+	}
+	if p := ps[1]; p == nil || p.Seeds != 1 {
+		t.Fatalf("other's progress %+v, want 1 seed", p)
+	}
+	if started := ps[0].Started; started < float64(before.Unix()) || started > float64(time.Now().Unix()+1) {
+		t.Errorf("started %v, want about now", started)
+	}
+	if ttl := c.TTL(ctx, crawl.Key()).Val(); ttl <= ledger.DefaultTTL-time.Minute || ttl > ledger.DefaultTTL {
+		t.Errorf("the ledger lives %v, want LEDGER_TTL's default %v", ttl, ledger.DefaultTTL)
+	}
+	for _, key := range []string{rediskeys.LedgerActiveKey, rediskeys.LedgerCrawlsKey, rediskeys.LedgerAppCrawlsKey("testapp")} {
+		if got := c.ZRange(ctx, key, 0, -1).Val(); !slices.Contains(got, crawl.Member()) || len(got) != 2 {
+			t.Errorf("%s = %v, want both crawls", key, got)
+		}
+	}
+}
+
+// A Redis restarted without its script cache answers the pipeline's
+// EVALSHA with NOSCRIPT: the monitor retries the batch, and the retry loads
+// the scripts and stores the request, counted once.
+func TestHandleLoadsTheLedgerScriptsAgainAfterNoscript(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	ctx := context.Background()
+	h := newHandler(t, c)
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123"}`)
+	pipe := c.Pipeline()
+	if _, err := h.Handle(ctx, req, pipe); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pipe.Exec(ctx); !ledger.IsNoScript(err) {
+		t.Fatalf("exec after SCRIPT FLUSH = %v, want NOSCRIPT", err)
+	}
+	h.NotStored(req)
+	if err := handle(t, h, c, req); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.ZCard(ctx, "link:example.com:queue").Val(); n != 1 {
+		t.Errorf("queue holds %d, want 1", n)
+	}
+	if got := c.HGet(ctx, ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "abc123"}.Key(), ledger.FieldSeeds).Val(); got != "1" {
+		t.Errorf("seeds = %q, want 1", got)
+	}
+}
+
+func TestSetupRefusesALedgerTTLBelowOneSecond(t *testing.T) {
+	s, err := settings.Load(ledger.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{ledger.SettingTTL: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = (&scraper.Handler{}).Setup(context.Background(), plugin.Env{Settings: s})
+	if err == nil || !strings.Contains(err.Error(), ledger.SettingTTL) {
+		t.Fatalf("Setup with LEDGER_TTL 0 = %v, want an error naming the setting", err)
 	}
 }

@@ -2,7 +2,10 @@
 // ExpireMonitor): a timeout:<spiderid>:<appid>:<crawlid> key holds the
 // epoch time a crawl must end. Until then the key is left alone; after it,
 // the crawl is blacklisted and purged as by stop, the key is removed and an
-// "expired" notification with total_expired is published.
+// "expired" notification with total_expired is published. A crawl with a
+// ledger is recorded as ended by the expire and its purged requests counted
+// (purged:expire), so its crawl-complete, published after the expired
+// notification, says "expired".
 package expire
 
 import (
@@ -13,6 +16,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -22,7 +26,16 @@ const Key = "plugins.expire_monitor.ExpireMonitor"
 func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
 
 // Monitor expires crawls.
-type Monitor struct{ plugin.Base }
+type Monitor struct {
+	plugin.Base
+	holder string // this plugin's id as it holds ended crawls (ledger.EndedBy)
+}
+
+// Setup keeps env and picks the plugin's holder id.
+func (m *Monitor) Setup(ctx context.Context, env plugin.Env) error {
+	m.holder = stop.NewHolder("expire")
+	return m.Base.Setup(ctx, env)
+}
 
 // Name is the stats name.
 func (*Monitor) Name() string { return "ExpireMonitor" }
@@ -52,7 +65,8 @@ func (m *Monitor) Handle(ctx context.Context, key, _ string) error {
 	extra := logfactory.Extra{"action": "expire", "appid": appID, "spiderid": spiderID, "crawlid": crawlID}
 	m.Logger.Info("Expiring crawl found", extra)
 
-	expired, err := stop.Halt(ctx, m.Redis, spiderID, appID, crawlID)
+	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
+	expired, err := stop.Halt(ctx, m.Redis, crawl, ledger.PurgedExpire, m.holder, m.Now())
 	if err != nil {
 		return err
 	}
@@ -64,6 +78,12 @@ func (m *Monitor) Handle(ctx context.Context, key, _ string) error {
 		answer["success"] = false
 		m.Logger.Error("Failed to send expired ack to kafka", answer)
 		return err
+	}
+	// The notification is out: the crawl-complete may follow.
+	// A failed release only delays it: the hold lapses after HoldFor. (An
+	// error here would answer the request twice.)
+	if err := ledger.Release(ctx, m.Redis, crawl, m.holder); err != nil {
+		m.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawlID, "error": err.Error()})
 	}
 	answer["success"] = true
 	m.Logger.Info("Sent expired ack to kafka", answer)

@@ -3,6 +3,7 @@ package expire_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"reflect"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 var redisServer *harness.Redis
@@ -67,5 +69,53 @@ func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
 	rdb.Set(context.Background(), "timeout:link:a:b", "soon", 0)
 	if _, err := f.Process(context.Background(), "timeout:link:a:b"); err == nil {
 		t.Fatal("no error for a value that is not a time")
+	}
+}
+
+// An expire of a crawl with a ledger notifies exactly as the original,
+// counts the purged requests (purged:expire) and records the expire, so the
+// crawl-complete that follows says "expired".
+func TestExpireOfACrawlWithALedgerCountsThePurgeAndEndsIt(t *testing.T) {
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
+	deadline := f.Clock.Add(time.Minute)
+	crawl := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ist234"}
+	pipe := rdb.Pipeline()
+	for i := range 12 {
+		ledger.QueueSeed(ctx, pipe, "link:a.com:queue", -1,
+			fmt.Sprintf(`{"url":"http://a.com/%d","appid":"testapp","crawlid":"ist234","priority":1,"expires":%d}`, i, deadline.Unix()), crawl, f.Clock, time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key := "timeout:link:testapp:ist234"
+	rdb.Set(ctx, key, deadline.Unix(), 0)
+	f.Clock = deadline.Add(time.Second)
+	if handled, err := f.Process(ctx, key); !handled || err != nil {
+		t.Fatalf("handled %v, %v after the deadline", handled, err)
+	}
+	var want map[string]any
+	_ = json.Unmarshal([]byte(`{"total_expired": 12, "server_time": 1767323106, "crawlid": "ist234",
+		"spiderid": "link", "appid": "testapp", "action": "expired"}`), &want)
+	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Fatalf("published %v", got)
+	}
+	ps, err := ledger.Read(ctx, rdb, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ps[0]; p.Purged["expire"] != 12 || p.Done != 12 || p.Queued != 0 || p.EndedBy != "expire" {
+		t.Fatalf("progress %+v, want 12 purged by the expire, done, ended by it", p)
+	}
+	fs, err := ledger.NewCompleter(rdb, "monitor", time.Hour).Claim(ctx)
+	if err != nil || len(fs) != 1 || fs[0].Progress.Reason() != "expired" {
+		t.Fatalf("the completer claimed %+v (%v), want the crawl, expired", fs, err)
 	}
 }

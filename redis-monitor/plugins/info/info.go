@@ -1,7 +1,8 @@
 // Package info is the Redis Monitor's info plugin (the original's
 // InfoMonitor): it answers info:<spiderid>:<appid> (every crawl of the app)
 // and info:<spiderid>:<appid>:<crawlid> (one crawl) with what the spider's
-// domain queues hold, in the Action API's shapes.
+// domain queues hold, in the Action API's shapes, plus (Go) the progress
+// of the crawls that have a ledger (scutils/ledger).
 package info
 
 import (
@@ -13,7 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
-	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/queues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -68,26 +70,7 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 }
 
 // DomainInfo is one domain's share of a crawl's pending requests.
-type DomainInfo struct {
-	Total        int         `json:"total"`
-	HighPriority json.Number `json:"high_priority"`
-	LowPriority  json.Number `json:"low_priority"`
-	high, low    float64
-}
-
-func (d *DomainInfo) add(p json.Number) {
-	f, err := p.Float64()
-	if err != nil { // a request without a numeric priority
-		p, f = "0", 0
-	}
-	if d.Total == 0 || f > d.high {
-		d.high, d.HighPriority = f, p
-	}
-	if d.Total == 0 || f < d.low {
-		d.low, d.LowPriority = f, p
-	}
-	d.Total++
-}
+type DomainInfo = domainqueues.DomainInfo
 
 // CrawlSummary is one crawl's pending requests in an appid answer.
 type CrawlSummary struct {
@@ -100,12 +83,16 @@ type CrawlSummary struct {
 // AppInfo is the appid answer without uuid and server_time: total_pending,
 // total_domains (distinct over all crawls), total_crawlids and per crawl its
 // domains, distinct_domains, total and (when a request carries a non-zero
-// one) expires.
+// one) expires. Crawls with pending requests are all that "crawlids" lists,
+// as in the original; the app's crawls of the spider that have a ledger
+// (the newest MaxAppProgress of them) get their progress in "progress",
+// by crawlid, whether or not requests are pending. Without any, the answer
+// has no "progress".
 func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (map[string]any, error) {
 	crawls := map[string]*CrawlSummary{}
 	domains := map[string]bool{}
 	pending := 0
-	err := queues.Scan(ctx, rdb, spiderID, func(q queues.Queue) error {
+	err := domainqueues.Scan(ctx, rdb, spiderID, func(q domainqueues.Queue) error {
 		for _, e := range q.Entries {
 			if e.AppID != appID {
 				continue
@@ -125,7 +112,7 @@ func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (ma
 				c.DistinctDomains++
 				domains[q.Domain] = true
 			}
-			d.add(e.Priority)
+			d.Add(e.Priority)
 			c.Total++
 			pending++
 		}
@@ -134,34 +121,64 @@ func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (ma
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{
+	answer := map[string]any{
 		"appid": appID, "spiderid": spiderID,
 		"total_pending": pending, "total_domains": len(domains), "total_crawlids": len(crawls),
 		"crawlids": crawls,
-	}, nil
+	}
+	progress, err := appProgress(ctx, rdb, spiderID, appID)
+	if err != nil {
+		return nil, err
+	}
+	if len(progress) > 0 {
+		answer["progress"] = progress
+	}
+	return answer, nil
+}
+
+// MaxAppProgress bounds how many crawls an appid answer gives the progress
+// of (the newest), so that the answer fits a Kafka message.
+const MaxAppProgress = 1000
+
+// appProgress is the progress of the app's newest crawls of spiderID, by
+// crawlid, from the ledger's index.
+func appProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (map[string]*ledger.Progress, error) {
+	const page = 1000
+	var crawls []ledger.Crawl
+	for start := int64(0); len(crawls) < MaxAppProgress; start += page {
+		members, err := rdb.ZRevRange(ctx, rediskeys.LedgerAppCrawlsKey(appID), start, start+page-1).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list the crawls of app %s: %w", appID, err)
+		}
+		for _, m := range members {
+			if c, err := ledger.ParseMember(m); err == nil && c.SpiderID == spiderID && c.AppID == appID && len(crawls) < MaxAppProgress {
+				crawls = append(crawls, c)
+			}
+		}
+		if len(members) < page {
+			break
+		}
+	}
+	ps, err := ledger.Read(ctx, rdb, crawls...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*ledger.Progress{}
+	for i, p := range ps {
+		if p != nil { // nil: its ledger expired
+			out[crawls[i].CrawlID] = p
+		}
+	}
+	return out, nil
 }
 
 // CrawlInfo is the crawlid answer without uuid and server_time:
-// total_pending, total_domains, domains and, when the crawl has a timeout
-// key, expires (its value, a string as the original reads it).
+// total_pending, total_domains, domains, when the crawl has a timeout key
+// expires (its value, a string as the original reads it) and, when the
+// crawl has a ledger (the original's Kafka Monitor writes none), its
+// progress.
 func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]any, error) {
-	domains := map[string]*DomainInfo{}
-	pending := 0
-	err := queues.Scan(ctx, rdb, spiderID, func(q queues.Queue) error {
-		for _, e := range q.Entries {
-			if e.AppID != appID || e.CrawlID != crawlID {
-				continue
-			}
-			d := domains[q.Domain]
-			if d == nil {
-				d = &DomainInfo{}
-				domains[q.Domain] = d
-			}
-			d.add(e.Priority)
-			pending++
-		}
-		return nil
-	})
+	domains, pending, err := domainqueues.CrawlDomains(ctx, rdb, spiderID, appID, crawlID)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +192,13 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 		answer["expires"] = expires
 	case err != redis.Nil:
 		return nil, err
+	}
+	progress, err := ledger.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
+	if err != nil {
+		return nil, err
+	}
+	if progress[0] != nil {
+		answer["progress"] = progress[0]
 	}
 	return answer, nil
 }

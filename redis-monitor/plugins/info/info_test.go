@@ -7,12 +7,15 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 var redisServer *harness.Redis
@@ -159,5 +162,181 @@ func TestBadKeyIsAnError(t *testing.T) {
 	}
 	if len(f.Published()) != 0 {
 		t.Fatal("published an answer for a bad key")
+	}
+}
+
+var t0 = time.Unix(1767323000, 0)
+
+// seed queues a request as the Kafka Monitor does: in its domain queue and
+// counted in its crawl's ledger.
+func seed(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl, n, priority int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	pipe := rdb.Pipeline()
+	for i := range n {
+		b, _ := json.Marshal(map[string]any{"url": fmt.Sprintf("http://%s/%s/%d", domain, c.CrawlID, i), "appid": c.AppID, "crawlid": c.CrawlID, "priority": priority, "spiderid": c.SpiderID})
+		ledger.QueueSeed(ctx, pipe, c.SpiderID+":"+domain+":queue", float64(-priority), string(b), c, t0, time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crawlDone pops n of the crawl's requests from a domain queue and counts
+// them fetched (200) and published, as a crawler does.
+func crawlDone(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl, n int, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.ZPopMin(ctx, c.SpiderID+":"+domain+":queue", int64(n)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var tl ledger.Tally
+	for range n {
+		tl.Fetched(c, 200)
+		tl.Published(c, false)
+	}
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, at, time.Hour)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lease pops one request of the crawl and leases it to a crawler.
+func lease(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl) {
+	t.Helper()
+	ctx := context.Background()
+	queue := c.SpiderID + ":" + domain + ":queue"
+	zs, err := rdb.ZPopMin(ctx, queue, 1).Result()
+	if err != nil || len(zs) != 1 {
+		t.Fatalf("pop %s: %v %v", queue, zs, err)
+	}
+	record, _ := json.Marshal(map[string]any{"q": queue, "s": fmt.Sprint(zs[0].Score), "m": zs[0].Member})
+	if err := rdb.HSet(ctx, rediskeys.LeaseKey(c.SpiderID)+":items", fmt.Sprint(zs[0].Member), string(record)).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A crawl with a ledger answers every field the original does, exactly, and
+// its progress: what was queued, what is left in the queues and leased,
+// what became of the rest.
+func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ABC123"}
+	seed(t, rdb, "duckduckgo.com", c, 4, 19)
+	seed(t, rdb, "wikipedia.org", c, 2, 19)
+	crawlDone(t, rdb, "duckduckgo.com", c, 1, t0.Add(10*time.Second))
+	lease(t, rdb, "duckduckgo.com", c)
+	seed(t, rdb, "wikipedia.org", ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "other"}, 5, 19)
+	rdb.Set(ctx, "info:link:testapp:ABC123", "abc12333", 0)
+
+	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
+		t.Fatal(err)
+	}
+	want := decode(t, `{
+		"server_time": 1767323045, "crawlid": "ABC123",
+		"total_pending": 4, "total_domains": 2,
+		"spiderid": "link", "appid": "testapp",
+		"domains": {
+			"duckduckgo.com": {"low_priority": 19, "high_priority": 19, "total": 2},
+			"wikipedia.org": {"low_priority": 19, "high_priority": 19, "total": 2}
+		},
+		"uuid": "abc12333",
+		"progress": {
+			"state": "running", "seeds": 6, "enqueued": 0, "queued": 4, "in_flight": 1,
+			"fetched": 1, "status_codes": {"200": 1}, "published": 1, "published_truncated": 0,
+			"retried": 0, "dropped": {}, "refused": {}, "purged": {}, "done": 1,
+			"started": 1767323000, "last_activity": 1767323010
+		}
+	}`)
+	if got := only(t, f); !reflect.DeepEqual(got, want) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Fatalf("answer:\n%s", gb)
+	}
+}
+
+// An appid answer's crawlids stay exactly the original's (crawls with
+// pending requests, ledger or not); the app's crawls of the spider with a
+// ledger get their progress in "progress", finished ones too.
+func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	running := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "running"}
+	finished := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "finished"}
+	seed(t, rdb, "a.com", running, 2, 5)
+	seed(t, rdb, "b.com", finished, 1, 5)
+	crawlDone(t, rdb, "b.com", finished, 1, t0.Add(time.Second))
+	queue(t, rdb, "a.com", "testapp", "python", 3, 1, 0)                                             // fed by the original: no ledger
+	seed(t, rdb, "a.com", ledger.Crawl{SpiderID: "link", AppID: "otherapp", CrawlID: "x"}, 1, 5)     // another app
+	seed(t, rdb, "a.com", ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: "w"}, 1, 5) // another spider
+	rdb.Set(ctx, "info:link:testapp", "u1", 0)
+
+	if _, err := f.Process(ctx, "info:link:testapp"); err != nil {
+		t.Fatal(err)
+	}
+	want := decode(t, `{
+		"server_time": 1767323045, "uuid": "u1",
+		"total_pending": 3, "total_domains": 1, "total_crawlids": 2,
+		"spiderid": "link", "appid": "testapp",
+		"crawlids": {
+			"running": {"domains": {"a.com": {"low_priority": 5, "high_priority": 5, "total": 2}}, "distinct_domains": 1, "total": 2},
+			"python": {"domains": {"a.com": {"low_priority": 3, "high_priority": 3, "total": 1}}, "distinct_domains": 1, "total": 1}
+		},
+		"progress": {
+			"running": {
+				"state": "running", "seeds": 2, "enqueued": 0, "queued": 2, "in_flight": 0,
+				"fetched": 0, "status_codes": {}, "published": 0, "published_truncated": 0,
+				"retried": 0, "dropped": {}, "refused": {}, "purged": {}, "done": 0,
+				"started": 1767323000, "last_activity": 1767323000
+			},
+			"finished": {
+				"state": "running", "seeds": 1, "enqueued": 0, "queued": 0, "in_flight": 0,
+				"fetched": 1, "status_codes": {"200": 1}, "published": 1, "published_truncated": 0,
+				"retried": 0, "dropped": {}, "refused": {}, "purged": {}, "done": 1,
+				"started": 1767323000, "last_activity": 1767323001
+			}
+		}
+	}`)
+	if got := only(t, f); !reflect.DeepEqual(got, want) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Fatalf("answer:\n%s", gb)
+	}
+}
+
+// An app with more crawls than MaxAppProgress gets the progress of its
+// newest ones only, so that the answer fits a Kafka message.
+func TestAppInfoGivesTheProgressOfTheNewestCrawlsOnly(t *testing.T) {
+	f, rdb := setup(t)
+	ctx := context.Background()
+	n := info.MaxAppProgress + 5
+	pipe := rdb.TxPipeline()
+	for i := range n {
+		var tl ledger.Tally
+		tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: fmt.Sprintf("c%d", i)}, 1)
+		tl.Enqueued(ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: fmt.Sprintf("w%d", i)}, 1)
+		tl.Write(ctx, pipe, t0.Add(time.Duration(i)*time.Second), time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "info:link:testapp", "u1", 0)
+	if _, err := f.Process(ctx, "info:link:testapp"); err != nil {
+		t.Fatal(err)
+	}
+	progress, _ := only(t, f)["progress"].(map[string]any)
+	if len(progress) != info.MaxAppProgress {
+		t.Fatalf("progress of %d crawls, want %d", len(progress), info.MaxAppProgress)
+	}
+	for i := range 5 {
+		if progress[fmt.Sprintf("c%d", i)] != nil {
+			t.Errorf("the oldest crawl c%d is in the answer", i)
+		}
+	}
+	if progress[fmt.Sprintf("c%d", n-1)] == nil {
+		t.Error("the newest crawl is missing")
 	}
 }

@@ -2,18 +2,24 @@
 // StopMonitor): for stop:<spiderid>:<appid>:<crawlid> it blacklists the
 // crawl for the spider (<spiderid>:blacklist gets "<appid>||<crawlid>"),
 // purges its queued requests from every domain queue of the spider, removes
-// the crawl's timeout key and answers with total_purged.
+// the crawl's timeout key and answers with total_purged. A crawl with a
+// ledger is recorded as ended by the stop and its purged requests counted
+// (purged:stop), so its crawl-complete, published after the stop's answer,
+// says "stopped".
 package stop
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
-	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/queues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -24,7 +30,19 @@ const Key = "plugins.stop_monitor.StopMonitor"
 func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
 
 // Monitor stops crawls.
-type Monitor struct{ plugin.Base }
+type Monitor struct {
+	plugin.Base
+	holder string // this plugin's id as it holds ended crawls (ledger.EndedBy)
+}
+
+// Setup keeps env and picks the plugin's holder id.
+func (m *Monitor) Setup(ctx context.Context, env plugin.Env) error {
+	m.holder = NewHolder("stop")
+	return m.Base.Setup(ctx, env)
+}
+
+// NewHolder is a unique id for a plugin that ends crawls (ledger.EndedBy).
+func NewHolder(action string) string { return action + ":" + heartbeat.NewID() }
 
 // Name is the stats name.
 func (*Monitor) Name() string { return "StopMonitor" }
@@ -42,7 +60,8 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	extra := logfactory.Extra{"action": "stop", "appid": appID, "spiderid": spiderID, "uuid": value, "crawlid": crawlID}
 	m.Logger.Info("Received stop request", extra)
 
-	purged, err := Halt(ctx, m.Redis, spiderID, appID, crawlID)
+	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
+	purged, err := Halt(ctx, m.Redis, crawl, ledger.PurgedStop, m.holder, m.Now())
 	if err != nil {
 		return err
 	}
@@ -59,17 +78,32 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	if err := m.Redis.Del(ctx, rediskeys.TimeoutKey(spiderID, appID, crawlID)).Err(); err != nil {
 		return err
 	}
+	// The answer is out: the crawl-complete may follow.
+	// A failed release only delays it: the hold lapses after HoldFor. (An
+	// error here would answer the request twice.)
+	if err := ledger.Release(ctx, m.Redis, crawl, m.holder); err != nil {
+		m.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawlID, "error": err.Error()})
+	}
 	answer["success"] = true
 	m.Logger.Info("Sent stop ack to kafka", answer)
 	return nil
 }
 
+// HoldFor is how long a stop or an expire keeps completers off the crawl
+// it ends while it purges and answers (ledger.EndedBy): the hold of a
+// monitor that dies meanwhile lapses after this.
+const HoldFor = 30 * time.Second
+
 // Halt blacklists the crawl for the spider, so crawlers drop its requests
-// from now on, then purges its queued requests; it returns how many were
-// purged. Stop and expire share it.
-func Halt(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (int, error) {
-	if err := rdb.SAdd(ctx, rediskeys.BlacklistKey(spiderID), appID+"||"+crawlID).Err(); err != nil {
-		return 0, err
+// from now on, records in its ledger that p ended it (holding completers off
+// it, as holder, until ledger.Release or HoldFor), then purges its queued
+// requests; it returns how many were purged. Stop and expire share it.
+func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
+	pipe := rdb.TxPipeline()
+	pipe.SAdd(ctx, rediskeys.BlacklistKey(crawl.SpiderID), crawl.AppID+"||"+crawl.CrawlID)
+	ledger.EndedBy(ctx, pipe, crawl, p, holder, now, now.Add(HoldFor))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
 	}
-	return queues.Purge(ctx, rdb, spiderID, appID, crawlID)
+	return domainqueues.Purge(ctx, rdb, crawl.SpiderID, crawl.AppID, crawl.CrawlID, p, now)
 }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 var redisServer *harness.Redis
@@ -77,5 +79,62 @@ func TestStopNeedsACrawlID(t *testing.T) {
 	rdb.Set(context.Background(), "stop:link:testapp", "u", 0)
 	if _, err := f.Process(context.Background(), "stop:link:testapp"); err == nil || len(f.Published()) != 0 {
 		t.Fatalf("err %v, published %v", err, f.Published())
+	}
+}
+
+// A stop of a crawl with a ledger answers exactly as the original, counts
+// the purged requests (purged:stop, done) with their removal and records the
+// stop; no completer claims the crawl before the answer is out, and then its
+// crawl-complete says "stopped".
+func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing.T) {
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	ctx := context.Background()
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	crawl := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ABC123"}
+	pipe := rdb.Pipeline()
+	for i := range 30 {
+		ledger.QueueSeed(ctx, pipe, fmt.Sprintf("link:d%d.com:queue", i%3), -1,
+			fmt.Sprintf(`{"url":"http://d%d.com/%d","appid":"testapp","crawlid":"ABC123","priority":1}`, i%3, i), crawl, time.Now(), time.Hour)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Set(ctx, "stop:link:testapp:ABC123", "u1", 0)
+
+	completer := ledger.NewCompleter(rdb, "another monitor", time.Hour)
+	claimedDuringAnswer := -1
+	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
+	env := f.Env
+	env.Now = time.Now
+	env.Publish = func(ctx context.Context, answer map[string]any) error {
+		fs, err := completer.Claim(ctx)
+		claimedDuringAnswer = len(fs)
+		return err
+	}
+	m := &stop.Monitor{}
+	if err := m.Setup(ctx, env); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Handle(ctx, "stop:link:testapp:ABC123", "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if claimedDuringAnswer != 0 {
+		t.Fatalf("a completer claimed %d crawls while the stop answered, want 0", claimedDuringAnswer)
+	}
+	ps, err := ledger.Read(ctx, rdb, crawl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ps[0]; p.Purged["stop"] != 30 || p.Done != 30 || p.Queued != 0 || p.EndedBy != "stop" {
+		t.Fatalf("progress %+v, want 30 purged by the stop, done, ended by it", p)
+	}
+	fs, err := completer.Claim(ctx)
+	if err != nil || len(fs) != 1 || fs[0].Progress.Reason() != "stopped" {
+		t.Fatalf("after the answer the completer claimed %+v (%v), want the crawl, stopped", fs, err)
 	}
 }

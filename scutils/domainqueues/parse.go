@@ -1,4 +1,4 @@
-package queues
+package domainqueues
 
 import (
 	"encoding/json"

@@ -1,6 +1,7 @@
-// Package queues reads and purges a spider's domain queues
+// Package domainqueues reads and purges a spider's domain queues
 // (<spiderid>:<domain>:queue sorted sets of JSON requests scored by
-// -priority) for the Redis Monitor's info, stop and expire plugins.
+// -priority) by crawl: for the Redis Monitor's info, stop and expire
+// plugins and the REST service's /crawls.
 //
 // A queue member is either the crawl request as fed (appid, crawlid,
 // priority, expires at top level) or a serialized request carrying them
@@ -8,15 +9,18 @@
 // is a faster reader of the few fields needed here). Members that are not
 // JSON objects or lack an appid or crawlid belong to no crawl: they are
 // counted in Scan's Skipped and never purged.
-package queues
+package domainqueues
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -101,13 +105,16 @@ func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []s
 func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
 
 // Purge removes every queued request of appID/crawlID from spiderID's
-// domain queues and returns how many it removed. Like the original it makes
-// up to three passes, to catch requests a crawler queued during a pass
-// (later passes run only while the previous one removed something).
-func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (int, error) {
+// domain queues and returns how many it removed; the crawl's ledger (if it
+// has one) counts them as purged by p in the same step as each removal
+// (ledger.PurgeQueued). Like the original it makes up to three passes, to
+// catch requests a crawler queued during a pass (later passes run only
+// while the previous one removed something).
+func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string, p ledger.Purge, now time.Time) (int, error) {
+	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
 	total := 0
 	for range 3 {
-		n, err := purgeOnce(ctx, rdb, spiderID, appID, crawlID)
+		n, err := purgeOnce(ctx, rdb, crawl, p, now)
 		total += n
 		if err != nil || n == 0 {
 			return total, err
@@ -116,34 +123,47 @@ func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID stri
 	return total, nil
 }
 
-func purgeOnce(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (int, error) {
-	pipe := rdb.Pipeline()
-	var cmds []*redis.IntCmd
+// purgeGroup is one queue's members to remove.
+type purgeGroup struct {
+	queue   string
+	members []string
+}
+
+func purgeOnce(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, now time.Time) (int, error) {
+	var groups []purgeGroup
 	flush := func() (int, error) {
-		if len(cmds) == 0 {
+		if len(groups) == 0 {
 			return 0, nil
 		}
-		_, err := pipe.Exec(ctx)
-		n := 0
-		for _, c := range cmds {
-			n += int(c.Val())
+		n, err := purgeGroups(ctx, rdb, crawl, p, now, groups)
+		if ledger.IsNoScript(err) { // Redis restarted without its scripts
+			if err := ledger.LoadScripts(ctx, rdb); err != nil {
+				return n, err
+			}
+			// What the first attempt removed is gone: removing it again counts nothing.
+			var again int
+			again, err = purgeGroups(ctx, rdb, crawl, p, now, groups)
+			n += again
 		}
-		cmds = cmds[:0]
-		return n, err
+		groups = groups[:0]
+		if err != nil {
+			return n, fmt.Errorf("purge crawl %s of app %s from the %s queues: %w", crawl.CrawlID, crawl.AppID, crawl.SpiderID, err)
+		}
+		return n, nil
 	}
 	total := 0
-	err := Scan(ctx, rdb, spiderID, func(q Queue) error {
-		var members []any
+	err := Scan(ctx, rdb, crawl.SpiderID, func(q Queue) error {
+		var members []string
 		for _, e := range q.Entries {
-			if e.AppID == appID && e.CrawlID == crawlID {
+			if e.AppID == crawl.AppID && e.CrawlID == crawl.CrawlID {
 				members = append(members, e.Member)
 			}
 		}
 		if len(members) == 0 {
 			return nil
 		}
-		cmds = append(cmds, pipe.ZRem(ctx, q.Key, members...))
-		if len(cmds) >= batch {
+		groups = append(groups, purgeGroup{queue: q.Key, members: members})
+		if len(groups) >= batch {
 			n, err := flush()
 			total += n
 			return err
@@ -156,4 +176,22 @@ func purgeOnce(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 		err = ferr
 	}
 	return total, err
+}
+
+// purgeGroups removes groups in one round trip and returns how many
+// members went.
+func purgeGroups(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, now time.Time, groups []purgeGroup) (int, error) {
+	pipe := rdb.Pipeline()
+	var cmds []*redis.Cmd
+	for _, g := range groups {
+		cmds = append(cmds, ledger.PurgeQueued(ctx, pipe, g.queue, crawl, p, g.members, now)...)
+	}
+	_, err := pipe.Exec(ctx)
+	n := 0
+	for _, c := range cmds {
+		if v, cerr := c.Int(); cerr == nil {
+			n += v
+		}
+	}
+	return n, err
 }

@@ -1,4 +1,4 @@
-package queues_test
+package domainqueues_test
 
 import (
 	"bytes"
@@ -7,15 +7,15 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/queues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest/crawlrequesttest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 )
 
 func TestParseFindsTheCrawlOfEverySharedFixture(t *testing.T) {
 	for _, m := range crawlrequesttest.Load(t) {
 		t.Run(m.Name, func(t *testing.T) {
-			got, ok := queues.Parse(m.Member)
+			got, ok := domainqueues.Parse(m.Member)
 			switch {
 			case m.Crawl == nil && ok:
 				t.Errorf("Parse = %+v, want no crawl", got)
@@ -34,7 +34,7 @@ func TestParseFindsTheCrawlOfEverySharedFixture(t *testing.T) {
 // Decode refuses it, Parse finds the crawl the refusal names, if any.
 func checkAgreement(t *testing.T, member string) {
 	t.Helper()
-	got, ok := queues.Parse(member)
+	got, ok := domainqueues.Parse(member)
 	r, err := crawlrequest.Decode([]byte(member))
 	if !json.Valid([]byte(member)) {
 		// Invalid JSON may be accepted; then it must not invent fields.

@@ -1,0 +1,75 @@
+package monitor
+
+import (
+	"context"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+)
+
+// completeLoop publishes a crawl-complete for every crawl whose ledger says
+// nothing is left (ledger.Completer), every LEDGER_COMPLETE_INTERVAL until
+// ctx ends. Several monitors run it at once: a crawl is claimed by one of
+// them, published, then finished, so each completion goes out once. work is
+// the context a publish in hand finishes under after ctx ends.
+func (m *Monitor) completeLoop(ctx, work context.Context) {
+	if err := ledger.LoadScripts(ctx, m.rdb); err != nil {
+		// Claim and the purges load them again when Redis is back.
+		m.log.Warning("Could not load the ledger scripts", logfactory.Extra{"error": err.Error()})
+	}
+	backoff := m.completeEvery
+	for {
+		wait := m.completeEvery
+		if err := m.completeOnce(ctx, work); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			m.log.Error("Failed to look for finished crawls; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+			wait, backoff = backoff, min(backoff*2, 5*time.Second)
+		} else {
+			backoff = m.completeEvery
+		}
+		if !lifecycle.Sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// completeOnce claims the finished crawls and publishes their
+// crawl-complete messages. A publish gets until its claim is about to lapse
+// (two thirds of the claim's time): while Kafka is away it is retried until
+// then, and if it still fails the claim lapses and the crawl is claimed and
+// published again later, by this monitor or another; it is never dropped.
+func (m *Monitor) completeOnce(ctx, work context.Context) error {
+	claimed := time.Now()
+	finished, err := m.completer.Claim(ctx)
+	if err != nil {
+		return err
+	}
+	deadline := claimed.Add(m.completer.ClaimTTL * 2 / 3)
+	for _, f := range finished {
+		pctx, cancel := context.WithDeadline(work, deadline)
+		err := m.publish(pctx, f.Message(time.Now()))
+		cancel()
+		extra := logfactory.Extra{"appid": f.Crawl.AppID, "crawlid": f.Crawl.CrawlID, "spiderid": f.Crawl.SpiderID, "reason": f.Progress.Reason()}
+		if err != nil {
+			extra["error"] = err.Error()
+			m.log.Warning("Failed to send crawl-complete to kafka; it will be sent again", extra)
+			return nil // Kafka is away: the other claims lapse and are retried too
+		}
+		if err := m.completer.Finish(context.WithoutCancel(ctx), f); err != nil {
+			// Published but not marked: it may be published again once the claim lapses.
+			extra["error"] = err.Error()
+			m.log.Error("Sent crawl-complete but could not mark the crawl completed", extra)
+			continue
+		}
+		m.completed.Add(1)
+		m.log.Info("Sent crawl-complete to kafka", extra)
+	}
+	return nil
+}
+
+// Completed counts the crawl-complete messages this monitor published.
+func (m *Monitor) Completed() int64 { return m.completed.Load() }
