@@ -108,6 +108,9 @@ type crawlData struct {
 	Queues                          crawlQueues
 	Results                         []Result
 	ResultsKept                     int
+	// ExpireURL prefills the Expire form: one of the crawl's queued URLs,
+	// else its latest result's.
+	ExpireURL string
 	// Link is this page, for the forms.
 	Link string
 }
@@ -163,6 +166,10 @@ func (c *Console) showCrawl(w http.ResponseWriter, r *http.Request, f *flash) {
 	}
 	d.Results = c.results.since(0, filter{AppID: cr.AppID, CrawlID: cr.CrawlID}, crawlResults)
 	slices.Reverse(d.Results) // newest first
+	d.ExpireURL = d.Queues.AnyURL
+	if d.ExpireURL == "" && len(d.Results) > 0 {
+		d.ExpireURL = d.Results[0].URL
+	}
 	title := "Crawl " + cr.CrawlID
 	c.render(w, r, http.StatusOK, "crawl", title, d, c.refreshing, withFlash(f))
 }

@@ -95,7 +95,9 @@ func (c *Console) submitCrawl(w http.ResponseWriter, r *http.Request) {
 		} else if a.Message == "" {
 			d.Message = "The service answered " + http.StatusText(a.Code) + "."
 		}
-		c.render(w, r, http.StatusBadRequest, "submit", "Submit a crawl", d)
+		// 200, not 400: the page is the form again, with its errors (a
+		// browser reports a page that loads with 400 as an error).
+		c.render(w, r, http.StatusOK, "submit", "Submit a crawl", d)
 		return
 	}
 	spider, _ := req[crawlrequest.FieldSpiderID].(string)
