@@ -114,8 +114,9 @@ func newUUID() string {
 // fieldErrors sorts the reasons /feed gives for refusing a request by the
 // field they concern, so a form can show each beside its field. cause is
 // the error's cause as /feed answers it: the objections of every schema
-// ("<Plugin>: at '/field': ...; at ”: missing property 'url' | <Plugin>:
-// ..."), of which only plugin's are kept, or a Validator's reason
+// ("<Plugin>: at '/field': ...; at '/': ... | <Plugin>: ..."; a missing
+// property is named at the root), of which only plugin's are kept, or a
+// Validator's reason
 // ("field: ..."). Reasons naming no field of fields are under "".
 func fieldErrors(cause, plugin string, fields []string) map[string][]string {
 	out := map[string][]string{}
