@@ -254,7 +254,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	}
 	b.waitJS("the new throttle on the Domains page", `(document.querySelector('tr[data-domain="127.0.0.2."] .throttle') || {}).textContent === "1 hits / 120 s"`, 5*time.Second)
 	waitFor(t, "the crawler to apply the throttle", 30*time.Second, func() bool { return c.crawlerKnowsDomains(1) })
-	b.screenshot(shots, "domains")
+	b.screenshot(shots, "console-domains")
 	b.noErrors("domains")
 
 	// Submit: the validation's objections beside their fields, then a crawl.
@@ -275,7 +275,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := b.text(`[data-field="url"] .field-error`); got != "" {
 		t.Errorf("the valid url has an error beside it: %q", got)
 	}
-	b.screenshot(shots, "submit")
+	b.screenshot(shots, "console-submit")
 	b.do("submit the crawl",
 		chromedp.SetValue(chromedp.ID(`#f-priority`), "5"),
 		chromedp.SetValue(chromedp.ID(`#f-maxdepth`), "1"),
@@ -289,10 +289,12 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.waitJS("the stream to connect", `document.getElementById("live-conn").textContent === "connected"`, 10*time.Second)
 	b.waitJS("results of done1 on the Live page",
 		`document.querySelectorAll('#live-rows tr[data-crawlid="done1"]').length >= 3`, 60*time.Second)
+	b.waitJS("the status line to show the reading", `document.getElementById("live-state").textContent.startsWith("reading")
+		&& Number(document.getElementById("live-read").textContent) >= 3`, 10*time.Second)
 	if got := b.text(`#live-rows tr[data-crawlid="done1"] .status`); got != "200" {
 		t.Errorf("a live result's status is %q, want 200", got)
 	}
-	b.screenshot(shots, "live")
+	b.screenshot(shots, "console-live")
 	b.noErrors("live")
 
 	// The crawl's own page: its ledger and its latest results.
@@ -316,7 +318,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Error("the crawl page does not say that the ledger has no entry for done1")
 		}
 	}
-	b.screenshot(shots, "crawl")
+	b.screenshot(shots, "console-crawl")
 	b.noErrors("crawl page")
 
 	// Stop: a crawl of the throttled site keeps requests queued; Stop purges them.
@@ -358,7 +360,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if ledgerWriters {
 		b.waitJS("done1 complete in the list", `(document.querySelector('#crawls tr[data-crawlid="done1"]') || {dataset: {}}).dataset.state === "complete"`, 30*time.Second)
 	}
-	b.screenshot(shots, "crawls")
+	b.screenshot(shots, "console-crawls")
 	b.noErrors("crawls")
 
 	// API console: a stats request and its answer.
@@ -367,13 +369,13 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := b.text("#api-answers .answer"); !strings.Contains(got, "POST /feed → 200") || !strings.Contains(got, `"status": "SUCCESS"`) || !strings.Contains(got, `"kafka-monitor"`) {
 		t.Errorf("the API console's answer: %s", got)
 	}
-	b.screenshot(shots, "api")
+	b.screenshot(shots, "console-api")
 	b.noErrors("api console")
 
 	// Overview again, with the crawls' responses in its chart.
 	b.do("open the overview", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`.chart`)))
 	b.waitJS("a bar in the chart", `[...document.querySelectorAll(".chart .bar")].some(r => Number(r.getAttribute("height")) > 0)`, 10*time.Second)
-	b.screenshot(shots, "overview")
+	b.screenshot(shots, "console-overview")
 	b.noErrors("overview")
 }
 

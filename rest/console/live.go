@@ -62,6 +62,8 @@ func (c *Console) liveEvents(w http.ResponseWriter, r *http.Request) {
 	defer c.results.unfollow(s)
 
 	var buf bytes.Buffer
+	// send writes results and then the reading's status (or, with no
+	// results, a keep-alive comment and the status).
 	send := func(rs ...Result) bool {
 		buf.Reset()
 		for _, res := range rs {
@@ -75,6 +77,9 @@ func (c *Console) liveEvents(w http.ResponseWriter, r *http.Request) {
 		if len(rs) == 0 {
 			buf.WriteString(": keep-alive\n\n")
 		}
+		buf.WriteString("event: status\ndata: ")
+		buf.Write(c.liveStatus())
+		buf.WriteString("\n\n")
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return false
@@ -114,6 +119,14 @@ func (c *Console) liveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// liveStatus is the Live page's status line as JSON: {"state", "partitions", "read", "streams", "dropped"}.
+func (c *Console) liveStatus() []byte {
+	_, state, partitions := c.firehose.status()
+	read, streams, dropped := c.results.counts()
+	b, _ := json.Marshal(map[string]any{"state": state, "partitions": partitions, "read": read, "streams": streams, "dropped": dropped})
+	return b
 }
 
 type apiData struct {

@@ -77,6 +77,12 @@
       shown++;
       count.textContent = String(shown);
     });
+    source.addEventListener('status', function (ev) {
+      var st = JSON.parse(ev.data);
+      document.getElementById('live-state').textContent = st.state + (st.partitions ? ' (' + st.partitions + ' partition(s))' : '');
+      document.getElementById('live-read').textContent = String(st.read);
+      document.getElementById('live-streams').textContent = String(st.streams);
+    });
     window.addEventListener('pagehide', function () { source.close(); });
   }
 
