@@ -75,11 +75,11 @@ func (c *Console) overview(ctx context.Context, now time.Time) *overviewData {
 		cluster       *stats.ClusterStats
 		history       *stats.History
 		errC, errH    error
-		readersFinish sync.WaitGroup
+		wg            sync.WaitGroup
 	)
-	readersFinish.Go(func() { cluster, errC = reader.Cluster(ctx) })
-	readersFinish.Go(func() { history, errH = reader.CrawlerHistory(ctx, chartSpan, chartStep) })
-	readersFinish.Wait()
+	wg.Go(func() { cluster, errC = reader.Cluster(ctx) })
+	wg.Go(func() { history, errH = reader.CrawlerHistory(ctx, chartSpan, chartStep) })
+	wg.Wait()
 	d := &overviewData{}
 	if errC != nil {
 		d.Err = errC.Error()
