@@ -72,10 +72,10 @@ var componentNames = map[string]string{"kafka-monitor": "Kafka Monitors", "redis
 func (c *Console) overview(ctx context.Context, now time.Time) *overviewData {
 	reader := stats.Reader{Redis: c.rdb, Now: now}
 	var (
-		cluster       *stats.ClusterStats
-		history       *stats.History
-		errC, errH    error
-		wg            sync.WaitGroup
+		cluster    *stats.ClusterStats
+		history    *stats.History
+		errC, errH error
+		wg         sync.WaitGroup
 	)
 	wg.Go(func() { cluster, errC = reader.Cluster(ctx) })
 	wg.Go(func() { history, errH = reader.CrawlerHistory(ctx, chartSpan, chartStep) })
