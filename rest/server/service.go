@@ -6,6 +6,8 @@
 //	POST /feed   validate a request against the Kafka Monitor's schemas and send it to the
 //	             incoming topic; for a request with a uuid, wait for its answer
 //	POST /poll   an answer /feed stopped waiting for, by {"poll_id": <uuid>}
+//	GET  /ui/    the operator console (package console; UI_ENABLED), which
+//	             sends its changes through /feed in process
 //
 // Every answer but the index's is wrapped as {"data", "error", "status"}.
 // One consumer of the outbound topic per service feeds the waiting /feed
