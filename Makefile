@@ -9,7 +9,7 @@ BINARIES  := $(addprefix bin/,$(notdir $(CMDS)))
 STATICCHECK_VERSION ?= v0.8.2
 BENCHTIME ?= 3s
 
-.PHONY: help build test test-short bench bench-all lint fmt-check vet staticcheck run clean $(BINARIES)
+.PHONY: help build test test-short bench bench-all lint fmt-check vet staticcheck run console-screenshots clean $(BINARIES)
 
 help:
 	@echo "make run        build everything and start the cluster locally on embedded Kafka and Redis (Ctrl-C stops it);"
@@ -22,6 +22,7 @@ help:
 	@echo "                flags in BENCH_ARGS, e.g. make bench BENCH_ARGS=\"-count 1 -only REST\" (bin/bench-table --help)"
 	@echo "make bench-all  every benchmark, raw go test -bench output (throttled queue, stats, Redis Monitor answers, ...)"
 	@echo "make lint       gofmt check, go vet and staticcheck"
+	@echo "make console-screenshots  the console's browser test, writing its screenshots to docs/img/ (needs chromium)"
 
 build: $(BINARIES)
 
@@ -62,6 +63,11 @@ staticcheck:
 # KAFKA_HOSTS, REDIS_HOST and ZOOKEEPER_HOSTS in the environment use real services.
 run: build
 	exec bin/local-cluster $(RUN_ARGS)
+
+# The console's browser test (headless chromium against a whole local
+# cluster) writes a screenshot of each page; docs/console.md shows them.
+console-screenshots:
+	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestConsoleInABrowser$$' ./rest/console/
 
 clean:
 	rm -rf bin

@@ -3,6 +3,8 @@ module github.com/scrapycluster/scrapy-cluster-go/rest
 go 1.26.8
 
 require (
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.23.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/scrapycluster/scrapy-cluster-go/kafka-monitor v0.0.0
 	github.com/scrapycluster/scrapy-cluster-go/redis-monitor v0.0.0
@@ -14,6 +16,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-zookeeper/zk v1.0.4 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect

@@ -60,6 +60,7 @@ func nextSteps(cfg Config, svc services, cwd string) string {
 		line("  start the cluster with QUEUE_HITS=600 QUEUE_MODERATED=false in the environment.")
 		line("")
 	}
+	line("  The console: http://%s/ui/", rest)
 	line("  The REST service's state: curl -s %s/   Ctrl-C here stops everything.", rest)
 	line("")
 	return b.String()

@@ -8,6 +8,8 @@
 //	POST /poll   an answer /feed stopped waiting for, by {"poll_id": <uuid>}
 //	GET /crawls  (Go) crawls with their progress, newest first, from the crawl ledger
 //	GET /crawls/<crawlid>  (Go) one crawl's progress and what each domain queue holds of it
+//	GET  /ui/    the operator console (package console; UI_ENABLED), which
+//	             sends its changes through /feed in process
 //
 // Every answer but the index's is wrapped as {"data", "error", "status"}.
 // One consumer of the outbound topic per service feeds the waiting /feed
@@ -36,7 +38,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/access"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -68,6 +72,9 @@ type Service struct {
 	feedLimit time.Duration
 	maxBody   int64
 	accessLog io.Writer // nil: no access log
+
+	access  access.Policy
+	console *console.Console // nil: UI_ENABLED is false
 
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
@@ -139,6 +146,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		consumer: answers.NewConsumer(kcfg, client, outbound, svc.waiters, svc.store, log),
 	}
 	svc.kafkaLink = newLink("Kafka", checkEvery, log, svc.kafka.check)
+	if err := svc.setUpConsole(rdb); err != nil {
+		return nil, err
+	}
 
 	svc.store.Start(context.WithoutCancel(ctx)) // stopped by Close, after the consumer
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -180,9 +190,10 @@ func (svc *Service) RedisConnected() bool { return svc.redisLink.connected() }
 // Waiting returns how many /feed requests are waiting for answers.
 func (svc *Service) Waiting() int { return svc.waiters.Len() }
 
-// Handler returns the service's HTTP handler (/, /feed, /poll, /crawls).
+// Handler returns the service's HTTP handler (/, /feed, /poll, /crawls, and
+// the console under /ui/).
 func (svc *Service) Handler() http.Handler {
-	var h http.Handler = http.HandlerFunc(svc.route)
+	h := svc.withConsole(http.HandlerFunc(svc.route))
 	if svc.accessLog != nil {
 		h = accessLogged(h, svc.accessLog)
 	}
@@ -214,6 +225,7 @@ func (svc *Service) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          log.New(serverErrors{svc.log}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	srv.RegisterOnShutdown(svc.shutDownConsole)
 	svc.log.Info("Running main flask method on port "+portOf(ln.Addr()), logfactory.Extra{"address": ln.Addr().String(), "id": svc.id})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -262,6 +274,7 @@ func (svc *Service) Close() {
 			defer close(done)
 			svc.bgCancel()
 			svc.bg.Wait()
+			svc.closeConsole()
 			svc.kafka.close()
 			svc.store.Close()
 		}()

@@ -104,6 +104,11 @@ func TestUnusableSettingsAreRefusedByName(t *testing.T) {
 		{"KAFKA_PRODUCER_TOPIC=", "KAFKA_PRODUCER_TOPIC"},
 		{"KAFKA_CONSUMER_AUTO_OFFSET_RESET=middle", "KAFKA_CONSUMER_AUTO_OFFSET_RESET"},
 		{`PLUGINS={"plugins.nothing.Nothing": 500}`, "PLUGINS"},
+		{"UI_AUTH_USER=ops", "UI_AUTH_PASSWORD"},
+		{"UI_RESULTS_BUFFER=0", "UI_RESULTS_BUFFER"},
+		{"UI_REFRESH=-1", "UI_REFRESH"},
+		{"UI_APPID=ui", "UI_APPID"},
+		{"ZOOKEEPER_ASSIGN_PATH=relative/", "ZOOKEEPER_ASSIGN_PATH"},
 	} {
 		s := settingsFor(t, 1, "127.0.0.1:1", tc.set)
 		log, _ := logfactory.New(logfactory.Config{Output: &harness.OutputBuffer{}})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -34,9 +35,11 @@ import (
 //	HTTP_WRITE_TIMEOUT         30         (Go) time to handle and answer a request; more than WAIT_FOR_RESPONSE_TIME + KAFKA_FEED_TIMEOUT
 //	LOGGER_NAME                "rest-service"
 //	LOG_FILE                   "rest_service.log"
+//
+// plus the console's UI_*, API_TOKEN and ZOOKEEPER_* settings (console.Defaults).
 func Defaults() settings.Defaults {
 	km := plugin.Defaults()
-	return cli.Merge(cli.ComponentDefaults("rest_service.log"), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("rest_service.log"), console.Defaults(), settings.Defaults{
 		"FLASK_LOGGING_ENABLED":            true,
 		"FLASK_PORT":                       5343,
 		"FLASK_HOST":                       "0.0.0.0",

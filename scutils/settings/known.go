@@ -12,6 +12,7 @@ import (
 // scutils package with Defaults has a test that its names are all here
 // (see Unlisted), which fails naming what to add.
 var clusterNames = []string{
+	"API_TOKEN",
 	"BATCH_SIZE",
 	"CONCURRENT_REQUESTS",
 	"CONCURRENT_REQUESTS_PER_DOMAIN",
@@ -120,6 +121,13 @@ var clusterNames = []string{
 	"STATS_TIMES",
 	"STATS_TOTAL",
 	"STATUS_RESPONSE_CODES",
+	"UI_APPID",
+	"UI_AUTH_PASSWORD",
+	"UI_AUTH_USER",
+	"UI_ENABLED",
+	"UI_LIVE_AT_START",
+	"UI_REFRESH",
+	"UI_RESULTS_BUFFER",
 	"USER_AGENT",
 	"WAIT_FOR_RESPONSE_TIME",
 	"ZOOKEEPER_ASSIGN_PATH",
@@ -132,7 +140,7 @@ var clusterNames = []string{
 // setting, and named when no component knows it.
 var settingFamilies = []string{
 	"ADMIN_", "DUPEFILTER_", "FETCH_", "KAFKA_", "LEASE_", "LEDGER_", "LOG_", "QUEUE_", "REDIS_",
-	"ROBOTSTXT_", "SCHEDULER_", "SC_LOG_", "STATS_", "ZOOKEEPER_",
+	"ROBOTSTXT_", "SCHEDULER_", "SC_LOG_", "STATS_", "UI_", "ZOOKEEPER_",
 }
 
 // notSettings are environment variables of a setting family that are no

@@ -89,6 +89,8 @@ type CrawlerStats struct {
 type SpiderStats struct {
 	// Running is the number of its crawlers' heartbeats.
 	Running int
+	// Hosts is the number of its crawlers' heartbeats by host.
+	Hosts map[string]int
 	// Codes are its response-code counts by code, summed over its hosts
 	// (the original kept whichever host's key it read last).
 	Codes map[string]Counts
@@ -414,7 +416,7 @@ func newCrawlerStats() *CrawlerStats {
 func (c *CrawlerStats) spider(name string) *SpiderStats {
 	s := c.Spiders[name]
 	if s == nil {
-		s = &SpiderStats{Codes: map[string]Counts{}}
+		s = &SpiderStats{Codes: map[string]Counts{}, Hosts: map[string]int{}}
 		c.Spiders[name] = s
 	}
 	return s
@@ -423,7 +425,9 @@ func (c *CrawlerStats) spider(name string) *SpiderStats {
 func (c *CrawlerStats) take(parts []string) bool {
 	switch len(parts) {
 	case 5: // a running spider's heartbeat
-		c.spider(parts[3]).Running++
+		s := c.spider(parts[3])
+		s.Running++
+		s.Hosts[parts[2]]++
 		c.Running++
 	case 6:
 		return true

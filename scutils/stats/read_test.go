@@ -94,8 +94,8 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 	}
 	wantCrawlers := &CrawlerStats{
 		Spiders: map[string]*SpiderStats{
-			"link":      {Running: 2, Codes: map[string]Counts{"200": {"900": 3}}},
-			"wandering": {Running: 1, Codes: map[string]Counts{"404": {"900": 1}}},
+			"link":      {Running: 2, Hosts: map[string]int{"host1": 1, "host2": 1}, Codes: map[string]Counts{"200": {"900": 3}}},
+			"wandering": {Running: 1, Hosts: map[string]int{"host2": 1}, Codes: map[string]Counts{"404": {"900": 1}}},
 		},
 		Machines: map[string]map[string]Counts{
 			"host1": {"200": {"900": 2}},

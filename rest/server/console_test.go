@@ -1,0 +1,113 @@
+package server_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// raw sends a request to the service and returns its status, headers and body.
+func (in *instance) raw(t testing.TB, method, path string, body io.Reader, header http.Header) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, in.url+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(b)
+}
+
+func TestTheConsoleIsServedUnderUIWithItsAssetsUnlessDisabled(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t)
+	code, h, body := in.raw(t, http.MethodGet, "/ui/", nil, nil)
+	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(body, "Kafka Monitors") {
+		t.Fatalf("GET /ui/: %d %s\n%.300s", code, h.Get("Content-Type"), body)
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("no content security policy: %q", csp)
+	}
+	for _, asset := range []string{"/ui/static/console.js", "/ui/static/console.css", "/ui/static/favicon.svg"} {
+		if code, _, body := in.raw(t, http.MethodGet, asset, nil, nil); code != 200 || len(body) == 0 {
+			t.Errorf("GET %s: %d, %d bytes", asset, code, len(body))
+		}
+	}
+	if code, _, _ := in.raw(t, http.MethodGet, "/ui/nothing-here", nil, nil); code != http.StatusNotFound {
+		t.Errorf("GET /ui/nothing-here: %d, want 404", code)
+	}
+	// The API is unchanged beside it.
+	if a := in.do(t, http.MethodGet, "/nothing-here", "", ""); a.Code != http.StatusNotFound || a.Body["status"] != "FAILURE" {
+		t.Errorf("GET /nothing-here: %d %s", a.Code, a.Raw)
+	}
+
+	off := c.start(t, "UI_ENABLED=false")
+	if a := off.do(t, http.MethodGet, "/ui/", "", ""); a.Code != http.StatusNotFound || a.Body["status"] != "FAILURE" {
+		t.Errorf("GET /ui/ with UI_ENABLED false: %d %s, want the API's 404", a.Code, a.Raw)
+	}
+}
+
+func TestTheConsoleTakesChangesOnlyFromItsOwnPages(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t)
+	form := url.Values{"url": {"http://example.com/"}, "appid": {"consoleapp"}, "crawlid": {"c1"}}.Encode()
+	formType := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	if code, _, body := in.raw(t, http.MethodPost, "/ui/submit", strings.NewReader(form), formType); code != http.StatusForbidden {
+		t.Errorf("a POST without Origin: %d, want 403: %.200s", code, body)
+	}
+	evil := http.Header{"Content-Type": formType["Content-Type"], "Origin": {"http://evil.example"}}
+	if code, _, _ := in.raw(t, http.MethodPost, "/ui/submit", strings.NewReader(form), evil); code != http.StatusForbidden {
+		t.Errorf("a POST from another site: %d, want 403", code)
+	}
+	if n := c.count(t, "demo.incoming"); n != 0 {
+		t.Fatalf("refused forms reached the incoming topic: %d messages", n)
+	}
+	own := http.Header{"Content-Type": formType["Content-Type"], "Origin": {in.url}}
+	code, _, body := in.raw(t, http.MethodPost, "/ui/submit", strings.NewReader(form), own)
+	if code != 200 || !strings.Contains(body, `id="sent"`) {
+		t.Fatalf("the console's own POST: %d\n%.500s", code, body)
+	}
+	if n := c.count(t, "demo.incoming"); n != 1 {
+		t.Fatalf("the submitted crawl is not on the incoming topic: %d messages", n)
+	}
+}
+
+func TestAnAPITokenGuardsTheAPIAndTheConsoleButNotTheIndex(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t, "API_TOKEN=s3cret")
+	crawl := `{"url": "http://example.com/", "appid": "tokenapp", "crawlid": "t1"}`
+	if a := in.post(t, "/feed", crawl); a.Code != http.StatusUnauthorized || a.Body["status"] != "FAILURE" {
+		t.Errorf("/feed without the token: %d %s", a.Code, a.Raw)
+	}
+	if a := in.do(t, http.MethodGet, "/", "", ""); a.Code != 200 {
+		t.Errorf("the index with a token set: %d %s", a.Code, a.Raw)
+	}
+	bearer := http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer s3cret"}}
+	if code, _, body := in.raw(t, http.MethodPost, "/feed", strings.NewReader(crawl), bearer); code != 200 {
+		t.Errorf("/feed with the token: %d %s", code, body)
+	}
+	if code, h, _ := in.raw(t, http.MethodGet, "/ui/", nil, nil); code != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), "Basic") {
+		t.Errorf("the console without credentials: %d %q", code, h.Get("WWW-Authenticate"))
+	}
+	req, _ := http.NewRequest(http.MethodGet, in.url+"/ui/", nil)
+	req.SetBasicAuth("operator", "s3cret")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("the console with the token as password: %d", res.StatusCode)
+	}
+	waitUntil(t, 5*time.Second, "the crawl sent with the token on the incoming topic", func() bool { return c.count(t, "demo.incoming") == 1 })
+}
