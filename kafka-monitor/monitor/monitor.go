@@ -9,9 +9,11 @@
 // succeeds or the monitor is stopped; plugin writes are idempotent, so a
 // batch stored twice leaves the same state.
 //
-// Bad input (not JSON, not an object, no schema matches, too large, a
-// request a plugin rejects) is logged with its cause, counted in
-// stats:kafka-monitor:fail:*, and committed; it never stops the monitor.
+// Bad input (empty, not UTF-8, not JSON, too large, no schema matches, a
+// request a plugin's Validator refuses: plugin.Validate's verdict, the same
+// as the REST service's and the feed command's) is logged with its reason
+// ("Request rejected: <reason>"), counted in stats:kafka-monitor:fail:*, and
+// committed; it never stops the monitor.
 package monitor
 
 import (
@@ -293,22 +295,18 @@ func (m *Monitor) logOutcomes(reqs []request) {
 	}
 }
 
-// classify decodes and validates one message.
+// classify decodes and validates one message (plugin.Validate's verdict,
+// after the MAX_REQUEST_BYTES limit).
 func (m *Monitor) classify(raw []byte) request {
 	r := request{raw: raw}
-	if len(raw) > m.maxBytes {
-		return m.failed(r, logfactory.LevelWarning, "Request too large", logfactory.Extra{
-			"parsed": false, "valid": false, "size": len(raw), "max_bytes": m.maxBytes, "data": preview(raw)})
+	err := plugin.CheckSize(raw, m.maxBytes)
+	var p *plugin.Loaded
+	var req plugin.Request
+	if err == nil {
+		p, req, err = plugin.Validate(m.plugins, raw)
 	}
-	v, err := plugin.DecodeJSON(raw)
 	if err != nil {
-		return m.failed(r, logfactory.LevelWarning, "Unparseable JSON Received", logfactory.Extra{
-			"parsed": false, "valid": false, "data": preview(raw), "error": err.Error()})
-	}
-	p, req, errs := plugin.Match(m.plugins, v)
-	if p == nil {
-		return m.failed(r, logfactory.LevelWarning, "Did not find schema to validate request", logfactory.Extra{
-			"parsed": true, "valid": false, "data": preview(raw), "error": plugin.JoinErrors(errs)})
+		return m.rejected(r, logfactory.LevelWarning, err)
 	}
 	// As the original, the request carries the time it was received (its
 	// queue entry too, so a crawl fed twice is queued twice).
@@ -317,9 +315,22 @@ func (m *Monitor) classify(raw []byte) request {
 	return r
 }
 
-func (m *Monitor) failed(r request, lvl logfactory.Level, msg string, extra logfactory.Extra) request {
+// rejected marks r failed, to be logged as "Request rejected: <reason>"
+// with the request's start (data) and, in the fields, what the original
+// logs: parsed and valid, the error, and the plugin that refused it.
+func (m *Monitor) rejected(r request, lvl logfactory.Level, err error) request {
+	extra := logfactory.Extra{"parsed": false, "valid": false, "error": err.Error(), "data": preview(r.raw), "size": len(r.raw)}
+	var invalid *plugin.InvalidError
+	if errors.As(err, &invalid) {
+		extra["parsed"] = invalid.Parsed()
+		if invalid.Plugin != "" {
+			extra["plugin"] = invalid.Plugin
+		}
+	} else if r.plugin != nil {
+		extra["parsed"], extra["plugin"] = true, r.plugin.Plugin.Name() // refused by Handle
+	}
 	r.failed, r.plugin = true, nil
-	r.failLog = func() { m.log.Log(lvl, msg, extra) }
+	r.failLog = func() { m.log.Log(lvl, "Request rejected: "+err.Error(), extra) }
 	return r
 }
 
@@ -366,8 +377,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		}
 		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
 		if plugin.IsReject(err) {
-			extra := logfactory.Extra{"parsed": true, "valid": false, "plugin": r.plugin.Plugin.Name(), "error": err.Error(), "data": preview(r.raw)}
-			*r = m.failed(*r, logfactory.LevelError, "Request rejected by plugin", extra)
+			*r = m.rejected(*r, logfactory.LevelError, err)
 			continue
 		}
 		if err != nil {

@@ -214,20 +214,51 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 		t.Errorf("stats snapshot = %v", snap)
 	}
 
-	// Each failure is logged once with its cause.
+	// Each failure is logged once with its reason in the message.
 	logs := c.logs.String()
 	for _, want := range []string{
-		`"message": "Unparseable JSON Received"`, `"message": "Did not find schema to validate request"`,
-		`'hits' and 'window' not set for domain update`, `scheme must be http or https`, `"message": "Added crawl to Redis"`,
+		`"message": "Request rejected: invalid JSON: invalid character 'o' in literal null (expecting 'u')"`,
+		`"message": "Request rejected: no plugin's schema accepts it: ScraperHandler: at '': got array, want object`,
+		`"message": "Request rejected: hits: missing or 0; a domain-update needs non-zero hits and window"`,
+		`"message": "Request rejected: no plugin's schema accepts it: ScraperHandler: at '/priority': maximum: got 101, want 100"`,
+		`"message": "Request rejected: url: scheme \"ftp\" not allowed; want http or https"`,
 	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("log lacks %s", want)
+		if strings.Count(logs, want) != 1 {
+			t.Errorf("log lacks %s, or has it more than once", want)
 		}
+	}
+	if n := strings.Count(logs, `"message": "Added crawl to Redis"`); n != 2 {
+		t.Errorf("%d lines say a crawl was added, want 2", n)
 	}
 	// The self-heartbeat, expiring.
 	keys := c.rdb.Keys(ctx, "stats:kafka-monitor:self:*").Val()
 	if len(keys) != 1 || c.rdb.TTL(ctx, keys[0]).Val() <= 0 {
 		t.Errorf("heartbeat keys %v", keys)
+	}
+}
+
+func TestEmptyMessagesAreCountedAndLoggedAsFailures(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{}, "LOG_JSON=false")
+	m, _ := c.start(t)
+	c.produce(t, ``, " \n\t ", `{"url": "http://empty.com/", "appid": "testapp", "crawlid": "c1"}`)
+	kcfg, err := kafkaclient.ConfigFromSettings(c.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := kcfg.NewWriter("demo.incoming")
+	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("tombstone"), Value: nil}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	waitFor(t, "4 messages handled", func() bool { return m.Processed() == 4 })
+	ctx := context.Background()
+	waitFor(t, "3 failures counted", func() bool { return c.rdb.ZCard(ctx, "stats:kafka-monitor:fail:900").Val() == 3 })
+	// The text log line carries the reason.
+	if n := strings.Count(c.logs.String(), "[kafka-monitor] WARNING: Request rejected: empty request"); n != 3 {
+		t.Fatalf("%d log lines for 3 empty messages:\n%s", n, c.logs.String())
+	}
+	if c.rdb.ZCard(ctx, "link:empty.com:queue").Val() != 1 {
+		t.Fatal("the request after the empty ones was not queued")
 	}
 }
 

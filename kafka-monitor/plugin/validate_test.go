@@ -105,7 +105,9 @@ func (*fussy) Name() string { return "FussyHandler" }
 func (*fussy) Schema() []byte {
 	return []byte(`{"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false}`)
 }
-func (*fussy) Handle(context.Context, plugin.Request, redis.Pipeliner) (string, error) { return "", nil }
+func (*fussy) Handle(context.Context, plugin.Request, redis.Pipeliner) (string, error) {
+	return "", nil
+}
 func (*fussy) Validate(req plugin.Request) error {
 	switch req["n"].(interface{ String() string }).String() {
 	case "13":
