@@ -124,7 +124,7 @@ func ValidateValue(plugins []Loaded, v any) (*Loaded, Request, error) {
 	refuse := func(reason string) (*Loaded, Request, error) {
 		return nil, nil, &InvalidError{Stage: Refused, Plugin: p.Plugin.Name(), Reason: reason}
 	}
-	if at, ok := nonFinite(req, ""); ok {
+	if at, ok := nonFinite(req); ok {
 		return refuse(fmt.Sprintf("at '%s': number out of range", at))
 	}
 	if val, ok := p.Plugin.(Validator); ok {
@@ -166,21 +166,22 @@ func closest(plugins []Loaded, v any, errs []error) []error {
 	return kept
 }
 
-// nonFinite finds an infinite or NaN number in v and returns its location.
-func nonFinite(v any, at string) (string, bool) {
+// nonFinite finds an infinite or NaN number in v and returns its location
+// (built only then: the walk allocates nothing).
+func nonFinite(v any) (string, bool) {
 	switch t := v.(type) {
 	case float64:
-		return at, math.IsInf(t, 0) || math.IsNaN(t)
+		return "", math.IsInf(t, 0) || math.IsNaN(t)
 	case map[string]any:
 		for k, x := range t {
-			if loc, ok := nonFinite(x, at+"/"+k); ok {
-				return loc, true
+			if loc, ok := nonFinite(x); ok {
+				return "/" + k + loc, true
 			}
 		}
 	case []any:
 		for i, x := range t {
-			if loc, ok := nonFinite(x, at+"/"+strconv.Itoa(i)); ok {
-				return loc, true
+			if loc, ok := nonFinite(x); ok {
+				return "/" + strconv.Itoa(i) + loc, true
 			}
 		}
 	}
