@@ -33,7 +33,7 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 	}{
 		{"feed of broken JSON", "POST", "/feed", "application/json", `{"url": "http://example.com"`, 400, failureBecause(mustJSON, "invalid JSON: unexpected EOF"), ""},
 		{"feed of JSON with data after it", "POST", "/feed", "application/json", `{"appid": "abc"} {}`, 400, failureBecause(mustJSON, "invalid JSON: data after the JSON value"), ""},
-		{"feed of null", "POST", "/feed", "application/json", `null`, 400, failureBecause(mustJSON, "no plugin's schema accepts it: ScraperHandler: at '': got null, want object | " +
+		{"feed of null", "POST", "/feed", "application/json", `null`, 400, failureBecause(mustJSON, "no plugin's schema accepts it: ScraperHandler: at '': got null, want object | "+
 			"ActionHandler: at '': got null, want object | StatsHandler: at '': got null, want object | ZookeeperHandler: at '': got null, want object"), ""},
 		{"feed of an empty body", "POST", "/feed", "application/json", ``, 400, failureBecause(mustJSON, "empty request"), ""},
 		{"feed of whitespace", "POST", "/feed", "application/json", " \r\n", 400, failureBecause(mustJSON, "empty request"), ""},
