@@ -47,13 +47,13 @@ const maxWhole = 1 << 53
 
 // Validate checks what the schema cannot. A domain-update needs non-zero
 // hits and window, as the original's handler asks (a negative one, like
-// scale 0, makes the crawlers skip the domain), that the Redis Monitor can
-// read (up to 2^53). The domain of
-// an update must be written as the crawlers' queues name it, the registered
-// domain of a URL's host in lower case ("example.co.uk" for
-// www.example.co.uk, "127.0.0.1." for an IP address), or the change would
-// never apply to any queue; a remove only needs a domain without spaces or
-// control characters, so that an entry written by hand can be removed.
+// scale 0, makes the crawlers skip the domain), within what the Redis
+// Monitor reads (±2^53). The domain of an update must be written as the
+// crawlers' queues name it, the registered domain of a URL's host in lower
+// case ("example.co.uk" for www.example.co.uk, "127.0.0.1." for an IP
+// address), or the change would never apply to any queue; a remove only
+// needs a domain without spaces or control characters, so that an entry
+// written by hand can be removed.
 func (Handler) Validate(req plugin.Request) error {
 	action, _ := req["action"].(string)
 	domain, _ := req["domain"].(string)
@@ -61,7 +61,8 @@ func (Handler) Validate(req plugin.Request) error {
 		return fmt.Errorf("domain: %q is empty or holds spaces or control characters", domain)
 	}
 	if strings.HasSuffix(action, "-update") {
-		if want := rediskeys.Domain(domain); want != domain || strings.ContainsAny(domain, "/:@?#") && net.ParseIP(strings.TrimSuffix(domain, ".")) == nil {
+		notHost := strings.ContainsAny(domain, "/:@?#") && net.ParseIP(strings.TrimSuffix(domain, ".")) == nil
+		if rediskeys.Domain(domain) != domain || notHost {
 			return fmt.Errorf("domain: %q is not a domain as queues name it (the registered domain of a URL's host, lower case): use %q", domain, rediskeys.Domain(hostOf(domain)))
 		}
 	}
