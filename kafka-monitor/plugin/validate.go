@@ -16,6 +16,9 @@ import (
 // `kafka-monitor run`), so all three give the same verdict. The error's text
 // is the reason the user sees, naming the field first:
 // `url: scheme "ftp" not allowed`. Handle may rely on what Validate checked.
+// Validate must not depend on Setup (the REST service and feed never set
+// plugins up) nor do I/O: it judges the request alone, and may be called
+// from several goroutines at once.
 type Validator interface {
 	Validate(req Request) error
 }
