@@ -206,3 +206,15 @@ func deepCopy(v any) any {
 	}
 	return v
 }
+
+// hasRequired reports whether obj has every property the schema requires.
+func (s *Schema) hasRequired(obj map[string]any) bool {
+	required, _ := s.doc["required"].([]any)
+	for _, r := range required {
+		name, _ := r.(string)
+		if _, ok := obj[name]; !ok {
+			return false
+		}
+	}
+	return true
+}
