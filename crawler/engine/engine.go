@@ -81,6 +81,7 @@ type Engine struct {
 	pending   map[int]int // response codes not yet written
 
 	counters Counters
+	metrics  *metrics
 }
 
 // Counters count what the engine did since start. Refused counts the
@@ -130,6 +131,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
+	e.metrics = newMetrics(e)
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
 		return nil, err
@@ -232,14 +234,17 @@ func (e *Engine) Run(ctx context.Context) error {
 // request stays leased and Run releases it.
 func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	req := item.Request
+	e.metrics.inFlight.Inc()
+	defer e.metrics.inFlight.Dec()
 	extra := logfactory.Extra{"url": req.URL, "appid": req.AppID, "crawlid": req.CrawlID, "spiderid": e.spider.Name()}
 	if req.Expired(time.Now()) {
 		e.counters.Expired.Add(1)
+		e.metrics.drop("expired")
 		e.log.Debug("Crawl expired; request dropped", extra)
 		e.done(ctx, item)
 		return
 	}
-	res, err := e.fetcher.Fetch(ctx, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
+	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
 	if ctx.Err() != nil {
 		return // shutting down: released later
 	}
@@ -257,6 +262,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 			return
 		}
 		e.counters.Dropped.Add(1)
+		e.metrics.drop(fetchDropReason(err))
 		if reason := fetch.DropReason(err); reason != "" {
 			extra["reason"] = reason // "private_address", "robots_txt", ...
 		}
@@ -291,12 +297,13 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		}
 	}
 	for _, page := range out.Pages {
-		err := e.pipe.Publish(ctx, e.spider.Name(), page)
+		err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil { // cannot ever be sent (logged by the pipeline)
 			e.counters.Dropped.Add(1)
+			e.metrics.drop("unpublishable")
 			continue
 		}
 		e.counters.Published.Add(1)
@@ -335,6 +342,7 @@ func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfacto
 	extra["retry_times"] = req.RetryTimes
 	if req.RetryTimes >= e.retryTimes {
 		e.counters.Dropped.Add(1)
+		e.metrics.drop("retries_exhausted")
 		e.log.Error("Gave up retrying the request; dropped", extra)
 		e.done(ctx, item)
 		return

@@ -59,6 +59,8 @@ type Monitor struct {
 	statsDone chan struct{}
 
 	stats *stats.MonitorStats
+
+	metrics *metrics // Prometheus's (metrics.go)
 }
 
 // New loads and sets up the enabled plugins and the stats collectors.
@@ -77,6 +79,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
 		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
 	}
+	m.metrics = newMetrics(m)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
 	for _, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
@@ -266,6 +269,7 @@ func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
 		return err
 	}
 	m.recordStats(reqs)
+	m.metrics.count(reqs)
 	m.processed.Add(int64(len(reqs)))
 	return nil
 }
@@ -338,7 +342,7 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	work := context.WithoutCancel(ctx) // a started write finishes on shutdown
 	backoff := 100 * time.Millisecond
 	for {
-		err := m.storeOnce(work, reqs)
+		err := m.metrics.write(func() error { return m.storeOnce(work, reqs) })
 		if err == nil {
 			return nil
 		}

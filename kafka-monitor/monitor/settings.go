@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -25,8 +26,9 @@ import (
 //	STATS_*                   stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
 //	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
+//	ADMIN_ADDR, ADMIN_PPROF          (Go) the admin endpoint of `run`, ":9410" (admin.Defaults)
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), plugin.Defaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), plugin.Defaults(), admin.Defaults(admin.KafkaMonitorAddr), settings.Defaults{
 		"SLEEP_TIME":           0.01,
 		"HEARTBEAT_TIMEOUT":    120,
 		"KAFKA_INCOMING_TOPIC": "demo.incoming",

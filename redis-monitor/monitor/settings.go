@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -29,8 +30,9 @@ import (
 //	STATS_DUMP_CRAWL       true   also dump the crawlers' stats
 //	STATS_DUMP_QUEUE       true   also dump the queue backlog
 //	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
+//	ADMIN_ADDR, ADMIN_PPROF       (Go) the admin endpoint, ":9411" (admin.Defaults)
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), admin.Defaults(admin.RedisMonitorAddr), settings.Defaults{
 		"SLEEP_TIME":            0.1,
 		"RETRY_FAILURES":        true,
 		"RETRY_FAILURES_MAX":    3,

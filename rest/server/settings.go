@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -34,9 +35,10 @@ import (
 //	HTTP_WRITE_TIMEOUT         30         (Go) time to handle and answer a request; more than WAIT_FOR_RESPONSE_TIME + KAFKA_FEED_TIMEOUT
 //	LOGGER_NAME                "rest-service"
 //	LOG_FILE                   "rest_service.log"
+//	ADMIN_PPROF                false      (Go) also serve Go's profiler at /debug/pprof/ (admin.PprofDefaults); /metrics, /healthz and /readyz are always served
 func Defaults() settings.Defaults {
 	km := plugin.Defaults()
-	return cli.Merge(cli.ComponentDefaults("rest_service.log"), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("rest_service.log"), admin.PprofDefaults(), settings.Defaults{
 		"FLASK_LOGGING_ENABLED":            true,
 		"FLASK_PORT":                       5343,
 		"FLASK_HOST":                       "0.0.0.0",
