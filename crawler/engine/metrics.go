@@ -152,22 +152,32 @@ func (m *metrics) response(code int) {
 func (m *metrics) fetch(ctx context.Context, f *fetch.Fetcher, req fetch.Request) (*fetch.Result, error) {
 	start := time.Now()
 	res, err := f.Fetch(ctx, req)
+	m.fetched(start, res, err)
+	return res, err
+}
+
+// fetched counts a fetch that started at start.
+func (m *metrics) fetched(start time.Time, res *fetch.Result, err error) {
 	m.fetchDuration.Observe(time.Since(start).Seconds())
 	if err == nil {
 		m.response(res.Status)
 		m.responseBytes.Add(float64(len(res.Body)))
 	}
-	return res, err
 }
 
 // publish publishes page with p and times it.
 func (m *metrics) publish(ctx context.Context, p *pipeline.Pipeline, spiderID string, page *spider.Page) error {
 	start := time.Now()
 	err := p.Publish(ctx, spiderID, page)
+	m.published(start, err)
+	return err
+}
+
+// published times a publication that started at start, when it succeeded.
+func (m *metrics) published(start time.Time, err error) {
 	if err == nil {
 		m.publishDuration.Observe(time.Since(start).Seconds())
 	}
-	return err
 }
 
 // drop counts a request given up for reason; a failed fetch's reason is
