@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -25,15 +24,6 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Code, rec.Body.String()
-}
-
-func readiness(t *testing.T, body string) admin.Readiness {
-	t.Helper()
-	var r admin.Readiness
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatalf("readyz body %q: %v", body, err)
-	}
-	return r
 }
 
 func TestEndpointsAnswerAsDocumented(t *testing.T) {
