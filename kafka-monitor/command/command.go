@@ -94,7 +94,7 @@ A failure to reach Kafka exits with 1.`,
 			return err
 		},
 	}
-	root.AddCommand(run, feed)
+	root.AddCommand(run, feed, cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
 	return root
 }
 

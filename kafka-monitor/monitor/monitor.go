@@ -66,6 +66,8 @@ type Monitor struct {
 	statsDone chan struct{}
 
 	stats *stats.MonitorStats
+
+	metrics *metrics // Prometheus's (metrics.go)
 }
 
 // New loads and sets up the enabled plugins and the stats collectors.
@@ -85,6 +87,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
 		marks: newStoredMarks(rdb, s.String("KAFKA_GROUP"), s.String("KAFKA_INCOMING_TOPIC")),
 	}
+	m.metrics = newMetrics(m)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
 	for _, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
@@ -298,6 +301,7 @@ func (m *Monitor) process(ctx context.Context, batch []kafka.Message, stored fun
 			logfactory.Extra{"messages": n})
 	}
 	m.recordStats(reqs)
+	m.metrics.count(reqs)
 	m.processed.Add(int64(len(reqs)))
 	return nil
 }
@@ -445,7 +449,7 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	work := context.WithoutCancel(ctx) // a started write finishes on shutdown
 	backoff := 100 * time.Millisecond
 	for {
-		err := m.storeOnce(work, reqs)
+		err := m.metrics.write(func() error { return m.storeOnce(work, reqs) })
 		if err == nil {
 			return nil
 		}
