@@ -58,12 +58,14 @@ func (m *Monitor) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.metrics.requests, m.metrics.writeDuration, m.metrics.writeErrors, m.metrics.lag}
 }
 
-// count counts a stored batch's requests.
+// count counts a stored batch's requests (not those skipped as stored
+// before, which have no plugin).
 func (mt *metrics) count(reqs []request) {
 	for i := range reqs {
-		if reqs[i].failed {
+		switch {
+		case reqs[i].failed:
 			mt.failed.Inc()
-		} else {
+		case reqs[i].plugin != nil:
 			mt.stored[reqs[i].plugin.Plugin.Name()].Inc()
 		}
 	}

@@ -23,20 +23,26 @@ type monitorProcess struct {
 	cmd    *exec.Cmd
 	out    *harness.OutputBuffer
 	exited chan error
+	done   chan struct{} // closed once the process has exited
 }
 
 func startMonitor(t *testing.T, bin string, args ...string) *monitorProcess {
 	t.Helper()
-	p := &monitorProcess{cmd: exec.Command(bin, append([]string{"run"}, args...)...), out: &harness.OutputBuffer{}, exited: make(chan error, 1)}
+	p := &monitorProcess{cmd: exec.Command(bin, append([]string{"run"}, args...)...), out: &harness.OutputBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	go func() {
+		p.exited <- p.cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-p.done:
+		default:
 			_ = p.cmd.Process.Kill()
-			<-p.exited
+			<-p.done
 		}
 		if t.Failed() {
 			t.Logf("kafka-monitor (pid %d) output:\n%s", p.cmd.Process.Pid, p.out.String())
@@ -61,7 +67,7 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 	}
 	// The production defaults: commits as the monitor makes them, INFO logs.
 	args := []string{"--set", "KAFKA_HOSTS=" + k.Hosts(), "--set", "REDIS_HOST=127.0.0.1", "--set", "REDIS_PORT=" + strconv.Itoa(r.Port),
-		"--set", "STATS_DUMP=0", "--log-level", "INFO", "--log-json"}
+		"--set", "STATS_DUMP=0", "--set", "ADMIN_ADDR=127.0.0.1:0", "--log-level", "INFO", "--log-json"}
 	ctx := context.Background()
 	rdb := r.TestClient(t)
 	const queue, seeds = "link:example.com:queue", 300
