@@ -62,6 +62,7 @@ type Item struct {
 	dom           *domain
 	crawl         ledger.Crawl
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
+	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
 }
 
 // LeaseID identifies the item's lease (for logs).
@@ -90,6 +91,8 @@ type Scheduler struct {
 	wake     chan struct{}
 	slots    chan struct{}
 	stats    Stats
+	// slowWarned is when a slow lease renewal was last logged.
+	slowWarned time.Time
 }
 
 // Stats are the scheduler's counters since start. Lost counts this
