@@ -126,10 +126,9 @@ const (
 	maxRenewals = 2
 )
 
-// renewLoop keeps this crawler's leases alive until ctx ends.
-func (s *Scheduler) renewLoop(ctx context.Context) {
-	upkeep := s.upkeepClient()
-	defer upkeep.Close()
+// renewLoop keeps this crawler's leases alive through upkeep until ctx
+// ends.
+func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
 	var renewals sync.WaitGroup
 	defer renewals.Wait()
 	waiting := make(chan struct{}, maxRenewals)
@@ -153,12 +152,35 @@ func (s *Scheduler) renewLoop(ctx context.Context) {
 }
 
 // upkeepClient returns a Redis client for lease renewals alone, configured
-// as the scheduler's own, with maxRenewals connections.
-func (s *Scheduler) upkeepClient() *redis.Client {
+// as the scheduler's own, with maxRenewals connections, open and ready
+// unless Redis did not answer within upkeepWarmUp. A connection's
+// handshake takes a few round trips, each as slow as Redis is busy: the
+// first renewals, had they opened their connections, came too late.
+func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 	opt := *s.rdb.Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
-	return redis.NewClient(&opt)
+	upkeep := redis.NewClient(&opt)
+	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
+	defer cancel()
+	conns := make([]*redis.Conn, maxRenewals)
+	var wg sync.WaitGroup
+	for i := range conns {
+		conns[i] = upkeep.Conn() // each holds its own connection until closed
+		wg.Go(func() { _ = conns[i].Ping(wctx).Err() })
+	}
+	wg.Wait()
+	err := s.leases.LoadRenewScript(wctx, conns[0])
+	for _, c := range conns {
+		_ = c.Close() // back to upkeep's pool, open
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warning("Could not prepare the lease renewals' connections yet; renewals will open them", logfactory.Extra{"error": err.Error()})
+	}
+	return upkeep
 }
+
+// upkeepWarmUp bounds the time upkeepClient waits for Redis.
+const upkeepWarmUp = 5 * time.Second
 
 // renew renews the leases of every request in flight once, through upkeep.
 func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {

@@ -170,10 +170,14 @@ func (s *Scheduler) Run(ctx context.Context) {
 		s.log.Warning("Could not subscribe to queue announcements yet; relying on scans", logfactory.Extra{"error": err.Error()})
 	}
 	cancel()
+	// Ready before the scan finds anything to lease.
+	upkeep := s.upkeepClient(ctx)
+	defer upkeep.Close()
 	s.scan(ctx)
 	var wg sync.WaitGroup
 	announce := func(ctx context.Context) { s.announceLoop(ctx, sub) }
-	for _, loop := range []func(context.Context){announce, s.scanLoop, s.renewLoop, s.reapLoop, s.ipLoop} {
+	renew := func(ctx context.Context) { s.renewLoop(ctx, upkeep) }
+	for _, loop := range []func(context.Context){announce, s.scanLoop, renew, s.reapLoop, s.ipLoop} {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
 	}
