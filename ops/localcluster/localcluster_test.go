@@ -370,7 +370,9 @@ func fakeBin(t *testing.T, bodies map[string]string) string {
 	for _, name := range []string{"kafka-monitor", "redis-monitor", "crawler", "rest", "testsite"} {
 		body, ok := bodies[name]
 		if !ok {
-			body = `echo "$0 $* up"; trap 'echo bye; exit 0' TERM; while :; do sleep 0.05; done`
+			// "up" once the trap is set: a test that stops the cluster
+			// before then would see sh die of the signal.
+			body = `trap 'echo bye; exit 0' TERM; echo "$0 $* up"; while :; do sleep 0.05; done`
 		}
 		script := "#!/bin/sh\n" + body + "\n"
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o755); err != nil {
@@ -640,6 +642,10 @@ func TestTheDefaultRetentionFollowsWhereTheBrokerKeepsItsData(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- localcluster.Run(ctx, cfg) }()
 			waitFor(t, 30*time.Second, "the launcher starts the REST service", func() bool { return out.Contains("started rest ") })
+			waitFor(t, 30*time.Second, "every process to be up", func() bool {
+				o := out.String()
+				return strings.Count(o, " up\n") >= strings.Count(o, "| started ")
+			})
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("Run: %v", err)
