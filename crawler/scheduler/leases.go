@@ -12,18 +12,19 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// finish ends an item's time in flight.
+// finish ends an item's time in flight, and frees the slots it holds.
 func (s *Scheduler) finish(it *Item) {
 	s.mu.Lock()
-	if _, ok := s.inflight[it.leaseID]; ok {
-		delete(s.inflight, it.leaseID)
-		it.dom.inflight--
-		if it.dom.next.Equal(never) && !it.dom.blocked {
-			s.setNext(it.dom, s.now())
-		}
-	}
+	delete(s.inflight, it.leaseID)
+	fetching, processing := s.endFetch(it), it.processing
+	it.processing = false
 	s.mu.Unlock()
-	<-s.slots
+	if fetching {
+		<-s.slots
+	}
+	if processing {
+		<-s.processing
+	}
 	s.signal()
 }
 

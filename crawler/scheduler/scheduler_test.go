@@ -325,3 +325,67 @@ func TestThrottleKeysFollowTheThrottleStyle(t *testing.T) {
 		t.Fatalf("throttle keys %v", keys)
 	}
 }
+
+// tryNext is Next with a short wait: nil when nothing comes within it.
+func tryNext(s *scheduler.Scheduler, within time.Duration) *scheduler.Item {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	it, err := s.Next(ctx)
+	if err != nil {
+		return nil
+	}
+	return it
+}
+
+func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+	cfg := config()
+	cfg.Concurrency, cfg.PerDomain = 4, 2
+	f := start(t, cfg)
+	ctx := context.Background()
+	for i := range 10 {
+		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
+	}
+	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	if it := tryNext(f.sched, 300*time.Millisecond); it != nil {
+		t.Fatalf("a third request of a domain with CONCURRENT_REQUESTS_PER_DOMAIN 2 came while two were fetched: %s", it.Request.URL)
+	}
+	// a's fetch is over: its slot goes to the next request, a stays leased.
+	if err := f.sched.Fetched(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	c := next(t, f.sched, 5*time.Second)
+	if n := f.sched.InFlight(); n != 3 {
+		t.Fatalf("%d requests in flight, want 3 (a processed, b and c fetched)", n)
+	}
+	// Four fetched items are processed at most (CONCURRENT_REQUESTS):
+	// the fifth's Fetched waits for one of them to be done.
+	for _, it := range []*scheduler.Item{b, c} {
+		if err := f.sched.Fetched(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := next(t, f.sched, 5*time.Second)
+	if err := f.sched.Fetched(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	e := next(t, f.sched, 5*time.Second)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := f.sched.Fetched(short, e); err == nil {
+		t.Fatal("a fifth fetched item was processed beside four with CONCURRENT_REQUESTS 4")
+	}
+	go func() { _ = f.sched.Done(ctx, a, nil) }()
+	wait, cancelWait := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelWait()
+	if err := f.sched.Fetched(wait, e); err != nil {
+		t.Fatalf("the fifth fetched item still waits after one was done: %v", err)
+	}
+	for _, it := range []*scheduler.Item{b, c, d, e} {
+		if err := f.sched.Done(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := f.sched.Leases().Count(ctx); n != 0 || f.sched.InFlight() != 0 {
+		t.Fatalf("%d leases, %d in flight after every item was done", n, f.sched.InFlight())
+	}
+}
