@@ -389,3 +389,46 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 		t.Fatalf("%d leases, %d in flight after every item was done", n, f.sched.InFlight())
 	}
 }
+
+func TestALargePageQueuesEachNewLinkOnceAcrossItsDomains(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "big", SpiderID: "link", Priority: 1, MaxDepth: 2}
+	// One member is in its queue already (its filter entry expired).
+	queued := parent.Follow("http://b.com/7")
+	member, err := queued.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rdb.ZAdd(ctx, "link:b.com:queue", redis.Z{Score: queued.Score(), Member: member})
+	// 5,000 links over two domains, every one twice on the page, and the
+	// page itself: more values than Lua's unpack takes at once.
+	var kids []*crawlrequest.Request
+	for i := range 5000 {
+		host := []string{"a.com", "b.com"}[i%2]
+		kids = append(kids, parent.Follow(fmt.Sprintf("http://%s/%d", host, i)))
+	}
+	kids = append(kids, kids...)
+	kids = append(kids, parent.Follow("http://a.com/"))
+	got, err := f.sched.Enqueue(ctx, parent, kids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Queued != 4999 || got.Refused[ledger.RefusedDuplicate] != 5002 {
+		t.Fatalf("enqueued %+v, want 4,999 queued and 5,002 duplicates", got)
+	}
+	if a, b := f.rdb.ZCard(ctx, "link:a.com:queue").Val(), f.rdb.ZCard(ctx, "link:b.com:queue").Val(); a != 2500 || b != 2500 {
+		t.Fatalf("queues hold %d and %d requests, want 2,500 each", a, b)
+	}
+	if n := f.rdb.SCard(ctx, "link:dupefilter:big").Val(); n != 5001 {
+		t.Fatalf("the duplicate filter holds %d fingerprints, want 5,001", n)
+	}
+	p := readLedger(t, f.rdb, "big")
+	if p.Enqueued != 4999 || p.Refused[string(ledger.RefusedDuplicate)] != 5002 {
+		t.Fatalf("ledger %+v", p)
+	}
+	// The same page again queues nothing.
+	if got, err := f.sched.Enqueue(ctx, parent, kids[:5000], nil); err != nil || got.Queued != 0 || got.Refused[ledger.RefusedDuplicate] != 5000 {
+		t.Fatalf("the page again: %+v, %v", got, err)
+	}
+}
