@@ -11,6 +11,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The monitoring overlay (Prometheus and Grafana) on top of docker-compose.yml.
+docker-compose -f docker-compose.yml -f monitoring/docker-compose.monitoring.yml config -q
+echo "docker-compose config: docker-compose.yml + monitoring/docker-compose.monitoring.yml ok"
+
 for f in docker-compose.yml elk/docker-compose.elk.yml; do
   docker-compose -f "$f" config -q
   echo "docker-compose config: $f ok"

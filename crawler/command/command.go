@@ -61,6 +61,7 @@ crawler's log settings are SC_LOG_* as in the original.`,
 	root.Args = cobra.NoArgs
 	root.RunE = runE
 	root.Example = "  crawler\n  crawler --spider wandering\n  crawler --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis crawler --set ZOOKEEPER_HOSTS="
+	root.AddCommand(cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
 		Short: "Crawl until SIGINT or SIGTERM (the same as no sub-command)",

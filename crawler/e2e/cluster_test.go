@@ -96,6 +96,7 @@ func (c *cluster) settings(overrides map[string]string) map[string]string {
 		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
 		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1",
 		"SC_LOG_JSON": "true", "SC_LOG_LEVEL": "DEBUG", "SC_LOG_STDOUT": "true",
+		"ADMIN_ADDR": "127.0.0.1:0", // any free port: several crawlers run at once
 		// The test sites are on loopback, which the fetcher refuses by default.
 		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
 	}

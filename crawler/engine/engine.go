@@ -83,6 +83,7 @@ type Engine struct {
 	pending   map[int]int // response codes not yet written
 
 	counters Counters
+	metrics  *metrics
 }
 
 // Counters count what the engine did since start. Dropped counts every
@@ -135,6 +136,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
+	e.metrics = newMetrics(e)
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
 		return nil, err
@@ -243,15 +245,18 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	req, crawl := item.Request, item.Crawl()
 	tally := &ledger.Tally{}
+	e.metrics.inFlight.Inc()
+	defer e.metrics.inFlight.Dec()
 	extra := logfactory.Extra{"url": req.URL, "appid": req.AppID, "crawlid": req.CrawlID, "spiderid": e.spider.Name()}
 	if req.Expired(time.Now()) {
 		e.counters.Expired.Add(1)
 		tally.RefusedPopped(crawl, ledger.RefusedExpired)
+		e.metrics.drop(ledger.RefusedExpired)
 		e.log.Info("Crawl expired; request dropped", extra)
 		e.done(ctx, item, tally)
 		return
 	}
-	res, err := e.fetcher.Fetch(ctx, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
+	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
 	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
 		return // shutting down: released later
 	}
@@ -276,11 +281,14 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		case errors.Is(err, fetch.ErrForbiddenAddress):
 			e.counters.Refused.Add(1)
 			tally.RefusedPopped(crawl, ledger.RefusedPrivateAddress)
+			e.metrics.drop(ledger.RefusedPrivateAddress)
 		case errors.Is(err, fetch.ErrRobotsDisallowed):
 			e.counters.Refused.Add(1)
 			tally.RefusedPopped(crawl, ledger.RefusedRobots)
+			e.metrics.drop(ledger.RefusedRobots)
 		default:
 			tally.Dropped(crawl, ledger.DroppedUncrawlable)
+			e.metrics.drop(ledger.DroppedUncrawlable)
 		}
 		e.log.Warning("Request cannot be crawled; dropped", extra)
 		e.done(ctx, item, tally)
@@ -316,17 +324,19 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	published, cut := 0, false
 	var failed error
 	for _, page := range out.Pages {
-		pageCut, err := e.pipe.Publish(ctx, e.spider.Name(), page)
+		pageCut, err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page)
 		if ctx.Err() != nil {
 			return
 		}
 		if err != nil { // cannot ever be sent (logged by the pipeline)
 			e.counters.Dropped.Add(1)
-			if pipeline.DropReason(err) == ledger.DroppedTooLarge {
+			reason := pipeline.DropReason(err)
+			if reason == ledger.DroppedTooLarge {
 				e.counters.TooLarge.Add(1)
 			} else {
 				e.counters.Unpublished.Add(1)
 			}
+			e.metrics.drop(reason)
 			failed = err
 			continue
 		}
@@ -343,6 +353,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.counters.Dropped.Add(1)
 		e.log.Warning("The spider made no result of the page; nothing published", extra)
 		tally.Dropped(crawl, ledger.DroppedNoResult)
+		e.metrics.drop(ledger.DroppedNoResult)
 	}
 	e.done(ctx, item, tally)
 }
@@ -391,6 +402,7 @@ func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfacto
 		e.counters.Dropped.Add(1)
 		extra["reason"] = string(reason)
 		tally.Dropped(item.Crawl(), reason)
+		e.metrics.drop(reason)
 		e.log.Error("Gave up retrying the request; dropped", extra)
 		e.done(ctx, item, tally)
 		return

@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -29,11 +30,12 @@ import (
 //	STATUS_RESPONSE_CODES  [200, 404, 403, 504]  the codes counted
 //	SHUTDOWN_GRACE         10     (Go) seconds in-flight requests may take to finish after SIGTERM; the rest go back to their queues
 //	DOMAIN_CONFIG_WAIT     30     (Go) seconds a starting crawler waits for its first domain config before it pops anything; 0 does not wait
+//	ADMIN_ADDR, ADMIN_PPROF       (Go) the admin endpoint, ":9412" (admin.Defaults)
 func Defaults() settings.Defaults {
 	return cli.Merge(
 		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
 		logfactory.PrefixedDefaults("SC_", "sc_crawler.log"),
-		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(), ledger.Defaults(),
+		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(), ledger.Defaults(), admin.Defaults(admin.CrawlerAddr),
 		settings.Defaults{
 			"SPIDER":                "link",
 			"SC_LOGGER_NAME":        "sc-crawler",

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -51,10 +50,11 @@ same names and flags, in that order; 'kafka-monitor settings' prints them with t
 		Short: "Run the Kafka Monitor until SIGINT or SIGTERM",
 		Long: `Consume the incoming topic and store every valid request in Redis.
 
-Offsets are committed only after the requests are in Redis (at-least-once). While Redis is
-down, the batch in hand is retried with back-off and nothing further is read. Invalid requests
-are logged, counted in stats:kafka-monitor:fail:* and skipped. SIGINT or SIGTERM finishes the
-batch in hand, commits it and exits 0.`,
+A batch's offsets are committed as soon as its requests are in Redis, never before
+(at-least-once). While Redis is down, the batch in hand is retried with back-off and nothing
+further is read. Invalid requests are logged ("Request rejected: <reason>"), counted in
+stats:kafka-monitor:fail:* and skipped. SIGINT or SIGTERM finishes the batch in hand, commits it
+and exits 0.`,
 		Example: "  kafka-monitor run\n  kafka-monitor run --settings localsettings.yaml --log-level DEBUG",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,10 +67,12 @@ batch in hand, commits it and exits 0.`,
 	feed := &cobra.Command{
 		Use:   "feed [JSON]",
 		Short: "Validate one JSON request and send it to the incoming topic",
-		Long: `Validate a JSON request against the enabled plugins' schemas and send it to the incoming
-topic within KAFKA_FEED_TIMEOUT seconds. The JSON is the argument, or standard input when no
-argument (or "-") is given. An invalid request is not sent: the cause is printed and the exit
-status is 2. A failure to reach Kafka exits with 1.`,
+		Long: `Validate a JSON request as the Kafka Monitor will (MAX_REQUEST_BYTES, the enabled plugins'
+schemas and their checks: http(s) URLs, regular expressions that compile, domains as queues name
+them, ...) and send it to the incoming topic within KAFKA_FEED_TIMEOUT seconds. The JSON is the
+argument, or standard input when no argument (or "-") is given. An invalid request is not sent:
+the reason is printed on standard error, as the monitor would log it, and the exit status is 2.
+A failure to reach Kafka exits with 1.`,
 		Example: `  kafka-monitor feed '{"url": "http://istresearch.com", "appid":"testapp", "crawlid":"ABC123"}'
   kafka-monitor feed '{"appid":"testapp", "uuid":"cdefgh1", "stats":"kafka-monitor"}'
   echo '{"uuid":"abc123", "appid":"testapp", "action":"blacklist-update", "domain":"ebay.com"}' | kafka-monitor feed`,
@@ -92,7 +94,7 @@ status is 2. A failure to reach Kafka exits with 1.`,
 			return err
 		},
 	}
-	root.AddCommand(run, feed)
+	root.AddCommand(run, feed, cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
 	return root
 }
 
@@ -109,12 +111,10 @@ func requestText(stdin io.Reader, args []string) ([]byte, error) {
 	if len(args) == 1 && args[0] != "-" {
 		return []byte(args[0]), nil
 	}
+	// At most 64 MiB; the verdict on what was read (empty, too large, ...) is Feed's.
 	raw, err := io.ReadAll(io.LimitReader(stdin, 64<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read request from standard input: %w", err)
-	}
-	if strings.TrimSpace(string(raw)) == "" {
-		return nil, cli.ExitError(2, errors.New("no request given: pass the JSON as an argument or on standard input"))
 	}
 	return raw, nil
 }

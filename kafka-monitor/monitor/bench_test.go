@@ -15,7 +15,8 @@ import (
 // BenchmarkIngestCrawlRequests measures valid crawl requests per second from
 // demo.incoming into Redis for one monitor process, configured as in
 // production: INFO log line per request, total and per-plugin stats over the
-// six default windows, offsets committed every 5 s. The requests are in Kafka
+// six default windows, offsets committed after every stored batch, every
+// stored request marked. The requests are in Kafka
 // (kfake, in this process) before the clock starts; it stops when the last is
 // stored. Redis and the broker share the machine's cores with the monitor.
 func BenchmarkIngestCrawlRequests(b *testing.B) { benchIngest(b) }

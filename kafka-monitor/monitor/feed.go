@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,33 +15,33 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// ErrInvalidRequest is wrapped by Feed's error when the request fails local
+// ErrInvalidRequest is wrapped by Feed's error when the request fails
 // validation; nothing was sent.
 var ErrInvalidRequest = errors.New("invalid request")
 
-// Feed validates raw against the enabled plugins' schemas and, when one
-// accepts it, sends it to the incoming topic within KAFKA_FEED_TIMEOUT,
-// creating the topic if it does not exist. An invalid request is not sent.
+// Feed validates raw as the monitor will (MAX_REQUEST_BYTES, then
+// plugin.Validate) and, when it is valid, sends it as given (compacted,
+// without the defaults the monitor fills in) to the incoming topic within
+// KAFKA_FEED_TIMEOUT, creating the topic if it does not exist. An invalid
+// request is not sent: the error wraps ErrInvalidRequest and gives the
+// reason, as the monitor would log it.
 func Feed(ctx context.Context, s *settings.Settings, log *logfactory.Logger, raw []byte) error {
 	plugins, err := plugin.LoadPlugins(s)
 	if err != nil {
 		return err
 	}
-	v, err := plugin.DecodeJSON(raw)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	if err := plugin.CheckSize(raw, s.Int("MAX_REQUEST_BYTES")); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
-	// Send the request as given (Match fills defaults into v); the monitor
-	// fills them in after its own validation, as the original does.
-	value, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	if _, _, err := plugin.Validate(plugins, raw); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	var value bytes.Buffer
+	if err := json.Compact(&value, raw); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err) // Validate read it: cannot happen
 	}
 	var shown any
-	_ = json.Unmarshal(value, &shown)
-	if p, _, errs := plugin.Match(plugins, v); p == nil {
-		return fmt.Errorf("%w: no plugin's schema accepts it: %s", ErrInvalidRequest, plugin.JoinErrors(errs))
-	}
+	_ = json.Unmarshal(value.Bytes(), &shown)
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		return err
@@ -61,7 +62,7 @@ func Feed(ctx context.Context, s *settings.Settings, log *logfactory.Logger, raw
 	}
 	w := kcfg.NewWriter(topic)
 	w.BatchSize = 1 // one message: send it at once
-	err = w.WriteMessages(fctx, kafka.Message{Value: value})
+	err = w.WriteMessages(fctx, kafka.Message{Value: value.Bytes()})
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

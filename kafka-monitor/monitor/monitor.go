@@ -2,16 +2,22 @@
 // incoming Kafka topic, validates each against the enabled plugins' schemas
 // in rank order and lets the first matching plugin store it in Redis.
 //
-// Delivery is at-least-once: requests are handled in batches, a batch's
-// Redis writes go in one pipelined round trip, and its Kafka offsets are
-// committed only after Redis accepted them. When Redis is down the batch is
-// retried with back-off (nothing is skipped, nothing committed) until it
+// Delivery is at-least-once, and each request is stored once: requests are
+// handled in batches, a batch's Redis writes go in one pipelined round trip
+// with marks naming the messages stored (storedMarks), and its Kafka
+// offsets are committed as soon as Redis accepted them, never before. A
+// monitor that takes partitions over after another was killed between the
+// two skips the marked messages it gets again. When Redis is down the batch
+// is retried with back-off (nothing is skipped, nothing committed) until it
 // succeeds or the monitor is stopped; plugin writes are idempotent, so a
-// batch stored twice leaves the same state.
+// batch stored twice after all (a rebalance in the middle of a batch)
+// leaves the same state, but for a second queue entry of a crawl request.
 //
-// Bad input (not JSON, not an object, no schema matches, too large, a
-// request a plugin rejects) is logged with its cause, counted in
-// stats:kafka-monitor:fail:*, and committed; it never stops the monitor.
+// Bad input (empty, not UTF-8, not JSON, too large, no schema matches, a
+// request a plugin's Validator refuses: plugin.Validate's verdict, the same
+// as the REST service's and the feed command's) is logged with its reason
+// ("Request rejected: <reason>"), counted in stats:kafka-monitor:fail:*, and
+// committed; it never stops the monitor.
 package monitor
 
 import (
@@ -53,12 +59,15 @@ type Monitor struct {
 	maxBytes  int
 	batchSize int
 
-	processed atomic.Int64 // messages handled (stored or failed), for tests and benchmarks
+	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
+	marks     *storedMarks
 
 	statsCh   chan statsDelta
 	statsDone chan struct{}
 
 	stats *stats.MonitorStats
+
+	metrics *metrics // Prometheus's (metrics.go)
 }
 
 // New loads and sets up the enabled plugins and the stats collectors.
@@ -76,7 +85,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
 		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
+		marks: newStoredMarks(rdb, s.String("KAFKA_GROUP"), s.String("KAFKA_INCOMING_TOPIC")),
 	}
+	m.metrics = newMetrics(m)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
 	for _, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
@@ -126,8 +137,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 	if err := m.ensureTopic(ctx, topic); err != nil {
 		return nil // cancelled while Kafka was unreachable
 	}
-	reader := m.kafka.NewGroupReader(topic, m.settings.String("KAFKA_GROUP"))
+	kcfg := m.kafka
+	kcfg.CommitInterval = 0 // commits are synchronous, sent by the committer once a batch is stored
+	reader := kcfg.NewGroupReader(topic, m.settings.String("KAFKA_GROUP"))
 	defer reader.Close()
+	commits := startCommitter(reader, m.marks, m.log)
+	defer commits.close() // before reader.Close: the last commits go out first
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
@@ -160,11 +175,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 				break drain
 			}
 		}
-		if err := m.Process(ctx, batch); err != nil {
+		if err := m.process(ctx, batch, func() { commits.add(batch) }); err != nil {
 			m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
 			return nil
 		}
-		m.commit(ctx, reader, batch)
 		if ctx.Err() != nil {
 			m.log.Info("Closing Kafka Monitor")
 			return nil
@@ -216,58 +230,107 @@ func (m *Monitor) ensureTopic(ctx context.Context, topic string) error {
 	}
 }
 
-// commit marks the batch consumed; a failure only means redelivery.
-func (m *Monitor) commit(ctx context.Context, r *kafka.Reader, batch []kafka.Message) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := r.CommitMessages(cctx, batch...); err != nil {
-		m.log.Error("Failed to commit offsets; the batch will be delivered again", logfactory.Extra{"error": err.Error(), "messages": len(batch)})
-	}
-}
-
 // request is one message on its way through a batch.
 type request struct {
-	raw     []byte
-	plugin  *plugin.Loaded // nil for a failed request
+	msg     *kafka.Message
+	plugin  *plugin.Loaded // nil for a failed or skipped request
 	req     plugin.Request
 	logMsg  string
 	failed  bool
+	skipped bool // stored before, by this or another monitor (see storedMarks)
 	failLog func()
 }
 
 // Process handles a batch of raw messages: validation, pipelined Redis
 // writes for the accepted requests (retried with back-off while Redis
-// fails), stats and logs. The batch is split among GOMAXPROCS workers, each
-// with its own pipeline. It returns an error only when ctx was cancelled
-// before every write succeeded; the caller must then not commit the batch
-// (stored requests are stored again on redelivery, which changes nothing).
+// fails), stats and logs. Messages marked as stored before are skipped (see
+// storedMarks). It returns an error only when ctx was cancelled before every
+// write succeeded; the caller must then not commit the batch (what was
+// stored is marked, and skipped on redelivery). Batches must come from one
+// goroutine, in the order of their partitions' offsets.
 func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
+	return m.process(ctx, batch, func() {})
+}
+
+// process is Process calling stored as soon as every write of the batch
+// succeeded, before the logs and stats: Run commits the batch's offsets
+// there, so that as little as possible is both stored and uncommitted.
+// The batch is split among GOMAXPROCS workers, each with its own pipeline.
+func (m *Monitor) process(ctx context.Context, batch []kafka.Message, stored func()) error {
 	reqs := make([]request, len(batch))
 	workers := min(runtime.GOMAXPROCS(0), (len(batch)+minChunk-1)/minChunk)
 	chunk := (len(batch) + workers - 1) / workers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*chunk, min((w+1)*chunk, len(batch))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			part := reqs[lo:hi]
-			for i, msg := range batch[lo:hi] {
-				part[i] = m.classify(msg.Value)
-			}
-			if errs[w] = m.store(ctx, part); errs[w] == nil {
-				m.logOutcomes(part)
-			}
-		}()
+	parts := func(f func(w int, part []request, msgs []kafka.Message)) {
+		var wg sync.WaitGroup
+		for w := range workers {
+			lo, hi := w*chunk, min((w+1)*chunk, len(batch))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				f(w, reqs[lo:hi], batch[lo:hi])
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	already, err := m.storedBefore(ctx, batch)
+	if err != nil {
+		return err
+	}
+	errs := make([]error, workers)
+	parts(func(w int, part []request, msgs []kafka.Message) {
+		for i := range msgs {
+			if already != nil && already[w*chunk+i] {
+				part[i] = request{msg: &msgs[i], skipped: true}
+				continue
+			}
+			part[i] = m.classify(&msgs[i])
+		}
+		errs[w] = m.store(ctx, part)
+	})
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	stored()
+	if workers == 1 {
+		m.logOutcomes(reqs)
+	} else {
+		parts(func(_ int, part []request, _ []kafka.Message) { m.logOutcomes(part) })
+	}
+	if n := countTrue(already); n > 0 {
+		m.log.Info("Skipped requests stored before; they were delivered again after a monitor stopped or a rebalance",
+			logfactory.Extra{"messages": n})
+	}
 	m.recordStats(reqs)
+	m.metrics.count(reqs)
 	m.processed.Add(int64(len(reqs)))
 	return nil
+}
+
+// storedBefore reports which messages of batch are marked as stored,
+// retrying with back-off while Redis fails; nil when none is.
+func (m *Monitor) storedBefore(ctx context.Context, batch []kafka.Message) ([]bool, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		found, err := m.marks.stored(context.WithoutCancel(ctx), batch)
+		if err == nil {
+			return found, nil
+		}
+		m.log.Error("Failed to read the marks of stored requests from Redis; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+		if !lifecycle.Sleep(ctx, backoff) {
+			return nil, ctx.Err()
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 // minChunk is the smallest share of a batch worth a worker of its own.
@@ -279,6 +342,9 @@ func (m *Monitor) logOutcomes(reqs []request) {
 	info := m.log.Enabled(logfactory.LevelInfo)
 	for i := range reqs {
 		r := &reqs[i]
+		if r.skipped {
+			continue
+		}
 		if r.failed {
 			r.failLog()
 			continue
@@ -293,22 +359,19 @@ func (m *Monitor) logOutcomes(reqs []request) {
 	}
 }
 
-// classify decodes and validates one message.
-func (m *Monitor) classify(raw []byte) request {
-	r := request{raw: raw}
-	if len(raw) > m.maxBytes {
-		return m.failed(r, logfactory.LevelWarning, "Request too large", logfactory.Extra{
-			"parsed": false, "valid": false, "size": len(raw), "max_bytes": m.maxBytes, "data": preview(raw)})
+// classify decodes and validates one message (plugin.Validate's verdict,
+// after the MAX_REQUEST_BYTES limit).
+func (m *Monitor) classify(msg *kafka.Message) request {
+	raw := msg.Value
+	r := request{msg: msg}
+	err := plugin.CheckSize(raw, m.maxBytes)
+	var p *plugin.Loaded
+	var req plugin.Request
+	if err == nil {
+		p, req, err = plugin.Validate(m.plugins, raw)
 	}
-	v, err := plugin.DecodeJSON(raw)
 	if err != nil {
-		return m.failed(r, logfactory.LevelWarning, "Unparseable JSON Received", logfactory.Extra{
-			"parsed": false, "valid": false, "data": preview(raw), "error": err.Error()})
-	}
-	p, req, errs := plugin.Match(m.plugins, v)
-	if p == nil {
-		return m.failed(r, logfactory.LevelWarning, "Did not find schema to validate request", logfactory.Extra{
-			"parsed": true, "valid": false, "data": preview(raw), "error": plugin.JoinErrors(errs)})
+		return m.rejected(r, logfactory.LevelWarning, err)
 	}
 	// As the original, the request carries the time it was received (its
 	// queue entry too, so a crawl fed twice is queued twice).
@@ -317,10 +380,58 @@ func (m *Monitor) classify(raw []byte) request {
 	return r
 }
 
-func (m *Monitor) failed(r request, lvl logfactory.Level, msg string, extra logfactory.Extra) request {
+// rejected marks r failed, to be logged as "Request rejected: <reason>"
+// with the request's start (data) and, in the fields, what the original
+// logs: parsed and valid, the error, and the plugin that refused it.
+func (m *Monitor) rejected(r request, lvl logfactory.Level, err error) request {
+	extra := logfactory.Extra{"parsed": false, "valid": false, "error": err.Error(), "data": preview(r.msg.Value), "size": len(r.msg.Value)}
+	var invalid *plugin.InvalidError
+	if errors.As(err, &invalid) {
+		extra["parsed"] = invalid.Parsed()
+		if invalid.Plugin != "" {
+			extra["plugin"] = invalid.Plugin
+		}
+	} else if r.plugin != nil {
+		extra["parsed"], extra["plugin"] = true, r.plugin.Plugin.Name() // refused by Handle
+	}
+	for k, v := range whoAsked(r) {
+		extra[k] = v
+	}
 	r.failed, r.plugin = true, nil
-	r.failLog = func() { m.log.Log(lvl, msg, extra) }
+	r.failLog = func() { m.log.Log(lvl, "Request rejected: "+err.Error(), extra) }
 	return r
+}
+
+// whoAsked returns the string fields url, appid, crawlid, spiderid and uuid
+// of a refused request, so its log line names who asked without data: from
+// the decoded request, or (refused before it was decoded) from the raw
+// message as far as it is a JSON object.
+func whoAsked(r request) map[string]string {
+	out := map[string]string{}
+	if r.req != nil {
+		for _, k := range []string{"url", "appid", "crawlid", "spiderid", "uuid"} {
+			if v, ok := r.req[k].(string); ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	var raw struct {
+		URL      any `json:"url"`
+		AppID    any `json:"appid"`
+		CrawlID  any `json:"crawlid"`
+		SpiderID any `json:"spiderid"`
+		UUID     any `json:"uuid"`
+	}
+	if json.Unmarshal(r.msg.Value, &raw) != nil {
+		return out
+	}
+	for k, v := range map[string]any{"url": raw.URL, "appid": raw.AppID, "crawlid": raw.CrawlID, "spiderid": raw.SpiderID, "uuid": raw.UUID} {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }
 
 // preview keeps log lines of huge or binary requests readable.
@@ -338,7 +449,7 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	work := context.WithoutCancel(ctx) // a started write finishes on shutdown
 	backoff := 100 * time.Millisecond
 	for {
-		err := m.storeOnce(work, reqs)
+		err := m.metrics.write(func() error { return m.storeOnce(work, reqs) })
 		if err == nil {
 			return nil
 		}
@@ -358,6 +469,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 			notStored(reqs[:handled])
 		}
 	}()
+	var stored []*kafka.Message
 	for i := range reqs {
 		handled = i + 1
 		r := &reqs[i]
@@ -366,23 +478,19 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		}
 		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
 		if plugin.IsReject(err) {
-			extra := logfactory.Extra{"parsed": true, "valid": false, "plugin": r.plugin.Plugin.Name(), "error": err.Error(), "data": preview(r.raw)}
-			for _, k := range []string{"url", "appid", "crawlid", "spiderid", "uuid"} { // who asked, readable without data
-				if v, ok := r.req[k].(string); ok {
-					extra[k] = v
-				}
-			}
-			*r = m.failed(*r, logfactory.LevelError, "Request rejected by plugin", extra)
+			*r = m.rejected(*r, logfactory.LevelError, err)
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("plugin %s: %w", r.plugin.Plugin.Name(), err)
 		}
 		r.logMsg = logMsg
+		stored = append(stored, r.msg)
 	}
 	if pipe.Len() == 0 {
 		return nil
 	}
+	m.marks.mark(ctx, pipe, stored) // after the writes: a mark means they are in Redis
 	_, err = pipe.Exec(ctx)
 	return err
 }
@@ -431,8 +539,12 @@ func (m *Monitor) recordStats(reqs []request) {
 	if !m.stats.Enabled() {
 		return
 	}
-	d := statsDelta{total: len(reqs), perPlugin: map[string]int{}}
+	d := statsDelta{perPlugin: map[string]int{}}
 	for _, r := range reqs {
+		if r.skipped {
+			continue // counted when it was stored
+		}
+		d.total++
 		if r.failed {
 			d.failed++
 		} else {

@@ -214,20 +214,51 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 		t.Errorf("stats snapshot = %v", snap)
 	}
 
-	// Each failure is logged once with its cause.
+	// Each failure is logged once with its reason in the message.
 	logs := c.logs.String()
 	for _, want := range []string{
-		`"message": "Unparseable JSON Received"`, `"message": "Did not find schema to validate request"`,
-		`'hits' and 'window' not set for domain update`, `scheme must be http or https`, `"message": "Added crawl to Redis"`,
+		`"message": "Request rejected: invalid JSON: invalid character 'o' in literal null (expecting 'u')"`,
+		`"message": "Request rejected: no plugin's schema accepts it: ScraperHandler: at '': got array, want object`,
+		`"message": "Request rejected: hits: missing or 0; a domain-update needs non-zero hits and window"`,
+		`"message": "Request rejected: no plugin's schema accepts it: ScraperHandler: at '/priority': maximum: got 101, want 100"`,
+		`"message": "Request rejected: url: scheme \"ftp\" not allowed; want http or https"`,
 	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("log lacks %s", want)
+		if strings.Count(logs, want) != 1 {
+			t.Errorf("log lacks %s, or has it more than once", want)
 		}
+	}
+	if n := strings.Count(logs, `"message": "Added crawl to Redis"`); n != 2 {
+		t.Errorf("%d lines say a crawl was added, want 2", n)
 	}
 	// The self-heartbeat, expiring.
 	keys := c.rdb.Keys(ctx, "stats:kafka-monitor:self:*").Val()
 	if len(keys) != 1 || c.rdb.TTL(ctx, keys[0]).Val() <= 0 {
 		t.Errorf("heartbeat keys %v", keys)
+	}
+}
+
+func TestEmptyMessagesAreCountedAndLoggedAsFailures(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{}, "LOG_JSON=false")
+	m, _ := c.start(t)
+	c.produce(t, ``, " \n\t ", `{"url": "http://empty.com/", "appid": "testapp", "crawlid": "c1"}`)
+	kcfg, err := kafkaclient.ConfigFromSettings(c.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := kcfg.NewWriter("demo.incoming")
+	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte("tombstone"), Value: nil}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	waitFor(t, "4 messages handled", func() bool { return m.Processed() == 4 })
+	ctx := context.Background()
+	waitFor(t, "3 failures counted", func() bool { return c.rdb.ZCard(ctx, "stats:kafka-monitor:fail:900").Val() == 3 })
+	// The text log line carries the reason.
+	if n := strings.Count(c.logs.String(), "[kafka-monitor] WARNING: Request rejected: empty request"); n != 3 {
+		t.Fatalf("%d log lines for 3 empty messages:\n%s", n, c.logs.String())
+	}
+	if c.rdb.ZCard(ctx, "link:empty.com:queue").Val() != 1 {
+		t.Fatal("the request after the empty ones was not queued")
 	}
 }
 
@@ -321,6 +352,10 @@ func TestStoppedMonitorCommitsWhatItStoredAndTheNextOneResumes(t *testing.T) {
 	if n := c.rdb.ZCard(context.Background(), "link:resume.com:queue").Val(); n != 2 {
 		t.Fatalf("queue holds %d requests, want 2", n)
 	}
+	// Committed offsets need no marks: none is left.
+	if keys := c.rdb.Keys(context.Background(), "kafka-monitor:stored:*").Val(); len(keys) != 0 {
+		t.Fatalf("marks left after the commits: %v", keys)
+	}
 }
 
 func TestFeedValidatesLocallyAndSendsOnlyValidRequests(t *testing.T) {
@@ -345,5 +380,100 @@ func TestFeedValidatesLocallyAndSendsOnlyValidRequests(t *testing.T) {
 	logs := c.logs.String()
 	if !strings.Contains(logs, "Feeding JSON into demo.incoming") || !strings.Contains(logs, "Successfully fed item to Kafka") {
 		t.Fatalf("feed logs:\n%s", logs)
+	}
+}
+
+// newMonitor is a monitor that is not running, for Process.
+func (c *cluster) newMonitor(t *testing.T) *monitor.Monitor {
+	t.Helper()
+	m, err := monitor.New(context.Background(), c.s, c.log, c.rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+// seedBatch is crawl requests for marked.com at the given offsets of one partition.
+func seedBatch(partition int, from, to int64) []kafka.Message {
+	var batch []kafka.Message
+	for o := from; o <= to; o++ {
+		batch = append(batch, kafka.Message{Topic: "demo.incoming", Partition: partition, Offset: o,
+			Value: []byte(fmt.Sprintf(`{"url": "http://marked.com/%d/%d", "appid": "testapp", "crawlid": "p%d-o%d"}`, partition, o, partition, o))})
+	}
+	return batch
+}
+
+// markLookups counts the look-ups of marks Redis served.
+func markLookups(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info := rdb.Info(context.Background(), "commandstats").Val()
+	_, rest, ok := strings.Cut(info, "cmdstat_zrangebyscore:calls=")
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestARedeliveredBatchIsSkippedNotStoredTwice(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{})
+	ctx := context.Background()
+	const queue = "link:marked.com:queue"
+	batch := append(seedBatch(0, 0, 9), seedBatch(1, 0, 4)...)
+	if err := c.newMonitor(t).Process(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.rdb.ZCard(ctx, queue).Val(); n != 15 {
+		t.Fatalf("queue holds %d after the first delivery, want 15", n)
+	}
+
+	// The monitor that takes over gets the batch again, and more.
+	next := c.newMonitor(t)
+	again := append(append(seedBatch(0, 0, 9), seedBatch(1, 0, 4)...), seedBatch(1, 5, 7)...)
+	// The same offset with another request (a re-created topic) is new.
+	again[0].Value = []byte(`{"url": "http://marked.com/recreated", "appid": "testapp", "crawlid": "recreated"}`)
+	if err := next.Process(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.rdb.ZCard(ctx, queue).Val(); n != 15+3+1 {
+		t.Fatalf("queue holds %d after the redelivery, want 19: the 3 new requests and the re-created offset", n)
+	}
+	if n := next.Processed(); n != int64(len(again)) {
+		t.Errorf("Processed() = %d, want %d", n, len(again))
+	}
+	if !strings.Contains(c.logs.String(), `"message": "Skipped requests stored before; they were delivered again after a monitor stopped or a rebalance", "logger": "kafka-monitor", "timestamp"`) ||
+		!strings.Contains(c.logs.String(), `"messages": 14`) {
+		t.Errorf("no log line for the 14 skipped requests:\n%s", c.logs.String())
+	}
+}
+
+func TestMarksAreLookedUpOnlyWhereARedeliveryCanBe(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{}, "STATS_TOTAL=false", "STATS_PLUGINS=false") // the stats read sorted sets too
+	ctx := context.Background()
+	m := c.newMonitor(t)
+	if err := m.Process(ctx, seedBatch(0, 0, 9)); err != nil {
+		t.Fatal(err)
+	}
+	// Reading on where it left off, the monitor asks Redis nothing.
+	before := markLookups(t, c.rdb)
+	if err := m.Process(ctx, seedBatch(0, 10, 19)); err != nil {
+		t.Fatal(err)
+	}
+	if n := markLookups(t, c.rdb) - before; n != 0 {
+		t.Errorf("%d look-ups of marks for a batch that follows the last one, want 0", n)
+	}
+	// A rewind (the partition came back after a rebalance) is looked up once and skipped.
+	if err := m.Process(ctx, seedBatch(0, 15, 21)); err != nil {
+		t.Fatal(err)
+	}
+	if n := markLookups(t, c.rdb) - before; n != 1 {
+		t.Errorf("%d look-ups of marks for a rewound batch, want 1", n)
+	}
+	if n := c.rdb.ZCard(ctx, "link:marked.com:queue").Val(); n != 22 {
+		t.Errorf("queue holds %d, want the 22 distinct requests", n)
 	}
 }

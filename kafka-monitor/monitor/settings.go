@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -27,8 +28,9 @@ import (
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
 //	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
 //	LEDGER_*                  (Go) ledger.Defaults: LEDGER_TTL, how long a crawl's ledger outlives its last seed
+//	ADMIN_ADDR, ADMIN_PPROF          (Go) the admin endpoint of `run`, ":9410" (admin.Defaults)
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), plugin.Defaults(), ledger.Defaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("kafka_monitor.log"), stats.MonitorDefaults(), plugin.Defaults(), ledger.Defaults(), admin.Defaults(admin.KafkaMonitorAddr), settings.Defaults{
 		"SLEEP_TIME":           0.01,
 		"HEARTBEAT_TIMEOUT":    120,
 		"KAFKA_INCOMING_TOPIC": "demo.incoming",

@@ -145,6 +145,7 @@ func Run(ctx context.Context, cfg Config) error {
 		con.logf("no ZooKeeper: the domain config lives in Redis")
 	}
 
+	con.logf("admin endpoints: %s", adminSummary(plan))
 	exited := make(chan *child, len(names))
 	var started [][]*child
 	stopAll := func() error {
@@ -294,6 +295,10 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 		}
 	}
 	components = append(components, spec{name: "rest", path: bin(binREST), env: env})
+	components, err := withAdminAddrs(env, components)
+	if err != nil {
+		return nil, err
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s not found in %s: run `make build` first, or point --bin at them", strings.Join(missing, ", "), cfg.BinDir)
 	}

@@ -34,7 +34,7 @@ func startProc(tb testing.TB, dir string, env []string, path string, args ...str
 		dir = tb.TempDir()
 	}
 	p.cmd.Dir = dir
-	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(append(os.Environ(), adminAnyPort), env...)
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = &p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -118,6 +118,10 @@ func runErr(timeout time.Duration, env []string, path string, args ...string) (s
 	}
 	return stdout.String(), nil
 }
+
+// adminAnyPort puts the components' admin endpoints on free ports: the
+// defaults are fixed ports, and tests run side by side.
+const adminAnyPort = "ADMIN_ADDR=127.0.0.1:0"
 
 // tail is the end of a long output, for failure messages.
 func tail(s string) string {

@@ -53,6 +53,7 @@ same names and flags, in that order; 'redis-monitor settings' prints them with t
 	root.Args = cobra.NoArgs
 	root.RunE = runE
 	root.Example = "  redis-monitor\n  redis-monitor --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis redis-monitor --set ZOOKEEPER_HOSTS="
+	root.AddCommand(cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
 		Short: "Run the Redis Monitor until SIGINT or SIGTERM (the same as no sub-command)",

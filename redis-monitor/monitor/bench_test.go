@@ -135,7 +135,7 @@ func BenchmarkIdleCPU(b *testing.B) {
 	}
 	cmd := exec.Command(bin, "--log-level", "WARNING")
 	cmd.Env = append(os.Environ(), "REDIS_HOST=127.0.0.1", "REDIS_PORT="+strconv.Itoa(redisServer.Port),
-		"KAFKA_HOSTS="+c.kafka.Hosts(), "ZOOKEEPER_HOSTS=")
+		"KAFKA_HOSTS="+c.kafka.Hosts(), "ZOOKEEPER_HOSTS=", "ADMIN_ADDR=127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

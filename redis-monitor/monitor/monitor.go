@@ -72,6 +72,8 @@ type Monitor struct {
 	completed atomic.Int64 // crawl-complete messages published
 	failed    atomic.Int64 // failed attempts
 	dropped   atomic.Int64 // requests given up after their retries
+
+	metrics *metrics // Prometheus's (metrics.go)
 }
 
 // New loads and sets up the enabled plugins and the stats collectors. rdb is
@@ -96,6 +98,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		idle:     s.Seconds("SLEEP_TIME"),
 		grace:    s.Seconds("SHUTDOWN_GRACE"),
 	}
+	m.metrics = newMetrics(m)
 	if m.lockTTL < 100*time.Millisecond {
 		return nil, fmt.Errorf("setting REDIS_LOCK_EXPIRATION: must be at least 0.1 seconds, got %v", m.lockTTL)
 	}
@@ -271,6 +274,7 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 		return nil
 	}
 	l, ok, lerr := tryLock(ctx, m.rdb, key, m.lockTTL)
+	m.metrics.lockTried(p.Name(), ok, lerr)
 	if lerr != nil || !ok {
 		return lerr
 	}
@@ -296,6 +300,7 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 		err = safeHandle(ctx, p, key, value)
 		if err == nil {
 			m.handled.Add(1)
+			m.metrics.outcome(p.Name(), outcomeHandled)
 			return deleteHandled(ctx, m.rdb, key, value)
 		}
 		if ctx.Err() != nil {
@@ -303,6 +308,7 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 			return nil
 		}
 		if errors.Is(err, plugin.ErrUnavailable) {
+			m.metrics.outcome(p.Name(), outcomeDeferred)
 			m.log.Warning("A service the request needs is unreachable; it is left for a later cycle",
 				logfactory.Extra{"plugin": p.Name(), "key": key, "error": err.Error()})
 			return nil
@@ -323,6 +329,7 @@ func (m *Monitor) recordStats(ctx context.Context, pluginName string) {
 // used up (at once without RETRY_FAILURES).
 func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value string, cause error) error {
 	m.failed.Add(1)
+	m.metrics.outcome(p.Name(), outcomeFailed)
 	if err := m.stats.Record(ctx, m.rdb, 0, 1, nil); err != nil {
 		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
 	}
@@ -342,6 +349,7 @@ func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value strin
 	}
 	m.log.Error("Could not process action within failure limit; dropping it", extra)
 	m.dropped.Add(1)
+	m.metrics.outcome(p.Name(), outcomeDropped)
 	return deleteHandled(ctx, m.rdb, key, value)
 }
 

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -32,8 +33,9 @@ import (
 //	SHUTDOWN_GRACE         10     (Go) seconds a request in hand may take to finish after SIGTERM
 //	LEDGER_TTL             604800 (Go) seconds a completed crawl's ledger is kept (ledger.Defaults)
 //	LEDGER_COMPLETE_INTERVAL 1    (Go) seconds between looks for finished crawls (ledger.Defaults)
+//	ADMIN_ADDR, ADMIN_PPROF       (Go) the admin endpoint, ":9411" (admin.Defaults)
 func Defaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), ledger.Defaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), ledger.Defaults(), admin.Defaults(admin.RedisMonitorAddr), settings.Defaults{
 		"SLEEP_TIME":            0.1,
 		"RETRY_FAILURES":        true,
 		"RETRY_FAILURES_MAX":    3,

@@ -58,6 +58,7 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 	pf.String("host", "", "address to listen on (setting FLASK_HOST, default 0.0.0.0: every interface)")
 	flags.Bind("port", "FLASK_PORT")
 	flags.Bind("host", "FLASK_HOST")
+	root.AddCommand(cli.HealthcheckCommand(defaults, flags, server.APIAddr))
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
 		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
 			svc, err := server.New(ctx, s, log, rdb)

@@ -95,6 +95,8 @@ func newCluster(tb testing.TB) *cluster {
 		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "WAIT_FOR_RESPONSE_TIME": "10",
 		// The test sites are on loopback, which the crawler refuses by default.
 		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
+		// Free admin ports: the defaults are fixed, and test packages run side by side.
+		"ADMIN_ADDR": "127.0.0.1:0",
 	}
 	c.site1 = c.startSite("site1", "127.0.0.1", "--pages", "4", "--fanout", "2", "--depth", "1")
 	c.site2 = c.startSite("site2", "127.0.0.2", "--fanout", "6", "--depth", "3")

@@ -89,15 +89,28 @@ func (svc *Service) index(w http.ResponseWriter) {
 }
 
 // feed validates a request, sends it to the incoming topic and, when it has
-// a uuid, waits for the answer.
+// a uuid, waits for the answer. The verdict is the Kafka Monitor's
+// (plugin.Validate): an invalid request is answered 400 with the reason as
+// the error's cause, the same reason the monitor would log.
 func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
-	raw, v, ok := svc.readJSON(w, r)
+	raw, ok := svc.readBody(w, r, true)
 	if !ok {
 		return
 	}
+	v, err := plugin.DecodeRequest(raw)
+	if err != nil {
+		svc.mustJSON(w, err.Error(), true)
+		return
+	}
 	svc.log.Info("'feed' endpoint called", logfactory.Extra{"content": v})
-	if cause := svc.validate(v); cause != "" {
-		svc.badSchema(w, cause)
+	// The request goes to Kafka as given; the defaults ValidateValue fills
+	// into v are the monitor's business.
+	if _, _, err := plugin.ValidateValue(svc.plugins, v); err != nil {
+		if v == nil {
+			svc.mustJSON(w, err.Error(), true) // Flask's get_json reads null as no JSON
+		} else {
+			svc.badSchema(w, err.Error())
+		}
 		return
 	}
 	if !svc.KafkaConnected() {
@@ -111,7 +124,7 @@ func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
 		wait = svc.waiters.Add(uuid) // before sending, so a quick answer is not missed
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), svc.feedLimit)
-	err := svc.kafka.send(ctx, raw)
+	err = svc.kafka.send(ctx, raw)
 	cancel()
 	if err != nil {
 		if wait != nil {
@@ -136,22 +149,6 @@ func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
 	}
 	svc.log.Debug("Got successful reponse back from kafka", logfactory.Extra{"uuid": uuid})
 	writeData(w, answer)
-}
-
-// validate checks a request against the enabled plugins' schemas in rank
-// order, as the Kafka Monitor does (plugin.Match without filling in the
-// defaults: the request goes to Kafka as given, and the monitor fills them
-// in). It returns "" when one accepts it, else every schema's objection.
-func (svc *Service) validate(v any) string {
-	var errs []error
-	for _, p := range svc.plugins {
-		err := p.Schema.Validate(v)
-		if err == nil {
-			return ""
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", p.Plugin.Name(), err))
-	}
-	return plugin.JoinErrors(errs)
 }
 
 // await waits up to WAIT_FOR_RESPONSE_TIME for the answer; nil when it did
@@ -223,46 +220,57 @@ func (svc *Service) badSchema(w http.ResponseWriter, cause string) {
 	writeFailure(w, http.StatusBadRequest, msgBadSchema, cause)
 }
 
-// readJSON reads a JSON request body: the content type must be JSON
-// (application/json or application/*+json, as Flask's get_json), the body at
-// most MAX_REQUEST_BYTES of UTF-8 holding one JSON value that is not null.
-// Otherwise it answers the failure and returns false.
+// readJSON reads a JSON request body (see readBody) of UTF-8 holding one
+// JSON value that is not null. Otherwise it answers the failure and
+// returns false.
 func (svc *Service) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, any, bool) {
-	if !isJSON(r.Header.Get("Content-Type")) {
-		svc.mustJSON(w, "content type is "+fmt.Sprintf("%q", r.Header.Get("Content-Type")))
+	raw, ok := svc.readBody(w, r, false)
+	if !ok {
 		return nil, nil, false
 	}
-	raw, err := readBody(w, r, svc.maxBody)
+	if !utf8.Valid(raw) {
+		svc.mustJSON(w, "the body is not UTF-8", false)
+		return nil, nil, false
+	}
+	v, err := plugin.DecodeJSON(raw)
+	if err != nil {
+		svc.mustJSON(w, err.Error(), false)
+		return nil, nil, false
+	}
+	if v == nil {
+		svc.mustJSON(w, "the body is null", false)
+		return nil, nil, false
+	}
+	return raw, v, true
+}
+
+// readBody reads a request body whose content type is JSON
+// (application/json or application/*+json, as Flask's get_json), of at
+// most MAX_REQUEST_BYTES. Otherwise it answers the failure (with the cause
+// when withCause) and returns false.
+func (svc *Service) readBody(w http.ResponseWriter, r *http.Request, withCause bool) ([]byte, bool) {
+	if !isJSON(r.Header.Get("Content-Type")) {
+		svc.mustJSON(w, "content type is "+fmt.Sprintf("%q", r.Header.Get("Content-Type")), withCause)
+		return nil, false
+	}
+	raw, err := readLimited(w, r, svc.maxBody)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			svc.log.Warning("Request too large", logfactory.Extra{"max_bytes": svc.maxBody})
 			writeFailure(w, http.StatusRequestEntityTooLarge, msgTooLarge,
 				fmt.Sprintf("The body must not be larger than %d bytes (MAX_REQUEST_BYTES).", svc.maxBody))
-			return nil, nil, false
+			return nil, false
 		}
-		svc.mustJSON(w, "reading the body: "+err.Error())
-		return nil, nil, false
+		svc.mustJSON(w, "reading the body: "+err.Error(), withCause)
+		return nil, false
 	}
-	if !utf8.Valid(raw) {
-		svc.mustJSON(w, "the body is not UTF-8")
-		return nil, nil, false
-	}
-	v, err := plugin.DecodeJSON(raw)
-	if err != nil {
-		svc.mustJSON(w, err.Error())
-		return nil, nil, false
-	}
-	if v == nil {
-		svc.mustJSON(w, "the body is null")
-		return nil, nil, false
-	}
-	return raw, v, true
+	return raw, true
 }
 
-// readBody reads at most limit bytes of body, in one allocation when the
+// readLimited reads at most limit bytes of body, in one allocation when the
 // client gave the length.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if n := r.ContentLength; n > 0 && n <= limit {
 		buf := make([]byte, n)
@@ -274,9 +282,15 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return io.ReadAll(body)
 }
 
-func (svc *Service) mustJSON(w http.ResponseWriter, why string) {
+// mustJSON answers 400 "The payload must be valid JSON.", with why as the
+// error's cause when withCause (the original gives none).
+func (svc *Service) mustJSON(w http.ResponseWriter, why string, withCause bool) {
 	svc.log.Error(msgMustJSON, logfactory.Extra{"cause": why})
-	writeFailure(w, http.StatusBadRequest, msgMustJSON, "")
+	cause := ""
+	if withCause {
+		cause = why
+	}
+	writeFailure(w, http.StatusBadRequest, msgMustJSON, cause)
 }
 
 // isJSON reports whether a Content-Type names JSON.

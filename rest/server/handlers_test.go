@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,12 @@ func failure(message string) string {
 	return `{"data":null,"error":{"message":"` + message + `"},"status":"FAILURE"}`
 }
 
+// failureBecause is failure with a cause, as compact JSON.
+func failureBecause(message, cause string) string {
+	b, _ := json.Marshal(map[string]any{"data": nil, "error": map[string]string{"cause": cause, "message": message}, "status": "FAILURE"})
+	return string(b)
+}
+
 func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 	c := newCluster(t)
 	in := c.start(t, "MAX_REQUEST_BYTES=1000")
@@ -24,16 +31,22 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 		want                                  string // the whole answer, as compact JSON
 		cause                                 string // for schema failures: part of error.cause
 	}{
-		{"feed of broken JSON", "POST", "/feed", "application/json", `{"url": "http://example.com"`, 400, failure(mustJSON), ""},
-		{"feed of JSON with data after it", "POST", "/feed", "application/json", `{"appid": "abc"} {}`, 400, failure(mustJSON), ""},
-		{"feed of null", "POST", "/feed", "application/json", `null`, 400, failure(mustJSON), ""},
-		{"feed of an empty body", "POST", "/feed", "application/json", ``, 400, failure(mustJSON), ""},
-		{"feed of text that is not UTF-8", "POST", "/feed", "application/json", "{\"appid\": \"ab\xff\xfe\"}", 400, failure(mustJSON), ""},
-		{"feed sent as text/plain", "POST", "/feed", "text/plain", `{"url": "http://example.com", "appid": "abc", "crawlid": "1"}`, 400, failure(mustJSON), ""},
-		{"feed without a content type", "POST", "/feed", "", `{"url": "http://example.com", "appid": "abc", "crawlid": "1"}`, 400, failure(mustJSON), ""},
-		{"feed with a malformed content type", "POST", "/feed", "application/json; charset", `{}`, 400, failure(mustJSON), ""},
+		{"feed of broken JSON", "POST", "/feed", "application/json", `{"url": "http://example.com"`, 400, failureBecause(mustJSON, "invalid JSON: unexpected EOF"), ""},
+		{"feed of JSON with data after it", "POST", "/feed", "application/json", `{"appid": "abc"} {}`, 400, failureBecause(mustJSON, "invalid JSON: data after the JSON value"), ""},
+		{"feed of null", "POST", "/feed", "application/json", `null`, 400, failureBecause(mustJSON, "no plugin's schema accepts it: ScraperHandler: at '': got null, want object | "+
+			"ActionHandler: at '': got null, want object | StatsHandler: at '': got null, want object | ZookeeperHandler: at '': got null, want object"), ""},
+		{"feed of an empty body", "POST", "/feed", "application/json", ``, 400, failureBecause(mustJSON, "empty request"), ""},
+		{"feed of whitespace", "POST", "/feed", "application/json", " \r\n", 400, failureBecause(mustJSON, "empty request"), ""},
+		{"feed of text that is not UTF-8", "POST", "/feed", "application/json", "{\"appid\": \"ab\xff\xfe\"}", 400, failureBecause(mustJSON, "not UTF-8: byte 0xff at offset 13"), ""},
+		{"feed sent as text/plain", "POST", "/feed", "text/plain", `{"url": "http://example.com", "appid": "abc", "crawlid": "1"}`, 400, failureBecause(mustJSON, `content type is "text/plain"`), ""},
+		{"feed without a content type", "POST", "/feed", "", `{"url": "http://example.com", "appid": "abc", "crawlid": "1"}`, 400, failureBecause(mustJSON, `content type is ""`), ""},
+		{"feed with a malformed content type", "POST", "/feed", "application/json; charset", `{}`, 400, failureBecause(mustJSON, `content type is "application/json; charset"`), ""},
 		{"feed with an unknown key", "POST", "/feed", "application/json", `{"uuid": "abc123", "appid": "stuff", "crazykey": 1}`, 400, "",
 			"additional properties 'crazykey' not allowed"},
+		{"feed of an ftp URL", "POST", "/feed", "application/json", `{"url": "ftp://example.com/", "appid": "abc", "crawlid": "1"}`, 400, "",
+			`url: scheme "ftp" not allowed; want http or https`},
+		{"feed of a regex that does not compile", "POST", "/feed", "application/json", `{"url": "http://example.com/", "appid": "abc", "crawlid": "1", "deny_regex": ["(?!x)"]}`, 400, "",
+			`deny_regex[0] "(?!x)": error parsing regexp`},
 		{"feed of a crawl without a url", "POST", "/feed", "application/json", `{"appid": "testapp", "crawlid": "abc"}`, 400, "",
 			"missing propert"},
 		{"feed of an array", "POST", "/feed", "application/json", `[{"appid": "testapp"}]`, 400, "", "got array, want object"},

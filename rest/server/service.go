@@ -41,6 +41,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/rest/access"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -72,6 +73,8 @@ type Service struct {
 	feedLimit time.Duration
 	maxBody   int64
 	accessLog io.Writer // nil: no access log
+	metrics   *metrics
+	admin     *admin.Server // nil: no admin endpoints (see ServeAdmin)
 
 	access  access.Policy
 	console *console.Console // nil: UI_ENABLED is false
@@ -127,6 +130,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if s.Bool("FLASK_LOGGING_ENABLED") {
 		svc.accessLog = o.accessLog
 	}
+	svc.metrics = newMetrics(svc)
 
 	svc.redisLink = newLink("Redis", s.Seconds("SLEEP_TIME"), log, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, s.Seconds("REDIS_SOCKET_TIMEOUT"))
@@ -197,13 +201,13 @@ func (svc *Service) Handler() http.Handler {
 	if svc.accessLog != nil {
 		h = accessLogged(h, svc.accessLog)
 	}
-	return h
+	return svc.instrumented(h)
 }
 
 // ListenAndServe listens on FLASK_HOST:FLASK_PORT and serves until ctx is
 // done (see Serve).
 func (svc *Service) ListenAndServe(ctx context.Context) error {
-	addr := net.JoinHostPort(svc.settings.String("FLASK_HOST"), strconv.Itoa(svc.settings.Int("FLASK_PORT")))
+	addr := APIAddr(svc.settings)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

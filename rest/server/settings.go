@@ -6,6 +6,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -37,9 +38,11 @@ import (
 //	LOG_FILE                   "rest_service.log"
 //
 // plus the console's UI_*, API_TOKEN and ZOOKEEPER_* settings (console.Defaults).
+//
+//	ADMIN_PPROF                false      (Go) also serve Go's profiler at /debug/pprof/ (admin.PprofDefaults); /metrics, /healthz and /readyz are always served
 func Defaults() settings.Defaults {
 	km := plugin.Defaults()
-	return cli.Merge(cli.ComponentDefaults("rest_service.log"), console.Defaults(), settings.Defaults{
+	return cli.Merge(cli.ComponentDefaults("rest_service.log"), console.Defaults(), admin.PprofDefaults(), settings.Defaults{
 		"FLASK_LOGGING_ENABLED":            true,
 		"FLASK_PORT":                       5343,
 		"FLASK_HOST":                       "0.0.0.0",

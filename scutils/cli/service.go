@@ -11,6 +11,10 @@ import (
 )
 
 // Service is a component's long-running part, as its main runs it.
+// While it runs, RunService serves the process's admin endpoint (package
+// admin: /metrics, with the service's own metrics when it is an
+// admin.Instrumented, /healthz and /readyz) on ADMIN_ADDR, or through the
+// service itself when it is an admin.Host.
 type Service interface {
 	// Run works until ctx is cancelled (SIGINT/SIGTERM), then drains.
 	Run(ctx context.Context) error
@@ -34,10 +38,18 @@ func RunService(ctx context.Context, f *SettingsFlags, defaults settings.Default
 	redisconn.RouteClientLogs(log)
 	rdb := redisconn.New(s)
 	defer rdb.Close()
+	adm, err := openAdmin(s, defaults, rdb)
+	if err != nil {
+		return err
+	}
+	defer adm.close()
 	svc, err := build(ctx, s, log, rdb)
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	if err := adm.start(svc, log); err != nil {
+		return err
+	}
 	return svc.Run(ctx)
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,6 +251,8 @@ func TestPublisherWaitsForKafkaToComeBack(t *testing.T) {
 	cfg.ConnTimeout = 500 * time.Millisecond
 	p := cfg.NewPublisher("outbound", false, nil)
 	p.MaxBackoff = 200 * time.Millisecond
+	var failures atomic.Int64
+	p.OnError = func(error) { failures.Add(1) }
 	defer p.Close()
 	done := make(chan error, 1)
 	go func() {
@@ -261,6 +264,9 @@ func TestPublisherWaitsForKafkaToComeBack(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Publish returned %v with no broker", err)
 	case <-time.After(700 * time.Millisecond):
+	}
+	if failures.Load() == 0 {
+		t.Error("OnError was not told of the failed attempts")
 	}
 	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
 	if err := <-done; err != nil {

@@ -35,6 +35,9 @@ type Publisher struct {
 
 	// MaxBackoff bounds the wait between attempts while Kafka is away (5 s).
 	MaxBackoff time.Duration
+	// OnError, when set, is told of every attempt that Kafka failed,
+	// retried or not (for metrics). Set it before the first Publish.
+	OnError func(error)
 }
 
 // NewPublisher returns a Publisher for topic family family (e.g. "outbound").
@@ -137,6 +140,9 @@ func (p *Publisher) retry(ctx context.Context, attempt func(context.Context) err
 		}
 		if errors.Is(err, ErrClosed) {
 			return err
+		}
+		if p.OnError != nil {
+			p.OnError(err)
 		}
 		if permanent(err) {
 			return fmt.Errorf("%w: %v", ErrPermanent, err)

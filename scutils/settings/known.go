@@ -12,6 +12,8 @@ import (
 // scutils package with Defaults has a test that its names are all here
 // (see Unlisted), which fails naming what to add.
 var clusterNames = []string{
+	"ADMIN_ADDR",
+	"ADMIN_PPROF",
 	"API_TOKEN",
 	"BATCH_SIZE",
 	"CONCURRENT_REQUESTS",

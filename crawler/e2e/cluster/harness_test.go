@@ -102,6 +102,7 @@ func newCluster(tb testing.TB, ropts harness.RedisOptions, overrides map[string]
 		"LOG_JSON": "true", "SC_LOG_JSON": "true", "LOG_STDOUT": "true", "SC_LOG_STDOUT": "true",
 		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "STATS_DUMP": "1", "SLEEP_TIME": "0.05",
 		"HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
+		"ADMIN_ADDR": "127.0.0.1:0", // any free port, logged at start: tests run side by side
 		// The test sites are on loopback, which the crawler refuses by default.
 		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
 	}

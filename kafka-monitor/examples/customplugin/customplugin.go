@@ -9,11 +9,17 @@
 //     cmd/my-kafka-monitor);
 //  4. PLUGINS in your settings file, e.g. "plugins.new_plugin.NewPlugin": 500
 //     (its map merges with the default plugins).
+//
+// What the schema cannot check goes in an optional Validate method
+// (plugin.Validator), run by the monitor, its feed command and the REST
+// service alike.
 package customplugin
 
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,6 +46,15 @@ func (p *NewPlugin) Name() string { return "NewPlugin" }
 
 // Schema is the JSON Schema (Draft 4) of the requests it handles.
 func (p *NewPlugin) Schema() []byte { return schema }
+
+// Validate refuses what the schema lets through but is no use: a string of
+// spaces. The error's text is the reason users see.
+func (p *NewPlugin) Validate(req plugin.Request) error {
+	if s, _ := req["my_string"].(string); strings.TrimSpace(s) == "" {
+		return errors.New("my_string: only spaces")
+	}
+	return nil
+}
 
 // Handle queues the write; the monitor runs it with the rest of the batch.
 func (p *NewPlugin) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {

@@ -30,6 +30,18 @@ func TestNewPluginStoresMyStringAtCustomUUID(t *testing.T) {
 	}
 }
 
+func TestNewPluginRefusesAStringOfSpaces(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"uuid": "abc", "my_string": "   "}`: "my_string: only spaces",
+		`{"uuid": "abc", "my_string": " x "}`: "",
+	} {
+		_, err := plugintest.Validate(t, &customplugin.NewPlugin{}, raw)
+		if (err == nil) != (want == "") || (err != nil && err.Error() != want) {
+			t.Errorf("Validate(%s) = %v, want %q", raw, err, want)
+		}
+	}
+}
+
 func TestTheSettingNameEnablesIt(t *testing.T) {
 	loaded, err := plugin.Load(map[string]any{customplugin.Key: 500})
 	if err != nil || len(loaded) != 1 || loaded[0].Plugin.Name() != "NewPlugin" {

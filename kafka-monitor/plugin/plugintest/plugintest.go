@@ -1,8 +1,8 @@
 // Package plugintest runs a Kafka Monitor plugin in tests the way the
 // monitor runs it, against a real Redis: set up with an Env, requests
-// decoded and validated against the plugin's schema with its defaults
-// filled in, Handle on a pipeline that is then executed, and the plugin
-// told whether its writes were stored.
+// decoded and validated (plugin.Validate: the schema with its defaults
+// filled in, then the plugin's Validator), Handle on a pipeline that is
+// then executed, and the plugin told whether its writes were stored.
 package plugintest
 
 import (
@@ -55,20 +55,42 @@ func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.D
 	return f
 }
 
-// Handle validates raw as Request does and handles it as Handle does.
+// Handle validates raw as the monitor does (Validate) and handles it as
+// Handle does; it fails the test if raw is invalid.
 func (f *Fixture) Handle(t testing.TB, raw string) error {
 	t.Helper()
-	return Handle(t, f.Plugin, f.Env.Redis, Request(t, f.Plugin, raw))
+	req, err := Validate(t, f.Plugin, raw)
+	if err != nil {
+		t.Fatalf("%s refuses %s: %v", f.Plugin.Name(), raw, err)
+	}
+	return Handle(t, f.Plugin, f.Env.Redis, req)
 }
 
-// Request decodes raw and validates it against p's schema, with the
-// defaults filled in; it fails the test if the schema rejects it.
-func Request(t testing.TB, p plugin.Plugin, raw string) plugin.Request {
+// Validate gives the monitor's verdict on raw (plugin.Validate) with p the
+// only plugin: the request with its defaults filled in, or the
+// *plugin.InvalidError saying why not.
+func Validate(t testing.TB, p plugin.Plugin, raw string) (plugin.Request, error) {
+	t.Helper()
+	_, req, err := plugin.Validate([]plugin.Loaded{{Key: p.Name(), Plugin: p, Schema: compile(t, p)}}, []byte(raw))
+	return req, err
+}
+
+func compile(t testing.TB, p plugin.Plugin) *plugin.Schema {
 	t.Helper()
 	schema, err := plugin.CompileSchema(p.Name(), p.Schema())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return schema
+}
+
+// Request decodes raw and validates it against p's schema only, with the
+// defaults filled in; it fails the test if the schema rejects it. It skips
+// the plugin's Validator (see Validate), so that Handle can be tried on
+// requests the monitor would not pass to it.
+func Request(t testing.TB, p plugin.Plugin, raw string) plugin.Request {
+	t.Helper()
+	schema := compile(t, p)
 	decoded, err := plugin.DecodeJSON([]byte(raw))
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package zookeeper_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -60,7 +61,7 @@ func TestHandleWritesTheChangeAsJSONAtTheZKKey(t *testing.T) {
 			`{` + who + `,"action":"domain-update","hits":10,"window":60}`,
 			"zk:domain-update:example.com:testapp",
 			`{"domain":"example.com","uuid":"someuuid","hits":10,"window":60,"scale":1.0}`},
-		{"domain-update with negative hits (only zero is refused)",
+		{"domain-update with negative hits (only zero is refused, as the original does)",
 			`{` + who + `,"action":"domain-update","hits":-5,"window":60,"scale":0}`,
 			"zk:domain-update:example.com:testapp",
 			`{"domain":"example.com","uuid":"someuuid","hits":-5,"window":60,"scale":0}`},
@@ -96,25 +97,56 @@ func TestHandleWritesTheChangeAsJSONAtTheZKKey(t *testing.T) {
 	}
 }
 
-func TestHandleRejectsDomainUpdateWithoutHitsAndWindow(t *testing.T) {
-	c := harness.StartRedis(t).TestClient(t)
-	const who = `"uuid":"someuuid","appid":"testapp","domain":"example.com","action":"domain-update"`
-	for name, extra := range map[string]string{
-		"neither (defaults 0)":       ``,
-		"hits 0":                     `,"hits":0,"window":60`,
-		"window 0":                   `,"hits":10,"window":0`,
-		"hits -0 (the integer zero)": `,"hits":-0,"window":60`,
-		"only hits":                  `,"hits":10`,
+func TestValidateRefusesWhatCouldNeverApply(t *testing.T) {
+	const who = `"uuid":"someuuid","appid":"testapp"`
+	for _, tc := range []struct{ name, raw, reason string }{
+		{"a domain-update without hits and window (defaults 0)",
+			`{` + who + `,"domain":"example.com","action":"domain-update"}`, "hits: missing or 0; a domain-update needs non-zero hits and window"},
+		{"a domain-update with hits 0", `{` + who + `,"domain":"example.com","action":"domain-update","hits":0,"window":60}`, "hits: missing or 0"},
+		{"a domain-update with window 0", `{` + who + `,"domain":"example.com","action":"domain-update","hits":10,"window":0}`, "window: missing or 0"},
+		{"a domain-update with hits -0 (the integer zero)", `{` + who + `,"domain":"example.com","action":"domain-update","hits":-0,"window":60}`, "hits: missing or 0"},
+		{"a domain-update with only hits", `{` + who + `,"domain":"example.com","action":"domain-update","hits":10}`, "window: missing or 0"},
+		{"a domain-update with hits beyond 2^53", `{` + who + `,"domain":"example.com","action":"domain-update","hits":9007199254740993,"window":60}`,
+			"hits: 9007199254740993 is out of range"},
+		{"a domain-update of a subdomain", `{` + who + `,"domain":"www.example.co.uk","action":"domain-update","hits":10,"window":60}`,
+			`domain: "www.example.co.uk" is not a domain as queues name it (the registered domain of a URL's host, lower case): use "example.co.uk"`},
+		{"a blacklist-update of a URL", `{` + who + `,"domain":"http://www.ebay.com/","action":"blacklist-update"}`, `use "ebay.com"`},
+		{"a blacklist-update with a port", `{` + who + `,"domain":"ebay.com:8080","action":"blacklist-update"}`, `use "ebay.com"`},
+		{"a blacklist-update in capitals", `{` + who + `,"domain":"EBAY.com","action":"blacklist-update"}`, `use "ebay.com"`},
+		{"a domain-update of an IP address without the queue's dot", `{` + who + `,"domain":"127.0.0.1","action":"domain-update","hits":1,"window":1}`, `use "127.0.0.1."`},
+		{"an empty domain", `{` + who + `,"domain":"","action":"domain-remove"}`, `domain: "" is empty or holds spaces or control characters`},
+		{"a domain with a space", `{` + who + `,"domain":"ebay .com","action":"blacklist-remove"}`, `domain: "ebay .com" is empty`},
+		{"a domain with a newline", `{` + who + `,"domain":"ebay.com\n","action":"blacklist-update"}`, `is empty or holds spaces or control characters`},
 	} {
-		t.Run(name, func(t *testing.T) {
-			err := handle(t, c, request(t, `{`+who+extra+`}`))
-			if !plugin.IsReject(err) {
-				t.Errorf("Handle = %v, want a rejection", err)
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plugintest.Validate(t, zookeeper.Handler{}, tc.raw)
+			var invalid *plugin.InvalidError
+			if !errors.As(err, &invalid) || invalid.Stage != plugin.Refused || invalid.Plugin != "ZookeeperHandler" {
+				t.Fatalf("Validate(%s) = %v, want a refusal by ZookeeperHandler", tc.raw, err)
 			}
-			if got := stringKeys(t, c); len(got) != 0 {
-				t.Errorf("Redis holds %v after a rejected request, want nothing", got)
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("reason %q does not say %q", err, tc.reason)
 			}
 		})
+	}
+}
+
+func TestValidateAcceptsQueueDomainsAndAnyRemove(t *testing.T) {
+	const who = `"uuid":"someuuid","appid":"testapp"`
+	for _, raw := range []string{
+		`{` + who + `,"domain":"example.com","action":"domain-update","hits":10,"window":60,"scale":0.5}`,
+		`{` + who + `,"domain":"example.co.uk","action":"domain-update","hits":-5,"window":60,"scale":0}`,
+		`{` + who + `,"domain":"127.0.0.1.","action":"domain-update","hits":1,"window":1}`,
+		`{` + who + `,"domain":"::1.","action":"blacklist-update"}`,
+		`{` + who + `,"domain":"localhost.","action":"blacklist-update"}`,
+		`{` + who + `,"domain":"bücher.de","action":"blacklist-update"}`,
+		// A remove may name what an update would refuse: an entry written by hand can go.
+		`{` + who + `,"domain":"www.example.co.uk","action":"blacklist-remove"}`,
+		`{` + who + `,"domain":"example.com:8080","action":"domain-remove"}`,
+	} {
+		if _, err := plugintest.Validate(t, zookeeper.Handler{}, raw); err != nil {
+			t.Errorf("Validate(%s) = %v, want it accepted", raw, err)
+		}
 	}
 }
 
