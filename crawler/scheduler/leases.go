@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -160,6 +161,13 @@ func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
 func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 	opt := *s.rdb.Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
+	// Not s.rdb's maintenance notification config: go-redis changes it
+	// while a connection opens (a data race with NewClient's copy of it),
+	// and in its default mode while each of upkeep's connections opens at
+	// once. Renewals need none (a renewal that fails is retried on a new
+	// connection); s.rdb's push notification processor stays its own.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	opt.PushNotificationProcessor = nil
 	upkeep := redis.NewClient(&opt)
 	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
 	defer cancel()
