@@ -68,7 +68,7 @@ const (
 	SectionThroughput = "Throughput and latency"
 	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
 	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
-	SectionCost       = "CPU per page of each process and Redis commands per page, one crawler crawling 22,220 pages of the test site (one run each)"
+	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 )
 
 // Default is what `make bench` measures.
