@@ -18,7 +18,7 @@ help:
 	@echo "make test       formatting and vet checks, then every test against real Redis, ZooKeeper and kfake"
 	@echo "make bench      build and run bin/bench-table: one table of the headline figures (ingest, crawler pages/s,"
 	@echo "                new-domain latency, REST /feed, peak RSS of each component, local-cluster memory after"
-	@echo "                a 100k-page crawl), median of 3 runs;"
+	@echo "                a 100k-page crawl, CPU per page of each process and Redis commands per page), median of 3 runs;"
 	@echo "                flags in BENCH_ARGS, e.g. make bench BENCH_ARGS=\"-count 1 -only REST\" (bin/bench-table --help)"
 	@echo "make bench-all  every benchmark, raw go test -bench output (throttled queue, stats, Redis Monitor answers, ...)"
 	@echo "make lint       gofmt check, go vet and staticcheck"

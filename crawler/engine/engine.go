@@ -257,7 +257,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		return
 	}
 	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
 		return // shutting down: released later
 	}
 	if err != nil {

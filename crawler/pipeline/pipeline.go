@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -69,10 +70,10 @@ const urlKeep = 2048
 
 // Encode returns the message for page: timestamp set, body encoded, cut to
 // fit the maximum message size (and then marked "truncated"). The message
-// is sized before it is built: a body may be far larger than a message can
-// be (DOWNLOAD_MAXSIZE is ten times KAFKA_PRODUCER_MAX_REQUEST_SIZE by
-// default) and grows when escaped, so only what fits is ever encoded, once,
-// into a message of its size.
+// is sized before its body is encoded: a body may be far larger than a
+// message can be (DOWNLOAD_MAXSIZE is ten times
+// KAFKA_PRODUCER_MAX_REQUEST_SIZE by default) and grows when escaped, so
+// only what fits is ever encoded.
 //
 // A result whose other fields alone do not fit is sent reduced: its
 // headers and links dropped, url and response_url cut to their first
@@ -99,11 +100,14 @@ func (p *Pipeline) encode(page *spider.Page) (msg []byte, cut bool, err error) {
 		room = p.maxBytes - overhead - len(rest)
 		over, room = room < 0, max(room, 0)
 	}
-	body := p.bodyField(page, text, room)
-	if !body.cut && !over {
-		msg, err := withBody(rest, body)
-		return msg, false, err
+	if !over {
+		msg, cut, err := p.withBody(rest, page, text, room)
+		if err != nil || !cut {
+			release(rest)
+			return msg, false, err
+		}
 	}
+	release(rest)
 	// Cut the body to what fits beside the other fields, and mark it.
 	out := *page
 	out.Extra = maps.Clone(page.Extra)
@@ -115,6 +119,7 @@ func (p *Pipeline) encode(page *spider.Page) (msg []byte, cut bool, err error) {
 		return nil, false, err
 	}
 	if room = p.maxBytes - overhead - len(rest); room < 0 {
+		release(rest)
 		if rest, err = p.reduce(&out); err != nil {
 			return nil, false, err
 		}
@@ -122,9 +127,9 @@ func (p *Pipeline) encode(page *spider.Page) (msg []byte, cut bool, err error) {
 	} else {
 		p.log.Warning("Cut a page's body to fit the Kafka message size", logfactory.Extra{"url": logURL(page.URL), "max_bytes": p.maxBytes})
 	}
-	body = p.bodyField(&out, text, room)
 	page.Extra = out.Extra // the caller sees the flags, as before
-	msg, err = withBody(rest, body)
+	msg, _, err = p.withBody(rest, &out, text, room)
+	release(rest)
 	return msg, true, err
 }
 
@@ -154,6 +159,7 @@ func (p *Pipeline) reduce(out *spider.Page) ([]byte, error) {
 		return nil, err
 	}
 	if len(rest) > p.maxBytes-overhead {
+		release(rest)
 		return nil, fmt.Errorf("%w: %d bytes without its body, headers and links, more than %d (url of %d bytes)",
 			ErrTooLarge, len(rest), p.maxBytes-overhead, full)
 	}
@@ -184,134 +190,64 @@ func logURL(u string) string {
 	return cutUTF8(u, logURLMax) + "..."
 }
 
-// bodyPart is what goes in the body field: text, escaped, or raw bytes in
-// base64 (KAFKA_BASE_64_ENCODE); size is its encoded length.
-type bodyPart struct {
-	text string
-	raw  []byte
-	b64  bool
-	size int
-	cut  bool // less than the whole body
-}
-
-// bodyField is the body field: the text, or the raw bytes in base64 (cut
-// at whole base64 quanta, so it still decodes), at most what takes room
-// bytes encoded (room < 0: no limit).
-func (p *Pipeline) bodyField(page *spider.Page, text string, room int) bodyPart {
-	if p.base64 {
-		raw, cut := page.RawBody, false
-		if room >= 0 && base64.StdEncoding.EncodedLen(len(raw)) > room {
-			raw, cut = raw[:room/4*3], true
-		}
-		return bodyPart{raw: raw, b64: true, size: base64.StdEncoding.EncodedLen(len(raw)), cut: cut}
-	}
-	_, n, size := jsonString(nil, text, room)
-	return bodyPart{text: text[:n], size: size, cut: n < len(text)}
-}
-
 // emptyBody is the body field of a page encoded without its body. The first
 // occurrence in a message is the field itself: the fields before it are
 // strings, whose quotes are escaped, and header maps, whose values are lists.
 const emptyBody = `"body":""`
 
-// withBody returns msg, a page encoded with an empty body, with body in
-// its body field, built in one buffer of the message's size.
-func withBody(msg []byte, body bodyPart) ([]byte, error) {
-	at := bytes.Index(msg, []byte(emptyBody))
+// withBody returns rest, a page encoded with an empty body, with the body
+// in its body field: the text, escaped, or with KAFKA_BASE_64_ENCODE the
+// raw bytes in base64 (cut at whole base64 quanta, so it still decodes), at
+// most what takes room bytes encoded (room < 0: no limit), and whether that
+// was less than the whole body. The body is encoded once, straight into a
+// buffer of about the message's size.
+func (p *Pipeline) withBody(rest []byte, page *spider.Page, text string, room int) (msg []byte, cut bool, err error) {
+	at := bytes.Index(rest, []byte(emptyBody))
 	if at < 0 {
-		return nil, fmt.Errorf("encode page: no %s in %.200s", emptyBody, msg)
+		return nil, false, fmt.Errorf("encode page: no %s in %.200s", emptyBody, rest)
 	}
 	at += len(emptyBody) - 1 // before the closing quote
-	out := make([]byte, 0, len(msg)+body.size)
-	out = append(out, msg[:at]...)
-	if body.b64 {
-		out = base64.StdEncoding.AppendEncode(out, body.raw)
-	} else {
-		out, _, _ = jsonString(out, body.text, -1)
+	if p.base64 {
+		raw := page.RawBody
+		if room >= 0 && base64.StdEncoding.EncodedLen(len(raw)) > room {
+			raw, cut = raw[:room/4*3], true
+		}
+		msg = make([]byte, 0, len(rest)+base64.StdEncoding.EncodedLen(len(raw)))
+		msg = append(msg, rest[:at]...)
+		msg = base64.StdEncoding.AppendEncode(msg, raw)
+		return append(msg, rest[at:]...), cut, nil
 	}
-	return append(out, msg[at:]...), nil
+	size := len(text) + len(text)/8 + 64 // and room for some escapes
+	if room >= 0 {
+		size = min(size, room)
+	}
+	msg = make([]byte, 0, len(rest)+size)
+	msg = append(msg, rest[:at]...)
+	msg, taken, _ := spider.AppendJSONText(msg, text, room)
+	return append(msg, rest[at:]...), taken < len(text), nil
 }
 
+// marshalPage encodes page into a buffer of the pool: release it when its
+// bytes are copied.
 func marshalPage(page *spider.Page) ([]byte, error) {
-	msg, err := page.MarshalJSON() // no HTML escaping: bodies keep their < > &
+	buf := scratch.Get().(*[]byte)
+	msg, err := page.AppendJSON((*buf)[:0]) // no HTML escaping: bodies keep their < > &
 	if err != nil {
+		scratch.Put(buf)
 		return nil, fmt.Errorf("encode page %s: %w", page.URL, err)
 	}
 	return msg, nil
 }
 
-// jsonString escapes s as encoding/json does inside a string, without HTML
-// escaping: '"', '\\' and control characters escaped (\b \f \n \r \t
-// short, others \u00xx), U+2028 and U+2029 as \u2028 and \u2029, invalid
-// UTF-8 as \ufffd. It stops before the first character that would take the
-// escaped text past room bytes (room < 0: no limit) and returns dst with
-// the escaped text appended (dst nil: only measured), how many bytes of s
-// it took and how many it wrote.
-func jsonString(dst []byte, s string, room int) (out []byte, taken, size int) {
-	plain := 0 // start of the run of bytes written as they are
-	flush := func(end int) {
-		if dst != nil {
-			dst = append(dst, s[plain:end]...)
-		}
-	}
-	i := 0
-	for i < len(s) {
-		c, width, esc := s[i], 1, ""
-		if c < utf8.RuneSelf {
-			switch c {
-			case '"':
-				esc = `\"`
-			case '\\':
-				esc = `\\`
-			case '\b':
-				esc = `\b`
-			case '\f':
-				esc = `\f`
-			case '\n':
-				esc = `\n`
-			case '\r':
-				esc = `\r`
-			case '\t':
-				esc = `\t`
-			default:
-				if c < 0x20 {
-					esc = `\u00` + string(lowerHex[c>>4]) + string(lowerHex[c&0xf])
-				}
-			}
-		} else {
-			var r rune
-			r, width = utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && width == 1:
-				esc = `\ufffd`
-			case r == '\u2028':
-				esc = `\u2028`
-			case r == '\u2029':
-				esc = `\u2029`
-			}
-		}
-		n := width
-		if esc != "" {
-			n = len(esc)
-		}
-		if room >= 0 && size+n > room {
-			break
-		}
-		if esc != "" {
-			flush(i)
-			if dst != nil {
-				dst = append(dst, esc...)
-			}
-			plain = i + width
-		}
-		size += n
-		i += width
-	}
-	flush(i)
-	return dst, i, size
-}
+// scratch holds the buffers pages are encoded in without their body.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-const lowerHex = "0123456789abcdef"
+// release returns a buffer of marshalPage to the pool, unless it is huge.
+func release(b []byte) {
+	if cap(b) <= 64<<10 {
+		scratch.Put(&b)
+	}
+}
 
 // Publish logs and sends one page; it returns once Kafka acknowledged it
 // (cut: the result was truncated or reduced to fit), or with ctx's error,

@@ -1,22 +1,20 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
-func testPipeline(t *testing.T, b64 bool, maxBytes int) *Pipeline {
+func testPipeline(t testing.TB, b64 bool, maxBytes int) *Pipeline {
 	t.Helper()
 	cfg := logfactory.DefaultConfig()
 	cfg.Level = "ERROR"
@@ -90,41 +88,6 @@ func TestEncodeCutsAnOversizeBodyToFit(t *testing.T) {
 	}
 }
 
-func TestJSONStringEscapesAsEncodingJSONDoes(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	alphabet := []string{"a", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", `"`, `\`, "é", "\u2028", "\u2029", "\xff", "\xe2\x80", "<", ">", "&", "\U0001F600", "\x7f"}
-	for range 2000 {
-		var b strings.Builder
-		for range rng.IntN(12) {
-			b.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		s := b.String()
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		quoted := strings.TrimSuffix(want.String(), "\n")
-		_, taken, size := jsonString(nil, s, -1)
-		got, _, _ := jsonString([]byte(`"`), s, -1)
-		if string(got)+`"` != quoted || taken != len(s) || size != len(quoted)-2 {
-			t.Fatalf("%q: escaped %s (%d bytes), encoding/json writes %s", s, got, size, quoted)
-		}
-		// With less room: the longest prefix that fits.
-		for room := 0; room < size; room++ {
-			out, taken, used := jsonString([]byte{}, s, room)
-			if used > room || len(out) != used || !strings.HasPrefix(quoted[1:], string(out)) {
-				t.Fatalf("%q in %d bytes: %q (%d)", s, room, out, used)
-			}
-			_, width := utf8.DecodeRuneInString(s[taken:])
-			if _, _, next := jsonString(nil, s[taken:taken+width], -1); used+next <= room {
-				t.Fatalf("%q in %d bytes: stopped at byte %d, but the next character fits", s, room, taken)
-			}
-		}
-	}
-}
-
 func TestEncodeOnlyEncodesWhatFits(t *testing.T) {
 	// 10 MB of NUL bytes escape to 60 MB; a message holds 1 MB.
 	body := strings.Repeat("\x00", 10<<20)
@@ -189,5 +152,27 @@ func TestAResultThatCannotFitEvenReducedIsTooLarge(t *testing.T) {
 	_, err := testPipeline(t, false, 4096).Encode(page)
 	if !errors.Is(err, ErrTooLarge) || DropReason(err) != "too_large" {
 		t.Fatalf("err %v, reason %q", err, DropReason(err))
+	}
+}
+
+// BenchmarkEncode encodes a page of the test site's size (2 KiB of HTML,
+// a dozen links, the usual headers), as the crawler does once per page.
+func BenchmarkEncode(b *testing.B) {
+	p := testPipeline(b, false, 1<<20)
+	body := strings.Repeat(`<li><a href="/page/1/2/3">page "1/2/3"</a></li>`+"\n", 40)
+	page := &spider.Page{
+		URL: "http://127.0.0.1:8000/page/1/2", ResponseURL: "http://127.0.0.1:8000/page/1/2", StatusCode: 200, StatusMsg: "OK",
+		ResponseHeaders: map[string][]string{"Content-Type": {"text/html; charset=utf-8"}, "Date": {"Tue, 25 Nov 2026 03:04:05 GMT"}, "Content-Length": {"2040"}},
+		RequestHeaders:  map[string][]string{"Accept": {"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}, "Accept-Language": {"en"}, "User-Agent": {"Scrapy/1.0.4 (+http://scrapy.org)"}},
+		Body:            body, Encoding: "utf-8", AppID: "bench", CrawlID: "cost-0", Attrs: json.RawMessage(`{"n":1}`),
+	}
+	for i := range 12 {
+		page.Links = append(page.Links, spider.Link{URL: "http://127.0.0.1:8000/page/1/2/" + strconv.Itoa(i), Text: "page " + strconv.Itoa(i)})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Encode(page); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -20,7 +20,7 @@ type domain struct {
 	next      time.Time
 	lastPop   time.Time
 	backoff   time.Duration
-	inflight  int
+	inflight  int  // items being fetched (CONCURRENT_REQUESTS_PER_DOMAIN)
 	blocked   bool // blacklisted, or a throttle of 0 hits
 	index     int
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,7 +89,10 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	blacklist := s.config.Blacklist
 	s.mu.Unlock()
 	keys := []string{rediskeys.BlacklistKey(s.cfg.SpiderID), rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID)}
-	var reqArgs, channels []any
+	var queues, channels []string // queue keys and their announce channels, by queue number - 1
+	var limitKeys []string
+	var reqArgs []any
+	var queueOf []int // each request's queue number - 1
 	for _, r := range reqs {
 		dom, err := rediskeys.DomainOfURL(r.URL)
 		if err != nil {
@@ -104,27 +108,42 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 			refuse(ledgerOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
-		keys = append(keys, rediskeys.QueueKey(r.SpiderID, dom),
-			rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID), rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
-		reqArgs = append(reqArgs, fingerprint.Of(r.URL), string(member), r.Score(), r.DomainMaxPages, ledgerOf(r))
-		channels = append(channels, rediskeys.QueueChannel(r.SpiderID))
+		queue := rediskeys.QueueKey(r.SpiderID, dom)
+		q := slices.Index(queues, queue) + 1
+		if q == 0 {
+			queues = append(queues, queue)
+			channels = append(channels, rediskeys.QueueChannel(r.SpiderID))
+			q = len(queues)
+		}
+		limits := 0
+		if r.DomainMaxPages > 0 || s.cfg.GlobalPageLimit > 0 {
+			limitKeys = append(limitKeys, rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID), rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
+			limits = len(limitKeys) / 2
+		}
+		reqArgs = append(reqArgs, fingerprint.Of(r.URL), member, r.Score(), q, ledgerOf(r), r.DomainMaxPages, limits)
+		queueOf = append(queueOf, q-1)
 	}
-	if len(channels) == 0 && len(refusals) == 0 {
+	if len(queueOf) == 0 && len(refusals) == 0 {
 		return out, nil
 	}
+	keys = append(keys, queues...)
 	for _, c := range ledgers {
 		keys = append(keys, ledger.NewWorkKeys(c)...)
 	}
-	args := []any{
-		parent.AppID + "||" + parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
+	keys = append(keys, limitKeys...)
+	args := make([]any, 0, 11+len(ledgers)+len(channels)+len(reqArgs)+3*len(refusals))
+	args = append(args,
+		parent.AppID+"||"+parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
 		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), fingerprint.Of(parent.URL),
-		ledger.Stamp(s.now()), seconds(s.cfg.ledgerTTL()), len(ledgers),
-	}
+		ledger.Stamp(s.now()), seconds(s.cfg.ledgerTTL()), len(queues), len(ledgers), len(queueOf),
+	)
 	for _, c := range ledgers {
 		args = append(args, c.Member())
 	}
+	for _, c := range channels {
+		args = append(args, c)
+	}
 	args = append(args, reqArgs...)
-	args = append(args, channels...)
 	for _, r := range refusals {
 		args = append(args, r.ledger, string(r.reason), r.n)
 	}
@@ -133,15 +152,17 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 		return out, fmt.Errorf("queue follow-up requests: %w", err)
 	}
 	if len(codes) == 1 && codes[0] == -1 {
-		out.refuse(ledger.RefusedCrawlBlacklisted, len(channels))
+		out.refuse(ledger.RefusedCrawlBlacklisted, len(queueOf))
 		return out, nil
 	}
+	known := make([]bool, len(queues)) // queues this scheduler was told of
 	for i, c := range codes {
 		switch c {
 		case 0:
 			out.Queued++
-			if key := keys[2+3*i]; key[:len(s.cfg.SpiderID)+1] == s.cfg.SpiderID+":" {
-				s.addDomain(key)
+			if q := queueOf[i]; !known[q] && strings.HasPrefix(queues[q], s.cfg.SpiderID+":") {
+				known[q] = true
+				s.addDomain(queues[q])
 			}
 		case 1:
 			out.refuse(ledger.RefusedDuplicate, 1)

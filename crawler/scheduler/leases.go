@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -14,18 +15,19 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// finish ends an item's time in flight.
+// finish ends an item's time in flight, and frees the slots it holds.
 func (s *Scheduler) finish(it *Item) {
 	s.mu.Lock()
-	if _, ok := s.inflight[it.leaseID]; ok {
-		delete(s.inflight, it.leaseID)
-		it.dom.inflight--
-		if it.dom.next.Equal(never) && !it.dom.blocked {
-			s.setNext(it.dom, s.now())
-		}
-	}
+	delete(s.inflight, it.leaseID)
+	fetching, processing := s.endFetch(it), it.processing
+	it.processing = false
 	s.mu.Unlock()
-	<-s.slots
+	if fetching {
+		<-s.slots
+	}
+	if processing {
+		<-s.processing
+	}
 	s.signal()
 }
 
@@ -159,6 +161,13 @@ func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
 func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 	opt := *s.rdb.Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
+	// Not s.rdb's maintenance notification config: go-redis changes it
+	// while a connection opens (a data race with NewClient's copy of it),
+	// and in its default mode while each of upkeep's connections opens at
+	// once. Renewals need none (a renewal that fails is retried on a new
+	// connection); s.rdb's push notification processor stays its own.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	opt.PushNotificationProcessor = nil
 	upkeep := redis.NewClient(&opt)
 	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
 	defer cancel()

@@ -84,6 +84,50 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 	}
 }
 
+// Fetched tells the scheduler that the item's download is over: its request
+// slot and its domain's go to the next requests while it is parsed,
+// published and acknowledged (Done, Retry), as Scrapy's download slots do,
+// so that a crawler keeps CONCURRENT_REQUESTS fetches going while its
+// results wait for Kafka and Redis. At most CONCURRENT_REQUESTS fetched
+// items are processed at once: Fetched waits for one of them to end, or
+// for ctx to end (then it returns ctx's error and the item keeps its slots).
+func (s *Scheduler) Fetched(ctx context.Context, it *Item) error {
+	s.mu.Lock()
+	over := !it.fetching || it.processing
+	s.mu.Unlock()
+	if over {
+		return nil
+	}
+	select {
+	case s.processing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	fetching := s.endFetch(it)
+	it.processing = true
+	s.mu.Unlock()
+	if fetching {
+		<-s.slots
+		s.signal()
+	}
+	return nil
+}
+
+// endFetch ends the item's fetch, if it has not ended yet, and reports whether
+// it did; s.mu is held. A domain at its cap of fetches is due again.
+func (s *Scheduler) endFetch(it *Item) bool {
+	if !it.fetching {
+		return false
+	}
+	it.fetching = false
+	it.dom.inflight--
+	if it.dom.next.Equal(never) && !it.dom.blocked {
+		s.setNext(it.dom, s.now())
+	}
+	return true
+}
+
 // attempt tries one throttled, leased pop from d. When the throttle and
 // the free request slots allow, it pops several items in the same step;
 // the first is returned and the others wait in s.ready to be handed out by
@@ -140,7 +184,7 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 			go func() { _ = s.acks.ack(context.WithoutCancel(ctx), leaseID, tally) }()
 			return
 		}
-		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d,
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d, fetching: true,
 			crawl: ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: req.AppID, CrawlID: req.CrawlID}}
 		s.inflight[leaseID] = item
 		d.inflight++

@@ -26,7 +26,8 @@
 //	scheduler.go     Scheduler, New, Run (the background loops), Clear, counters
 //	domains.go       the known domain queues: found by scans and announcements,
 //	                 kept in a heap by the time each is due, forgotten when idle
-//	pop.go           Next: the throttled, leased pop from the domain due first
+//	pop.go           Next: the throttled, leased pop from the domain due first;
+//	                 Fetched: a fetched item's slots go to the next requests
 //	leases.go        Done, Retry, Release; lease renewal and reaping
 //	ack.go           lease acknowledgements grouped into shared round trips
 //	enqueue.go       Enqueue: follow-up requests through the blacklist, the
@@ -63,6 +64,10 @@ type Item struct {
 	crawl         ledger.Crawl
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
+	// fetching: the item holds a request slot and its domain's (from the
+	// pop to Fetched); processing: a processing slot (from Fetched to the
+	// end). Guarded by Scheduler.mu.
+	fetching, processing bool
 }
 
 // LeaseID identifies the item's lease (for logs).
@@ -89,8 +94,11 @@ type Scheduler struct {
 	inflight map[string]*Item // by lease id
 	popped   []*Item          // popped by a batch, not yet handed out (in inflight too)
 	wake     chan struct{}
-	slots    chan struct{}
-	stats    Stats
+	// slots are the requests being fetched (CONCURRENT_REQUESTS), from
+	// Next to Fetched; processing the fetched ones being parsed, published
+	// and acknowledged, as many again, from Fetched to their end.
+	slots, processing chan struct{}
+	stats             Stats
 	// slowWarned is when a slow lease renewal was last logged.
 	slowWarned time.Time
 }
@@ -115,7 +123,7 @@ func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, err
 	s := &Scheduler{
 		cfg: cfg, rdb: rdb, log: log, leases: leases, now: time.Now,
 		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
-		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency),
+		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency), processing: make(chan struct{}, cfg.Concurrency),
 	}
 	s.acks = &ackBatcher{leases: leases, rdb: rdb, ttl: cfg.ledgerTTL(), now: time.Now, lost: s.leasesLost}
 	return s, nil

@@ -392,3 +392,110 @@ func TestThrottleKeysFollowTheThrottleStyle(t *testing.T) {
 		t.Fatalf("throttle keys %v", keys)
 	}
 }
+
+// tryNext is Next with a short wait: nil when nothing comes within it.
+func tryNext(s *scheduler.Scheduler, within time.Duration) *scheduler.Item {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	it, err := s.Next(ctx)
+	if err != nil {
+		return nil
+	}
+	return it
+}
+
+func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+	cfg := config()
+	cfg.Concurrency, cfg.PerDomain = 4, 2
+	f := start(t, cfg)
+	ctx := context.Background()
+	for i := range 10 {
+		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
+	}
+	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	if it := tryNext(f.sched, 300*time.Millisecond); it != nil {
+		t.Fatalf("a third request of a domain with CONCURRENT_REQUESTS_PER_DOMAIN 2 came while two were fetched: %s", it.Request.URL)
+	}
+	// a's fetch is over: its slot goes to the next request, a stays leased.
+	if err := f.sched.Fetched(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	c := next(t, f.sched, 5*time.Second)
+	if n := f.sched.InFlight(); n != 3 {
+		t.Fatalf("%d requests in flight, want 3 (a processed, b and c fetched)", n)
+	}
+	// Four fetched items are processed at most (CONCURRENT_REQUESTS):
+	// the fifth's Fetched waits for one of them to be done.
+	for _, it := range []*scheduler.Item{b, c} {
+		if err := f.sched.Fetched(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := next(t, f.sched, 5*time.Second)
+	if err := f.sched.Fetched(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	e := next(t, f.sched, 5*time.Second)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if err := f.sched.Fetched(short, e); err == nil {
+		t.Fatal("a fifth fetched item was processed beside four with CONCURRENT_REQUESTS 4")
+	}
+	go func() { _ = f.sched.Done(ctx, a, nil) }()
+	wait, cancelWait := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelWait()
+	if err := f.sched.Fetched(wait, e); err != nil {
+		t.Fatalf("the fifth fetched item still waits after one was done: %v", err)
+	}
+	for _, it := range []*scheduler.Item{b, c, d, e} {
+		if err := f.sched.Done(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _ := f.sched.Leases().Count(ctx); n != 0 || f.sched.InFlight() != 0 {
+		t.Fatalf("%d leases, %d in flight after every item was done", n, f.sched.InFlight())
+	}
+}
+
+func TestALargePageQueuesEachNewLinkOnceAcrossItsDomains(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "big", SpiderID: "link", Priority: 1, MaxDepth: 2}
+	// One member is in its queue already (its filter entry expired).
+	queued := parent.Follow("http://b.com/7")
+	member, err := queued.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.rdb.ZAdd(ctx, "link:b.com:queue", redis.Z{Score: queued.Score(), Member: member})
+	// 5,000 links over two domains, every one twice on the page, and the
+	// page itself: more values than Lua's unpack takes at once.
+	var kids []*crawlrequest.Request
+	for i := range 5000 {
+		host := []string{"a.com", "b.com"}[i%2]
+		kids = append(kids, parent.Follow(fmt.Sprintf("http://%s/%d", host, i)))
+	}
+	kids = append(kids, kids...)
+	kids = append(kids, parent.Follow("http://a.com/"))
+	got, err := f.sched.Enqueue(ctx, parent, kids, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Queued != 4999 || got.Refused[ledger.RefusedDuplicate] != 5002 {
+		t.Fatalf("enqueued %+v, want 4,999 queued and 5,002 duplicates", got)
+	}
+	if a, b := f.rdb.ZCard(ctx, "link:a.com:queue").Val(), f.rdb.ZCard(ctx, "link:b.com:queue").Val(); a != 2500 || b != 2500 {
+		t.Fatalf("queues hold %d and %d requests, want 2,500 each", a, b)
+	}
+	if n := f.rdb.SCard(ctx, "link:dupefilter:big").Val(); n != 5001 {
+		t.Fatalf("the duplicate filter holds %d fingerprints, want 5,001", n)
+	}
+	p := readLedger(t, f.rdb, "big")
+	if p.Enqueued != 4999 || p.Refused[string(ledger.RefusedDuplicate)] != 5002 {
+		t.Fatalf("ledger %+v", p)
+	}
+	// The same page again queues nothing.
+	if got, err := f.sched.Enqueue(ctx, parent, kids[:5000], nil); err != nil || got.Queued != 0 || got.Refused[ledger.RefusedDuplicate] != 5000 {
+		t.Fatalf("the page again: %+v, %v", got, err)
+	}
+}

@@ -3,7 +3,6 @@ package spider
 import (
 	"bytes"
 	"encoding/json"
-	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -68,54 +67,14 @@ var standardFields = map[string]bool{
 	"links": true, "attrs": true, "appid": true, "crawlid": true, "timestamp": true,
 }
 
-// pageFields is Page's JSON shape without its methods (no recursion).
-type pageFields Page
-
 // MarshalJSON writes the crawl result: the standard fields in the spec's
 // names, then the Extra fields (sorted; an Extra key naming a standard field
 // is left out). links is [] when there are none, response_headers and
 // request_headers {} when unset, attrs null when unset. HTML characters are
 // not escaped (the body stays readable and as small as the original's);
 // encode Pages with an Encoder that has SetEscapeHTML(false), as
-// json.Marshal escapes them again.
-func (p Page) MarshalJSON() ([]byte, error) {
-	f := pageFields(p)
-	if f.Links == nil {
-		f.Links = []Link{}
-	}
-	if f.ResponseHeaders == nil {
-		f.ResponseHeaders = map[string][]string{}
-	}
-	if f.RequestHeaders == nil {
-		f.RequestHeaders = map[string][]string{}
-	}
-	var b bytes.Buffer
-	if err := encodeNoEscape(&b, &f); err != nil {
-		return nil, err
-	}
-	out := bytes.TrimRight(b.Bytes(), "\n")
-	if len(p.Extra) == 0 {
-		return out, nil
-	}
-	out = out[:len(out)-1] // drop the closing brace
-	for _, k := range slices.Sorted(maps.Keys(p.Extra)) {
-		if standardFields[k] {
-			continue
-		}
-		var kv bytes.Buffer
-		if err := encodeNoEscape(&kv, k); err != nil {
-			return nil, err
-		}
-		kv.Truncate(kv.Len() - 1)
-		kv.WriteByte(':')
-		if err := encodeNoEscape(&kv, p.Extra[k]); err != nil {
-			return nil, err
-		}
-		out = append(out, ',')
-		out = append(out, bytes.TrimRight(kv.Bytes(), "\n")...)
-	}
-	return append(out, '}'), nil
-}
+// json.Marshal escapes them again. AppendJSON writes the same bytes.
+func (p Page) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil) }
 
 func encodeNoEscape(b *bytes.Buffer, v any) error {
 	enc := json.NewEncoder(b)

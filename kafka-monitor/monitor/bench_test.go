@@ -1,7 +1,11 @@
 package monitor_test
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,14 +45,52 @@ func benchIngest(b *testing.B, extra ...string) {
 		c.produce(b, reqs...)
 	}
 	b.ResetTimer()
-	start := time.Now()
+	start, redisStart, selfStart := time.Now(), redisCPU(b, c), selfCPU(b)
 	m, _ := c.start(b)
 	deadline := time.Now().Add(10 * time.Minute)
+	var first time.Time
 	for m.Processed() < int64(b.N) {
+		if first.IsZero() && m.Processed() > 0 {
+			first = time.Now()
+			b.Logf("first request handled %v after the start", first.Sub(start))
+		}
 		if time.Now().After(deadline) {
 			b.Fatalf("handled %d of %d", m.Processed(), b.N)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "requests/s")
+	// Where the CPU went: redis-server, and this process (the monitor, the
+	// kfake broker and the log buffer).
+	b.ReportMetric(float64((redisCPU(b, c)-redisStart).Microseconds())/float64(b.N), "redis-cpu-µs/request")
+	b.ReportMetric(float64((selfCPU(b)-selfStart).Microseconds())/float64(b.N), "process-cpu-µs/request")
+}
+
+// redisCPU is the CPU time the cluster's redis-server used so far (INFO cpu).
+func redisCPU(tb testing.TB, c *cluster) time.Duration {
+	tb.Helper()
+	info, err := c.rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				total += x
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// selfCPU is the CPU time this process used so far.
+func selfCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

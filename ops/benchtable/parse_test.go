@@ -2,8 +2,10 @@ package benchtable
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -68,7 +70,8 @@ func TestParseReal(t *testing.T) {
 // `make bench BENCH_ARGS=-v` run (the six commands, -count 3) on a loaded
 // 2-CPU machine, with bench-table's own progress lines removed, and then
 // that of the seventh command, the launcher's memory, added later (on
-// another 2-CPU machine).
+// another 2-CPU machine), and that of the eighth, the crawl's cost per page
+// (BenchmarkCrawlCost on a loaded 2-CPU machine).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -78,9 +81,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3 launcher.
-	if len(res) != 30 {
-		t.Fatalf("got %d results, want 30", len(res))
+	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
+	// launcher, 3 crawl cost.
+	if len(res) != 33 {
+		t.Fatalf("got %d results, want 33", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -91,7 +95,7 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	}
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
-		"BenchmarkLauncherMemory/flags=default"} {
+		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -118,8 +122,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 7 {
-		t.Errorf("%d commands, want 7", len(commands))
+	if len(commands) != 8 {
+		t.Errorf("%d commands, want 8", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -131,6 +135,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"rest, cluster workload":                          21.67,
 		"local-cluster RSS after the crawl":               123.0,
 		"local-cluster peak RSS during the crawl":         151.3,
+		"crawler CPU per page":                            273.6,
+		"  evalsha":                                       0.5712,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {
@@ -239,5 +245,28 @@ func TestTarget(t *testing.T) {
 	}
 	if AtLeast(5000).String() != ">= 5000" || AtMost(40).String() != "<= 40" {
 		t.Errorf("%s %s", AtLeast(5000), AtMost(40))
+	}
+}
+
+func TestAStarredUnitGivesALinePerMatchingMetricLargestFirst(t *testing.T) {
+	benches := []Bench{{Pkg: "./x/", Pattern: "^BenchmarkCost$", Benchtime: "1x", Section: "Cost",
+		Figures: []Figure{
+			{Label: "cmds", Result: "BenchmarkCost", Unit: "redis-cmds/page"},
+			{Label: "  %s", Result: "BenchmarkCost", Unit: "redis-cmd-*/page"},
+			{Label: "  %s", Result: "BenchmarkCost", Unit: "absent-*/page"},
+		}}}
+	results := []Result{
+		{Name: "BenchmarkCost", Metrics: map[string]float64{"redis-cmds/page": 5, "redis-cmd-zadd/page": 1, "redis-cmd-evalsha/page": 3, "redis-cmd-/page": 9}},
+		{Name: "BenchmarkCost", Metrics: map[string]float64{"redis-cmds/page": 7, "redis-cmd-zadd/page": 2, "redis-cmd-evalsha/page": 5}},
+	}
+	runs := map[string]*Run{benches[0].key(): {Command: benches[0].Command(2), Results: results}}
+	lines, _ := Lines(benches, runs)
+	var got []string
+	for _, l := range lines {
+		got = append(got, fmt.Sprintf("%s=%v", l.Figure.Label, l.Median()))
+	}
+	want := []string{"cmds=6", "  evalsha=4", "  zadd=1.5"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lines %q, want %q", got, want)
 	}
 }

@@ -2,6 +2,7 @@ package benchtable
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,11 @@ type Bench struct {
 }
 
 // Figure is one line of the table: a metric of one benchmark result.
+//
+// A Unit with a "*" (e.g. "redis-cmd-*/page") stands for every metric of the
+// result whose unit it matches, each its own line, the largest median
+// first; Label then holds a %s for the part the "*" matched. A result
+// without any is no failure (such metrics are optional).
 type Figure struct {
 	Label  string // what it is, e.g. "REST /feed"
 	Result string // the result name, e.g. BenchmarkFeedCrawl or BenchmarkPagesPerSecond/crawlers=1/defaults
@@ -62,13 +68,14 @@ const (
 	SectionThroughput = "Throughput and latency"
 	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
 	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
+	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 )
 
 // Default is what `make bench` measures.
 func Default() []Bench {
 	return []Bench{
 		{Pkg: "./kafka-monitor/monitor/", Pattern: "^BenchmarkIngestCrawlRequests$", Benchtime: "20000x", Section: SectionThroughput,
-			Figures: []Figure{{Label: "Kafka Monitor ingest, demo.incoming to Redis, 1 process", Result: "BenchmarkIngestCrawlRequests", Unit: "requests/s"}}},
+			Figures: []Figure{{Label: "Kafka Monitor ingest, demo.incoming to Redis, 1 process", Result: "BenchmarkIngestCrawlRequests", Unit: "requests/s", Target: AtLeast(50000)}}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkPagesPerSecond$", Benchtime: "1x", Section: SectionThroughput,
 			Figures: []Figure{
 				{Label: "Crawler pages/s, 1 process (default settings)", Result: "BenchmarkPagesPerSecond/crawlers=1/defaults", Unit: "pages/s", Target: AtLeast(2000)},
@@ -104,6 +111,18 @@ func Default() []Bench {
 			Figures: []Figure{
 				{Label: "local-cluster RSS after the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmRSS-MB", Target: AtMost(200)},
 				{Label: "local-cluster peak RSS during the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmHWM-MB"},
+			}},
+		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkCrawlCost$", Benchtime: "1x", Section: SectionCost,
+			Figures: []Figure{
+				{Label: "crawler CPU per page", Result: "BenchmarkCrawlCost", Unit: "crawler-cpu-µs/page", Target: AtMost(200)},
+				{Label: "redis-server CPU per page", Result: "BenchmarkCrawlCost", Unit: "redis-server-cpu-µs/page", Target: AtMost(30)},
+				{Label: "broker (kfake) CPU per page", Result: "BenchmarkCrawlCost", Unit: "broker-cpu-µs/page"},
+				{Label: "test site CPU per page", Result: "BenchmarkCrawlCost", Unit: "site-cpu-µs/page"},
+				{Label: "kafka-monitor CPU per page", Result: "BenchmarkCrawlCost", Unit: "kafka-monitor-cpu-µs/page"},
+				{Label: "all five processes, CPU per page", Result: "BenchmarkCrawlCost", Unit: "total-cpu-µs/page"},
+				{Label: "pages/s of that crawl (all five on the same cores)", Result: "BenchmarkCrawlCost", Unit: "pages/s", Target: AtLeast(3200)},
+				{Label: "Redis commands per page (INFO commandstats)", Result: "BenchmarkCrawlCost", Unit: "redis-cmds/page"},
+				{Label: "  %s", Result: "BenchmarkCrawlCost", Unit: "redis-cmd-*/page"},
 			}},
 	}
 }
@@ -217,6 +236,10 @@ func Lines(benches []Bench, runs map[string]*Run) ([]Line, [][]string) {
 			index[b.key()] = len(commands)
 		}
 		for _, f := range b.Figures {
+			if strings.Contains(f.Unit, "*") {
+				lines = append(lines, expand(f, b.Section, index[b.key()], run)...)
+				continue
+			}
 			l := Line{Figure: f, Section: b.Section, Command: index[b.key()]}
 			for _, res := range run.Results {
 				if res.Name == f.Result {
@@ -235,6 +258,44 @@ func Lines(benches []Bench, runs map[string]*Run) ([]Line, [][]string) {
 		}
 	}
 	return lines, commands
+}
+
+// expand is the lines of a Figure whose Unit has a "*": one per matching
+// unit of its result, the largest median first (none when none matches:
+// the metrics are optional).
+func expand(f Figure, section string, command int, run *Run) []Line {
+	prefix, suffix, _ := strings.Cut(f.Unit, "*")
+	byUnit := map[string]*Line{}
+	for _, res := range run.Results {
+		if res.Name != f.Result {
+			continue
+		}
+		for unit, v := range res.Metrics {
+			if len(unit) <= len(prefix)+len(suffix) || !strings.HasPrefix(unit, prefix) || !strings.HasSuffix(unit, suffix) {
+				continue
+			}
+			l := byUnit[unit]
+			if l == nil {
+				g := f
+				g.Unit = unit
+				g.Label = fmt.Sprintf(f.Label, unit[len(prefix):len(unit)-len(suffix)])
+				l = &Line{Figure: g, Section: section, Command: command}
+				byUnit[unit] = l
+			}
+			l.Values = append(l.Values, v)
+		}
+	}
+	out := make([]Line, 0, len(byUnit))
+	for _, l := range byUnit {
+		out = append(out, *l)
+	}
+	slices.SortFunc(out, func(a, b Line) int {
+		if c := cmp.Compare(b.Median(), a.Median()); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Figure.Unit, b.Figure.Unit)
+	})
+	return out
 }
 
 // Write prints the table: per section, each figure's median, range over

@@ -106,11 +106,16 @@ type Request struct {
 }
 
 // decoded is a decoded member's known fields: their values and, for those
-// present, their JSON text.
+// present, their JSON text (raw, by the field's place in fields; has marks
+// the present ones).
 type decoded struct {
 	values Request // known fields only, lists copied
-	raw    map[string]json.RawMessage
+	raw    [numFields]json.RawMessage
+	has    uint32
 }
+
+// present returns the JSON text of the i-th known field, if it was read.
+func (d *decoded) present(i int) (json.RawMessage, bool) { return d.raw[i], d.has&(1<<i) != 0 }
 
 // A DecodeError says why a queue member cannot be crawled.
 type DecodeError struct {
@@ -142,40 +147,48 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // *DecodeError: not a JSON object, no url, no appid or crawlid, or a known
 // field of the wrong type. A missing spiderid is DefaultSpiderID.
 func Decode(member []byte) (*Request, error) {
-	top, err := objectMembers(bytes.Clone(member)) // raw values share one copy
-	switch {
-	case errors.Is(err, errNotObject):
-		return nil, &DecodeError{Reason: "not a JSON object"}
-	case err != nil:
+	obj := bytes.Clone(member) // raw values share one copy
+	if err := checkObject(obj); err != nil {
+		if errors.Is(err, errNotObject) {
+			return nil, &DecodeError{Reason: "not a JSON object"}
+		}
 		return nil, &DecodeError{Reason: "not a JSON object", Err: err}
 	}
 	r := &Request{}
-	fields := top
-	if meta := top[FieldMeta]; len(meta) > 0 && meta[0] == '{' {
-		fields, _ = objectMembers(meta) // valid: part of a valid member
-		// The request's own URL; meta's is the seed's.
-		delete(fields, FieldURL)
-		if u, ok := top[FieldURL]; ok {
-			fields[FieldURL] = u
+	d := &decoded{}
+	var meta json.RawMessage
+	eachMember(obj, func(k []byte, v json.RawMessage) {
+		if string(k) == FieldMeta {
+			meta = v
+		}
+		d.set(r, k, v)
+	})
+	if len(meta) > 0 && meta[0] == '{' {
+		// The meta form: meta's fields, the request's own url (meta's is
+		// the seed's), and the top level's other fields unless meta has
+		// them or they are named like a crawl field.
+		topURL, hasTopURL := d.present(fieldURL)
+		top := r.extra
+		*d, r.extra = decoded{}, nil
+		eachMember(meta, func(k []byte, v json.RawMessage) { d.set(r, k, v) })
+		d.raw[fieldURL], d.has = topURL, d.has&^(1<<fieldURL)
+		if hasTopURL {
+			d.has |= 1 << fieldURL
 		}
 		for k, v := range top {
-			if _, inMeta := fields[k]; !inMeta && !isKnown(k) && k != FieldMeta {
+			if _, inMeta := r.extra[k]; !inMeta {
 				r.setExtra(k, v)
 			}
 		}
 	}
-	for k, v := range fields {
-		if !isKnown(k) && k != FieldMeta {
-			r.setExtra(k, v)
-		}
-	}
+	field := func(name string) (json.RawMessage, bool) { return d.present(fieldIndex([]byte(name))) }
 
 	// The crawl first: a member that names one belongs to it even when it
 	// cannot be crawled.
 	derr := &DecodeError{}
 	var errs []string
 	str := func(name string, dst *string) bool {
-		if raw, ok := fields[name]; ok && !isNull(raw) {
+		if raw, ok := field(name); ok && !isNull(raw) {
 			if err := unmarshalString(raw, dst); err != nil {
 				errs = append(errs, name+" is not a string")
 				return false
@@ -189,7 +202,7 @@ func Decode(member []byte) (*Request, error) {
 		derr.Named, derr.AppID, derr.CrawlID = true, r.AppID, r.CrawlID
 	}
 	num := func(name string, dst *int) {
-		if raw, ok := fields[name]; ok && !isNull(raw) {
+		if raw, ok := field(name); ok && !isNull(raw) {
 			f, err := unmarshalNumber(raw)
 			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
 				errs = append(errs, name+" is not an integer")
@@ -199,7 +212,7 @@ func Decode(member []byte) (*Request, error) {
 		}
 	}
 	list := func(name string, dst *[]string) {
-		if raw, ok := fields[name]; ok && !isNull(raw) {
+		if raw, ok := field(name); ok && !isNull(raw) {
 			if err := json.Unmarshal(raw, dst); err != nil {
 				errs = append(errs, name+" is not a list of strings")
 			}
@@ -217,7 +230,7 @@ func Decode(member []byte) (*Request, error) {
 	list(FieldAllowRegex, &r.AllowRegex)
 	list(FieldDenyRegex, &r.DenyRegex)
 	list(FieldDenyExtensions, &r.DenyExtensions)
-	if raw, ok := fields[FieldExpires]; ok && !isNull(raw) {
+	if raw, ok := field(FieldExpires); ok && !isNull(raw) {
 		// Numbers, or numeric strings as some clients send them.
 		f, err := unmarshalNumber(raw)
 		if err != nil {
@@ -230,7 +243,7 @@ func Decode(member []byte) (*Request, error) {
 		}
 		r.Expires = f
 	}
-	if raw, ok := fields[FieldCookie]; ok && !isNull(raw) {
+	if raw, ok := field(FieldCookie); ok && !isNull(raw) {
 		if err := json.Unmarshal(raw, &r.Cookie); err != nil {
 			// The original also accepts {"name": "value"}.
 			var m map[string]string
@@ -244,7 +257,7 @@ func Decode(member []byte) (*Request, error) {
 			r.Cookie = strings.Join(parts, "; ")
 		}
 	}
-	if raw, ok := fields[FieldAttrs]; ok && !isNull(raw) {
+	if raw, ok := field(FieldAttrs); ok && !isNull(raw) {
 		r.Attrs = raw
 	}
 	switch {
@@ -261,7 +274,8 @@ func Decode(member []byte) (*Request, error) {
 	if r.SpiderID == "" {
 		r.SpiderID = DefaultSpiderID
 	}
-	r.decoded = &decoded{values: r.knownValues(), raw: fields}
+	d.values = r.knownValues()
+	r.decoded = d
 	return r, nil
 }
 
@@ -269,42 +283,70 @@ func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "
 
 var errNotObject = errors.New("not an object")
 
-// objectMembers is json.Unmarshal of a JSON object into a map of raw
-// values (the last of repeated keys counts), the values sharing obj's
-// memory. It checks the document once and then only splits it, several
-// times faster than encoding/json's reflective map decoding.
-func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
+// set records a member of the fields' object: a known field's JSON text,
+// or an extra field ("meta" is neither).
+func (d *decoded) set(r *Request, k []byte, v json.RawMessage) {
+	if i := fieldIndex(k); i >= 0 {
+		d.raw[i], d.has = v, d.has|1<<i
+	} else if string(k) != FieldMeta {
+		r.setExtra(string(k), v)
+	}
+}
+
+// checkObject reports whether obj is one valid JSON object: an error saying
+// what is wrong (as encoding/json does), or errNotObject for other JSON.
+func checkObject(obj []byte) error {
 	if !json.Valid(obj) {
 		var v any
-		return nil, json.Unmarshal(obj, &v) // says what is wrong
+		return json.Unmarshal(obj, &v) // says what is wrong
 	}
-	i := skipSpace(obj, 0)
-	if obj[i] != '{' {
-		return nil, errNotObject
+	if obj[skipSpace(obj, 0)] != '{' {
+		return errNotObject
 	}
-	out := make(map[string]json.RawMessage, 24) // the Kafka Monitor's form has 15 fields
-	i = skipSpace(obj, i+1)
+	return nil
+}
+
+// eachMember calls fn with each member of obj, a valid JSON object (see
+// checkObject), in order: its key, unescaped, and its value's JSON text,
+// sharing obj's memory. As json.Unmarshal into a map, a caller keeping the
+// last of repeated keys keeps what encoding/json keeps. It only splits the
+// document, several times faster than encoding/json's reflective map
+// decoding.
+func eachMember(obj []byte, fn func(key []byte, value json.RawMessage)) {
+	i := skipSpace(obj, skipSpace(obj, 0)+1) // past '{'
 	if obj[i] == '}' {
-		return out, nil
+		return
 	}
 	for {
 		end := endOfString(obj, i)
 		key := obj[i:end]
 		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
 		end = endOfValue(obj, i)
-		if k := key[1 : len(key)-1]; bytes.IndexByte(k, '\\') < 0 && utf8.Valid(k) {
-			out[string(k)] = obj[i:end:end]
-		} else {
-			var name string
-			_ = json.Unmarshal(key, &name) // valid: unescapes, invalid UTF-8 as U+FFFD
-			out[name] = obj[i:end:end]
+		name := key[1 : len(key)-1]
+		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
+			var s string
+			_ = json.Unmarshal(key, &s) // valid: unescapes, invalid UTF-8 as U+FFFD
+			name = []byte(s)
 		}
+		fn(name, obj[i:end:end])
 		i = skipSpace(obj, end)
 		if obj[i] == '}' {
-			return out, nil
+			return
 		}
 		i = skipSpace(obj, i+1) // past ','
 	}
+}
+
+// objectMembers is json.Unmarshal of a JSON object into a map of raw
+// values (the last of repeated keys counts), the values sharing obj's
+// memory.
+func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
+	if err := checkObject(obj); err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	eachMember(obj, func(k []byte, v json.RawMessage) { out[string(k)] = v })
+	return out, nil
 }
 
 // The scanners below read valid JSON only.
@@ -427,7 +469,7 @@ func (r *Request) Encode() ([]byte, error) {
 		}
 		return nil
 	}
-	for _, f := range fields {
+	for i, f := range fields {
 		for len(extra) > 0 && extra[0] < f.name {
 			if err := writeExtra(extra[0]); err != nil {
 				return nil, err
@@ -435,7 +477,7 @@ func (r *Request) Encode() ([]byte, error) {
 			extra = extra[1:]
 		}
 		if d := r.decoded; d != nil && f.same(r, &d.values) {
-			if raw, ok := d.raw[f.name]; ok {
+			if raw, ok := d.present(i); ok {
 				key(f.name)
 				var err error
 				if b, err = appendRaw(b, raw, false); err != nil { // read by Decode
@@ -559,15 +601,54 @@ var fields = []field{
 	stringField(FieldUserAgent, func(r *Request) string { return r.UserAgent }, true),
 }
 
-var known = func() map[string]bool {
-	m := make(map[string]bool, len(fields))
-	for _, f := range fields {
-		m[f.name] = true
-	}
-	return m
-}()
+// numFields is the number of known fields; fieldURL is url's place.
+const (
+	numFields = 17
+	fieldURL  = 15
+)
 
-func isKnown(name string) bool { return known[name] }
+// fieldIndex is a known field's place in fields, or -1.
+func fieldIndex(name []byte) int {
+	switch string(name) {
+	case FieldAllowRegex:
+		return 0
+	case FieldAllowedDomains:
+		return 1
+	case FieldAppID:
+		return 2
+	case FieldAttrs:
+		return 3
+	case FieldCookie:
+		return 4
+	case FieldCrawlID:
+		return 5
+	case FieldCurDepth:
+		return 6
+	case FieldDenyExtensions:
+		return 7
+	case FieldDenyRegex:
+		return 8
+	case FieldDomainMaxPages:
+		return 9
+	case FieldExpires:
+		return 10
+	case FieldMaxDepth:
+		return 11
+	case FieldPriority:
+		return 12
+	case FieldRetryTimes:
+		return 13
+	case FieldSpiderID:
+		return 14
+	case FieldURL:
+		return fieldURL
+	case FieldUserAgent:
+		return 16
+	}
+	return -1
+}
+
+func isKnown(name string) bool { return fieldIndex([]byte(name)) >= 0 }
 
 func stringField(name string, get func(*Request) string, nullable bool) field {
 	return field{name: name,

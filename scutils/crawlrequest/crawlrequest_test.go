@@ -216,6 +216,35 @@ func TestDecodeReadsTheMetaFormsOwnURLNotTheSeedsInMeta(t *testing.T) {
 	}
 }
 
+func TestDecodeKeepsTheLastOfRepeatedKeysAndMetasFieldsOverTheTopLevels(t *testing.T) {
+	for _, c := range []struct{ name, member, want string }{
+		{"flat, repeated extra, a meta that is no object",
+			`{"url":"u","appid":"a","crawlid":"c","x":1,"x":2,"meta":5,"priority":3,"priority":4}`,
+			`{"appid":"a","crawlid":"c","priority":4,"spiderid":"link","url":"u","x":2}`},
+		{"meta form: meta's fields, the top level's url and other fields, meta winning",
+			`{"url":"u","method":"GET","x":1,"x":2,"priority":7,"meta":{"appid":"a","crawlid":"c","x":3,"y":4,"meta":5,"url":"seed"}}`,
+			`{"appid":"a","crawlid":"c","method":"GET","spiderid":"link","url":"u","x":3,"y":4}`},
+		{"meta form without a url of its own",
+			`{"meta":{"appid":"a","crawlid":"c","url":"seed"},"z":"\u0041"}`,
+			`{"appid":"a","crawlid":"c","z":"\u0041"}`},
+	} {
+		r, err := crawlrequest.Decode([]byte(c.member))
+		if c.name == "meta form without a url of its own" {
+			if err == nil || !strings.Contains(err.Error(), "no url") {
+				t.Errorf("%s: %v, want no url", c.name, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got, err := r.Encode()
+		if err != nil || string(got) != c.want {
+			t.Errorf("%s:\n%s\nwritten back as\n%s (%v), want\n%s", c.name, c.member, got, err, c.want)
+		}
+	}
+}
+
 func TestFollowAndRetryDeriveRequestsAsTheOriginalsCrawlers(t *testing.T) {
 	r := decode(t, seed)
 	r.RetryTimes = 2

@@ -74,16 +74,23 @@ if #popped == 0 then
 end
 
 local lease = tonumber(ARGV[8])
+-- Every write once for the whole batch: one ZADD of the hits, one ZADD and
+-- one HSET of the leases.
+local hits_args, lease_args, item_args = {}, {}, {}
+local deadline = string.format('%.6f', now + lease)
 local out = {3}
 for i, p in ipairs(popped) do
   local suffix = ''
   if i > 1 then
     suffix = ':' .. i
   end
-  redis.call('ZADD', KEYS[2], stamp, ARGV[7] .. suffix)
+  hits_args[#hits_args + 1] = stamp
+  hits_args[#hits_args + 1] = ARGV[7] .. suffix
   if lease > 0 then
-    redis.call('ZADD', KEYS[4], string.format('%.6f', now + lease), ARGV[9] .. suffix)
-    redis.call('HSET', KEYS[5], ARGV[9] .. suffix, cjson.encode({q = KEYS[1], s = p[2], m = p[1]}))
+    lease_args[#lease_args + 1] = deadline
+    lease_args[#lease_args + 1] = ARGV[9] .. suffix
+    item_args[#item_args + 1] = ARGV[9] .. suffix
+    item_args[#item_args + 1] = cjson.encode({q = KEYS[1], s = p[2], m = p[1]})
   end
   if i == 1 then
     out[2], out[3], out[4] = p[1], '0', p[2]
@@ -91,6 +98,11 @@ for i, p in ipairs(popped) do
     out[#out + 1] = p[1]
     out[#out + 1] = p[2]
   end
+end
+redis.call('ZADD', KEYS[2], unpack(hits_args))
+if lease > 0 then
+  redis.call('ZADD', KEYS[4], unpack(lease_args))
+  redis.call('HSET', KEYS[5], unpack(item_args))
 end
 redis.call('EXPIRE', KEYS[2], ttl)
 if moderation > 0 then

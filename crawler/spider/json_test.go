@@ -1,0 +1,173 @@
+package spider_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+)
+
+// referenceJSON is the crawl result as encoding/json writes it (without
+// HTML escaping): the encoding AppendJSON must reproduce byte for byte.
+func referenceJSON(t *testing.T, p *spider.Page) []byte {
+	t.Helper()
+	type link struct {
+		URL  string `json:"url"`
+		Text string `json:"text"`
+	}
+	type fields struct {
+		URL             string              `json:"url"`
+		ResponseURL     string              `json:"response_url"`
+		StatusCode      int                 `json:"status_code"`
+		StatusMsg       string              `json:"status_msg"`
+		ResponseHeaders map[string][]string `json:"response_headers"`
+		RequestHeaders  map[string][]string `json:"request_headers"`
+		Body            string              `json:"body"`
+		Encoding        string              `json:"encoding"`
+		Links           []link              `json:"links"`
+		Attrs           json.RawMessage     `json:"attrs"`
+		AppID           string              `json:"appid"`
+		CrawlID         string              `json:"crawlid"`
+		Timestamp       string              `json:"timestamp"`
+	}
+	f := fields{URL: p.URL, ResponseURL: p.ResponseURL, StatusCode: p.StatusCode, StatusMsg: p.StatusMsg,
+		ResponseHeaders: p.ResponseHeaders, RequestHeaders: p.RequestHeaders, Body: p.Body, Encoding: p.Encoding,
+		Links: []link{}, Attrs: p.Attrs, AppID: p.AppID, CrawlID: p.CrawlID, Timestamp: p.Timestamp}
+	for _, l := range p.Links {
+		f.Links = append(f.Links, link(l))
+	}
+	if f.ResponseHeaders == nil {
+		f.ResponseHeaders = map[string][]string{}
+	}
+	if f.RequestHeaders == nil {
+		f.RequestHeaders = map[string][]string{}
+	}
+	encode := func(v any) []byte {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		return bytes.TrimRight(b.Bytes(), "\n")
+	}
+	out := encode(&f)
+	standard := []string{"url", "response_url", "status_code", "status_msg", "response_headers", "request_headers",
+		"body", "encoding", "links", "attrs", "appid", "crawlid", "timestamp"}
+	out = out[:len(out)-1]
+	for _, k := range slices.Sorted(maps.Keys(p.Extra)) {
+		if slices.Contains(standard, k) {
+			continue
+		}
+		out = append(out, ',')
+		out = append(out, encode(k)...)
+		out = append(out, ':')
+		out = append(out, encode(p.Extra[k])...)
+	}
+	return append(out, '}')
+}
+
+func TestAppendJSONWritesWhatEncodingJSONWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "Z", " ", "/", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", `"`, `\`, "é", "\u2028", "\u2029",
+		"\xff", "\xe2\x80", "<", ">", "&", "\U0001F600", "\x7f"}
+	str := func() string {
+		var b strings.Builder
+		for range rng.IntN(10) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	headers := func() map[string][]string {
+		switch rng.IntN(4) {
+		case 0:
+			return nil
+		case 1:
+			return map[string][]string{}
+		}
+		h := map[string][]string{}
+		for range rng.IntN(5) {
+			var vs []string
+			if rng.IntN(5) > 0 {
+				vs = []string{}
+				for range rng.IntN(3) {
+					vs = append(vs, str())
+				}
+			}
+			h[str()] = vs
+		}
+		return h
+	}
+	attrs := []json.RawMessage{nil, json.RawMessage(`{"k": [1, 2.5, "x y"], "n": null}`), json.RawMessage(`"<&>"`), json.RawMessage(`{}`)}
+	for range 3000 {
+		p := &spider.Page{URL: str(), ResponseURL: str(), StatusCode: rng.IntN(600) - 50, StatusMsg: str(),
+			ResponseHeaders: headers(), RequestHeaders: headers(), Body: str(), Encoding: str(),
+			Attrs: attrs[rng.IntN(len(attrs))], AppID: str(), CrawlID: str(), Timestamp: str()}
+		for range rng.IntN(3) {
+			p.Links = append(p.Links, spider.Link{URL: str(), Text: str()})
+		}
+		if rng.IntN(3) == 0 {
+			p.Extra = map[string]any{"truncated": true, str(): str(), "url": "never", "n": rng.IntN(9)}
+		}
+		want := referenceJSON(t, p)
+		got, err := p.AppendJSON([]byte("prefix"))
+		if err != nil || string(got) != "prefix"+string(want) {
+			t.Fatalf("page %+v:\nAppendJSON %s (%v)\nencoding/json %s", p, got, err, want)
+		}
+		if m, err := p.MarshalJSON(); err != nil || !bytes.Equal(m, want) {
+			t.Fatalf("MarshalJSON %s, %v", m, err)
+		}
+	}
+}
+
+func TestAppendJSONRefusesAttrsThatAreNotJSON(t *testing.T) {
+	p := &spider.Page{Attrs: json.RawMessage(`{"a":`)}
+	if _, err := p.AppendJSON(nil); err == nil {
+		t.Fatal("no error for attrs that are not JSON")
+	}
+}
+
+func TestJSONTextEscapesAsEncodingJSONDoesAndStopsAtItsRoom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", `"`, `\`, "é", "\u2028", "\u2029", "\xff", "\xe2\x80", "<", ">", "&", "\U0001F600", "\x7f"}
+	for range 2000 {
+		// Long plain runs too, which are skipped 8 bytes at a time.
+		var b strings.Builder
+		for range rng.IntN(40) {
+			if rng.IntN(2) == 0 {
+				b.WriteString("plain text ")
+			}
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		s := b.String()
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		quoted := strings.TrimSuffix(want.String(), "\n")
+		_, taken, size := spider.AppendJSONText(nil, s, -1)
+		got, _, _ := spider.AppendJSONString(nil, s, -1)
+		if string(got) != quoted || taken != len(s) || size != len(quoted)-2 {
+			t.Fatalf("%q: escaped %s (%d bytes), encoding/json writes %s", s, got, size, quoted)
+		}
+		// With less room: the longest prefix that fits.
+		for room := 0; room < size; room++ {
+			out, taken, used := spider.AppendJSONText([]byte{}, s, room)
+			if used > room || len(out) != used || !strings.HasPrefix(quoted[1:], string(out)) {
+				t.Fatalf("%q in %d bytes: %q (%d)", s, room, out, used)
+			}
+			_, width := utf8.DecodeRuneInString(s[taken:])
+			if _, _, next := spider.AppendJSONText(nil, s[taken:taken+width], -1); used+next <= room {
+				t.Fatalf("%q in %d bytes: stopped at byte %d, but the next character fits", s, room, taken)
+			}
+		}
+	}
+}

@@ -1,0 +1,463 @@
+package clusterbench_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+)
+
+// The crawl BenchmarkCrawlCost runs: costSeeds seeds /page/1 ..
+// /page/<costSeeds> of the test site, each the root of a tree of fan-out
+// costFanout, crawled to maxdepth costDepth: 20 × (1 + 10 + 100 + 1000) =
+// 22,220 pages. allow_regex keeps the crawl in the trees (the tree roots
+// also link to the site's home page, which links elsewhere).
+const (
+	costSeeds  = 20
+	costFanout = 10
+	costDepth  = 3
+)
+
+// costPages is the number of pages one crawl of BenchmarkCrawlCost publishes.
+var costPages = func() int {
+	n, level := 0, 1
+	for range costDepth + 1 {
+		n += level
+		level *= costFanout
+	}
+	return costSeeds * n
+}()
+
+// costSettings are the crawler's and the Kafka Monitor's settings in
+// BenchmarkCrawlCost besides where the services are: the defaults
+// (CONCURRENT_REQUESTS 16, CONCURRENT_REQUESTS_PER_DOMAIN 8, INFO logs as
+// text on stdout), with the throttle out of the way.
+var costSettings = []string{
+	"QUEUE_HITS=100000", "QUEUE_WINDOW=1", "QUEUE_MODERATED=false",
+	"PUBLIC_IP_URL=", "SCHEDULER_IP_ENABLED=false", "ZOOKEEPER_HOSTS=",
+	"KAFKA_CONSUMER_AUTO_OFFSET_RESET=earliest",
+	loopbackFetchEnv,
+}
+
+// costProcesses are the processes whose CPU BenchmarkCrawlCost reports,
+// in the order of its metrics.
+var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka-monitor"}
+
+// BenchmarkCrawlCost is the whole pipeline of one crawler on 2 cores: a
+// real redis-server, the kfake broker in a process of its own (this test
+// binary run again), the test site (crawler/cmd/testsite), the Kafka
+// Monitor and one crawler (the binaries built from this tree, or those
+// named by CLUSTERBENCH_CRAWLER_BINARY and CLUSTERBENCH_KAFKA_MONITOR_BINARY
+// to compare builds), all separate processes. Per iteration it feeds 20
+// seeds of one crawl to demo.incoming (costSeeds, costFanout, costDepth:
+// 22,220 pages) and waits until the crawl's ledger says every request is
+// done, then reports, from that one run:
+//
+//   - <process>-cpu-µs/page: the CPU time (user + system, from
+//     /proc/<pid>/stat) each process used from the feed to the end, divided
+//     by the pages published (crawler, redis-server, broker, site,
+//     kafka-monitor), and total-cpu-µs/page, their sum;
+//   - pages/s over the same span (the machine's other load shows here, not
+//     in the CPU figures);
+//   - redis-cmds/page: the commands Redis ran (INFO commandstats: a script
+//     run counts once, and each command it runs once more), and
+//     redis-cmd-<command>/page for each command with at least 0.01 per page
+//     (the log line adds Redis's own time in each, commandstats usec, where
+//     a script's includes the commands it runs).
+//
+// Settings: costSettings (defaults otherwise, INFO text logs included).
+// Directly, from the workspace root:
+//
+//	go test -run '^$' -bench CrawlCost -benchtime 1x ./ops/benchtable/clusterbench/
+func BenchmarkCrawlCost(b *testing.B) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc")
+	}
+	bin := buildBinaries(b, "./crawler/cmd/testsite")
+	crawlerBin := binaryOr(bin, "crawler", "CLUSTERBENCH_CRAWLER_BINARY")
+	monitorBin := binaryOr(bin, "kafka-monitor", "CLUSTERBENCH_KAFKA_MONITOR_BINARY")
+
+	rs := harness.StartRedis(b)
+	rdb := rs.TestClient(b)
+	ctx := context.Background()
+	redisPid, err := redisPID(ctx, rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	broker := startBroker(b)
+	sitePort := freePort(b)
+	site := startProcess(b, "site", filepath.Join(bin, "testsite"), nil, "--addr", "127.0.0.1:"+strconv.Itoa(sitePort),
+		"--pages", strconv.Itoa(costSeeds), "--fanout", strconv.Itoa(costFanout), "--depth", strconv.Itoa(costDepth+1))
+	waitFor(b, "the test site", 30*time.Second, func() bool { return dialable("127.0.0.1:" + strconv.Itoa(sitePort)) })
+
+	env := append([]string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(rs.Port), "KAFKA_HOSTS=" + broker.addr}, costSettings...)
+	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
+	crawler := startProcess(b, "crawler", crawlerBin, env, "--spider", "link")
+	pids := map[string]int{"crawler": crawler.pid(), "redis-server": redisPid, "broker": broker.proc.pid(),
+		"site": site.pid(), "kafka-monitor": monitor.pid()}
+
+	kc := kafkaclient.Config{Brokers: []string{broker.addr}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
+		BatchLinger: time.Millisecond, MaxRequestBytes: 1 << 20, Partitions: 1, ReplicationFactor: 1}
+	writer := kc.NewWriter(kc.Topic("incoming"))
+	writer.AllowAutoTopicCreation = true
+	b.Cleanup(func() { writer.Close() })
+	siteURL := "http://127.0.0.1:" + strconv.Itoa(sitePort)
+	feed := func(crawlID string) {
+		var msgs []kafka.Message
+		for i := 1; i <= costSeeds; i++ {
+			req, _ := json.Marshal(map[string]any{"url": siteURL + "/page/" + strconv.Itoa(i), "appid": "bench",
+				"crawlid": crawlID, "maxdepth": costDepth, "allow_regex": []string{"/page/"}})
+			msgs = append(msgs, kafka.Message{Value: req})
+		}
+		ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		defer cancel()
+		if err := writer.WriteMessages(ctx, msgs...); err != nil {
+			b.Fatalf("feed %s: %v", crawlID, err)
+		}
+	}
+	procs := []*process{site, monitor, crawler, broker.proc}
+	wait := func(crawlID string, want int) int {
+		return waitCrawl(b, rdb, ledger.Crawl{SpiderID: "link", AppID: "bench", CrawlID: crawlID}, want, procs)
+	}
+
+	// Warm up: connections, topics, the scripts in Redis, the site's tree.
+	feed("warm-up")
+	wait("warm-up", costPages)
+
+	var pages int
+	var elapsed time.Duration
+	cpu := map[string]time.Duration{}
+	cmds := map[string]commandStat{}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		crawlID := "cost-" + strconv.Itoa(i)
+		cpuStart := cpuTimes(b, pids)
+		cmdStart := commandStats(b, rdb)
+		start := time.Now()
+		feed(crawlID)
+		pages += wait(crawlID, costPages)
+		elapsed += time.Since(start)
+		for name, t := range cpuTimes(b, pids) {
+			cpu[name] += t - cpuStart[name]
+		}
+		for name, s := range commandStats(b, rdb) {
+			d := cmds[name]
+			d.calls += s.calls - cmdStart[name].calls
+			d.usec += s.usec - cmdStart[name].usec
+			cmds[name] = d
+		}
+	}
+	b.StopTimer()
+	perPage := func(v float64) float64 { return v / float64(pages) }
+	b.ReportMetric(float64(pages)/elapsed.Seconds(), "pages/s")
+	var total time.Duration
+	for _, name := range costProcesses {
+		b.ReportMetric(perPage(float64(cpu[name].Microseconds())), name+"-cpu-µs/page")
+		total += cpu[name]
+	}
+	b.ReportMetric(perPage(float64(total.Microseconds())), "total-cpu-µs/page")
+	var calls int64
+	names := make([]string, 0, len(cmds))
+	for name, s := range cmds {
+		calls += s.calls
+		names = append(names, name)
+	}
+	b.ReportMetric(perPage(float64(calls)), "redis-cmds/page")
+	sort.Slice(names, func(i, j int) bool { return cmds[names[i]].calls > cmds[names[j]].calls })
+	var breakdown []string
+	for _, name := range names {
+		if n := perPage(float64(cmds[name].calls)); n >= 0.01 {
+			b.ReportMetric(n, "redis-cmd-"+name+"/page")
+			breakdown = append(breakdown, fmt.Sprintf("%s %.2f (%.1f µs)", name, n, perPage(float64(cmds[name].usec))))
+		}
+	}
+	b.Logf("%d pages; Redis commands per page (Redis's own µs per page): %s", pages, strings.Join(breakdown, ", "))
+}
+
+// binaryOr is the binary named by the environment variable env, or name in dir.
+func binaryOr(dir, name, env string) string {
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	return filepath.Join(dir, name)
+}
+
+func dialable(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+// redisPID is the redis-server's process id (INFO server).
+func redisPID(ctx context.Context, rdb *redis.Client) (int, error) {
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO server: %w", err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("no process_id in INFO server")
+}
+
+// commandStat is one command's line of INFO commandstats.
+type commandStat struct{ calls, usec int64 }
+
+// commandStats reads INFO commandstats: calls and usec by command name
+// (lower case, "|" for a subcommand).
+func commandStats(tb testing.TB, rdb *redis.Client) map[string]commandStat {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("INFO commandstats: %v", err)
+	}
+	out := map[string]commandStat{}
+	for _, line := range strings.Split(info, "\r\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, fields, _ := strings.Cut(rest, ":")
+		var s commandStat
+		for _, kv := range strings.Split(fields, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch k {
+			case "calls":
+				s.calls = n
+			case "usec":
+				s.usec = n
+			}
+		}
+		out[name] = s
+	}
+	return out
+}
+
+// cpuTimes reads each process's CPU time so far.
+func cpuTimes(tb testing.TB, pids map[string]int) map[string]time.Duration {
+	tb.Helper()
+	out := make(map[string]time.Duration, len(pids))
+	for name, pid := range pids {
+		t, err := procCPU(pid)
+		if err != nil {
+			tb.Fatalf("CPU time of %s: %v", name, err)
+		}
+		out[name] = t
+	}
+	return out
+}
+
+// procCPU is the CPU time (user and system) a process used so far, from
+// /proc/<pid>/stat in clock ticks of 10 ms (Linux's USER_HZ).
+func procCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count after it.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("cannot read /proc/%d/stat: %q", pid, raw)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15 of the line
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// waitCrawl waits until c's ledger says every request is done (seeds +
+// enqueued = done, with the seeds in) and returns the pages published;
+// fewer than want fails the benchmark, as does a process that exits.
+func waitCrawl(tb testing.TB, rdb *redis.Client, c ledger.Crawl, want int, procs []*process) int {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Minute)
+	var counts []any
+	for {
+		var err error
+		counts, err = rdb.HMGet(context.Background(), c.Key(), ledger.FieldSeeds, ledger.FieldEnqueued, ledger.FieldDone, ledger.FieldPublished).Result()
+		if err != nil {
+			tb.Fatalf("read the ledger of %s: %v", c.CrawlID, err)
+		}
+		n := make([]int, len(counts))
+		for i, v := range counts {
+			n[i], _ = strconv.Atoi(fmt.Sprint(v))
+		}
+		seeds, enqueued, done, published := n[0], n[1], n[2], n[3]
+		if seeds == costSeeds && done == seeds+enqueued {
+			if published != want {
+				all, _ := rdb.HGetAll(context.Background(), c.Key()).Result()
+				tb.Fatalf("crawl %s ended with %d pages published, not %d: %v", c.CrawlID, published, want, all)
+			}
+			return published
+		}
+		for _, p := range procs {
+			if p.exited() {
+				tb.Fatalf("%s exited: %v\n%s", p.name, p.err, p.out.tail())
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("crawl %s not done after 10 minutes: seeds, enqueued, done, published %v", c.CrawlID, counts)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// process is a child process of the benchmark: its output's last lines are
+// kept, and it gets SIGTERM (then SIGKILL) when the benchmark ends.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	out  *tailWriter
+	done chan struct{}
+	err  error
+}
+
+func startProcess(tb testing.TB, name, path string, env []string, args ...string) *process {
+	tb.Helper()
+	cmd := exec.Command(path, args...)
+	cmd.Env = append(embeddedEnv(), env...)
+	cmd.Dir = tb.TempDir()
+	p := &process{name: name, cmd: cmd, out: &tailWriter{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		if p.exited() {
+			return
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+			tb.Errorf("%s did not stop within 20 s of SIGTERM", name)
+		}
+	})
+	return p
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// tailWriter keeps the last 64 KiB written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > 128<<10 {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-64<<10:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
+
+// brokerEnv names, in this test binary run as a broker, the port to serve
+// on (see TestMain).
+const brokerEnv = "CLUSTERBENCH_BROKER_PORT"
+
+// broker is a kfake broker in a process of its own: this test binary run
+// again with brokerEnv set, so its CPU is measured apart.
+type broker struct {
+	proc *process
+	addr string
+}
+
+func startBroker(tb testing.TB) *broker {
+	tb.Helper()
+	port := freePort(tb)
+	self, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &broker{addr: "127.0.0.1:" + strconv.Itoa(port)}
+	b.proc = startProcess(tb, "broker", self, []string{brokerEnv + "=" + strconv.Itoa(port)}, "-test.run", "^$")
+	waitFor(tb, "the broker", 30*time.Second, func() bool {
+		if b.proc.exited() {
+			tb.Fatalf("the broker exited: %v\n%s", b.proc.err, b.proc.out.tail())
+		}
+		return dialable(b.addr)
+	})
+	return b
+}
+
+// TestMain runs the tests, or, with brokerEnv set, serves a kfake broker
+// until SIGTERM (startBroker).
+func TestMain(m *testing.M) {
+	if port := os.Getenv(brokerEnv); port != "" {
+		os.Exit(serveBroker(port))
+	}
+	os.Exit(m.Run())
+}
+
+func serveBroker(port string) int {
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", brokerEnv, port, err)
+		return 2
+	}
+	k, err := harness.LaunchKafka(harness.KafkaOptions{Ports: []int{p}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer k.Close()
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, os.Interrupt)
+	fmt.Printf("broker on %s\n", k.Hosts())
+	<-stop
+	return 0
+}
