@@ -70,8 +70,9 @@ func TestParseReal(t *testing.T) {
 // `make bench BENCH_ARGS=-v` run (the six commands, -count 3) on a loaded
 // 2-CPU machine, with bench-table's own progress lines removed, and then
 // that of the seventh command, the launcher's memory, added later (on
-// another 2-CPU machine), and that of the eighth, the crawl's cost per page
-// (BenchmarkCrawlCost on a loaded 2-CPU machine).
+// another 2-CPU machine), that of the eighth, the crawl's cost per page
+// (BenchmarkCrawlCost on a loaded 2-CPU machine), and that of the ninth, the
+// crawler's memory under hostile pages (BenchmarkBombMixRSS, same machine).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -82,9 +83,9 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
-	// launcher, 3 crawl cost.
-	if len(res) != 33 {
-		t.Fatalf("got %d results, want 33", len(res))
+	// launcher, 3 crawl cost, 6 hostile pages.
+	if len(res) != 39 {
+		t.Fatalf("got %d results, want 39", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -95,7 +96,7 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	}
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
-		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost"} {
+		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -122,8 +123,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 8 {
-		t.Errorf("%d commands, want 8", len(commands))
+	if len(commands) != 9 {
+		t.Errorf("%d commands, want 9", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -137,6 +138,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"local-cluster peak RSS during the crawl":         151.3,
 		"crawler CPU per page":                            273.6,
 		"  evalsha":                                       0.5712,
+		"crawler under hostile pages":                     165.9,
+		"crawler growth for one 50 MB plain page":         13.38,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

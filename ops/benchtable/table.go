@@ -107,6 +107,11 @@ func Default() []Bench {
 				{Label: "crawler, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "crawler-VmHWM-MB"},
 				{Label: "rest, cluster workload", Result: "BenchmarkClusterWorkload", Unit: "rest-VmHWM-MB"},
 			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkBombMixRSS$/^(mix|page=50MB)$", Benchtime: "1x", Section: SectionMemory,
+			Figures: []Figure{
+				{Label: "crawler under hostile pages: 16 1 GiB gzip bombs and a 50 MB page at once", Result: "BenchmarkBombMixRSS/mix", Unit: "peak-RSS-MB", Target: AtMost(300)},
+				{Label: "crawler growth for one 50 MB plain page", Result: "BenchmarkBombMixRSS/page=50MB", Unit: "growth-MB", Target: AtMost(15)},
+			}},
 		{Pkg: "./ops/benchtable/clusterbench/", Pattern: "^BenchmarkLauncherMemory$/^flags=default$", Benchtime: "1x", Section: SectionLauncher,
 			Figures: []Figure{
 				{Label: "local-cluster RSS after the crawl, default flags", Result: "BenchmarkLauncherMemory/flags=default", Unit: "launcher-VmRSS-MB", Target: AtMost(200)},
