@@ -73,12 +73,12 @@ func StartProcess(tb testing.TB, spec ProcessSpec) *Process {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		if spec.Supervise && p.Exited() && !p.wasSignalled() {
+		if spec.Supervise && p.Exited() && !p.Signalled() {
 			tb.Errorf("%s exited by itself: %v", p.name, p.err)
 		} else if spec.StopGrace == 0 {
 			p.Kill()
 		} else if err := p.Stop(spec.StopGrace); spec.Supervise && errors.Is(err, ErrStillRunning) {
-			tb.Error(err)
+			tb.Errorf("%s %v", p.name, err)
 		}
 		if tb.Failed() {
 			p.logOutput(tb)
@@ -165,7 +165,9 @@ func (p *Process) Signal(sig syscall.Signal) {
 	}
 }
 
-func (p *Process) wasSignalled() bool {
+// Signalled reports whether the test has sent the process a signal (with
+// Signal, Stop or Kill), as opposed to the process ending by itself.
+func (p *Process) Signalled() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.signalled
@@ -186,7 +188,7 @@ func (p *Process) Stop(grace time.Duration) error {
 		case <-p.done:
 		case <-time.After(grace):
 			p.Kill()
-			return fmt.Errorf("%s %w (%s); killed", p.name, ErrStillRunning, grace)
+			return fmt.Errorf("%w (%s); killed", ErrStillRunning, grace)
 		}
 	}
 	return p.err
