@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,41 +24,19 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
-// build holds the four component binaries, built once per test binary.
-var build struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// bins are the four component binaries, built once per test binary.
+var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+	"./crawler/cmd/crawler", "./rest/cmd/rest"}}
 
 // binary returns the path of a component binary (kafka-monitor,
-// redis-monitor, crawler, rest), building all four from the workspace root
-// the first time.
+// redis-monitor, crawler, rest), building all four the first time.
 func binary(tb testing.TB, name string) string {
 	tb.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "cluster-e2e-")
-		if build.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", build.dir+string(filepath.Separator),
-			"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
-			"./crawler/cmd/crawler", "./rest/cmd/rest")
-		cmd.Dir = "../../.." // the workspace root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return filepath.Join(build.dir, name)
+	return bins.Path(tb, name)
 }
 
 // cluster is one test's services (redis-server, ZooKeeper, kfake) and the
@@ -74,7 +49,7 @@ type cluster struct {
 	kafka    *harness.Kafka
 	restPort int
 	env      map[string]string
-	procs    []*proc
+	procs    []*harness.Process
 }
 
 // newCluster starts the services and the four components (one crawler of
@@ -135,78 +110,25 @@ func (c *cluster) environ() []string {
 	return env
 }
 
-// proc is one component process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *harness.OutputBuffer
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // start runs a component binary with the cluster's settings; on cleanup it
-// gets SIGTERM (SIGKILL after 10 s) and its output is shown if the test failed.
-func (c *cluster) start(name, bin string, args ...string) *proc {
-	tb := c.tb
-	tb.Helper()
-	cmd := exec.Command(binary(tb, bin), args...)
-	cmd.Env = c.environ()
-	cmd.Dir = tb.TempDir()
-	p := &proc{name: name, cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+// gets SIGTERM (SIGKILL after 10 s), and its output is shown if the test
+// failed. It must not exit before.
+func (c *cluster) start(name, bin string, args ...string) *harness.Process {
+	c.tb.Helper()
+	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: binary(c.tb, bin), Args: args, Env: c.environ(),
+		StopGrace: 10 * time.Second, Supervise: true})
 	c.procs = append(c.procs, p)
-	tb.Cleanup(func() {
-		if p.exited() {
-			tb.Errorf("%s exited by itself: %v", name, p.err)
-		} else {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-p.done
-				tb.Errorf("%s still running 10s after SIGTERM; killed", name)
-			}
-		}
-		if tb.Failed() {
-			tb.Logf("output of %s (last 16 KiB):\n%s", name, tail(p.out.String(), 16<<10))
-		}
-	})
 	return p
 }
 
-func (c *cluster) proc(name string) *proc {
+func (c *cluster) proc(name string) *harness.Process {
 	for _, p := range c.procs {
-		if p.name == name {
+		if p.Name() == name {
 			return p
 		}
 	}
 	c.tb.Fatalf("no process %s", name)
 	return nil
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }
 
 // feed runs `kafka-monitor feed '<json>'` as an operator does; it must exit 0.
@@ -350,16 +272,10 @@ func byCrawl(crawlID string) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["crawlid"] == crawlID && m["url"] != nil }
 }
 
-// waitFor polls cond every 10 ms until it holds, failing after timeout.
+// waitFor polls cond until it holds, failing after timeout.
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(tb, what, timeout, cond)
 }
 
 // drained waits until the link spider has nothing queued and nothing leased.
@@ -402,7 +318,7 @@ func (c *cluster) queued(key string) []string {
 // changed" log line (nil before any).
 func (c *cluster) lastDomainConfig() map[string]any {
 	var last map[string]any
-	for _, line := range strings.Split(c.proc("crawler").out.String(), "\n") {
+	for _, line := range strings.Split(c.proc("crawler").Output().String(), "\n") {
 		if !strings.Contains(line, "Domain config changed") {
 			continue
 		}
@@ -488,5 +404,5 @@ func nodes(tb testing.TB, what string, m map[string]any) {
 
 func brief(m map[string]any) string {
 	b, _ := json.Marshal(m)
-	return tail(string(b), 1500)
+	return harness.Tail(string(b), 1500)
 }
