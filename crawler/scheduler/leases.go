@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -103,38 +105,138 @@ func (s *Scheduler) Release(ctx context.Context) (int, error) {
 	return s.leases.Release(ctx, ids...)
 }
 
-// renewLoop keeps this crawler's leases alive.
-func (s *Scheduler) renewLoop(ctx context.Context) {
-	for lifecycle.Sleep(ctx, s.cfg.LeaseTTL/4) {
-		s.mu.Lock()
-		ids := make([]string, 0, len(s.inflight))
-		for id := range s.inflight {
-			ids = append(ids, id)
+// Lease upkeep. A lease expires when LEASE_TIMEOUT passes between two of
+// its renewals as Redis runs them, so what counts is how late a renewal
+// reaches Redis, not how often it is sent:
+//   - renewals go through a client of their own (upkeepClient): in the
+//     shared pool they waited for a connection behind the pops, enqueues and
+//     acknowledgements of CONCURRENT_REQUESTS requests, under load for longer
+//     than the lease itself;
+//   - a renewal starts every LEASE_TIMEOUT/renewsPerTTL whether or not the
+//     one before has answered, so a slow answer (Redis busy with another
+//     client's script, this process short of CPU) delays the next renewal by
+//     nothing: a lease survives any Redis delay shorter than LEASE_TIMEOUT
+//     minus that interval.
+const (
+	renewsPerTTL = 8
+	// maxRenewals bounds the renewals waiting for Redis at once (and the
+	// upkeep client's connections): when that many are waiting, Redis
+	// itself is behind, and another one queued behind them renews nothing
+	// sooner.
+	maxRenewals = 2
+)
+
+// renewLoop keeps this crawler's leases alive through upkeep until ctx
+// ends.
+func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
+	var renewals sync.WaitGroup
+	defer renewals.Wait()
+	waiting := make(chan struct{}, maxRenewals)
+	t := time.NewTicker(s.cfg.LeaseTTL / renewsPerTTL)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-		s.mu.Unlock()
-		missing, err := s.leases.Renew(ctx, ids...)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error(), "leases": len(ids)})
-			}
-			continue
+		select {
+		case waiting <- struct{}{}:
+			renewals.Go(func() {
+				defer func() { <-waiting }()
+				s.renew(ctx, upkeep)
+			})
+		default: // maxRenewals are waiting for Redis already
 		}
-		// A lease acknowledged while the renewal ran is missing too; only
-		// one still in flight and not being acknowledged expired.
-		s.mu.Lock()
-		expired := 0
-		for _, id := range missing {
-			if it := s.inflight[id]; it != nil && !it.ending {
-				expired++
-			}
+	}
+}
+
+// upkeepClient returns a Redis client for lease renewals alone, configured
+// as the scheduler's own, with maxRenewals connections, open and ready
+// unless Redis did not answer within upkeepWarmUp. A connection's
+// handshake takes a few round trips, each as slow as Redis is busy: the
+// first renewals, had they opened their connections, came too late.
+func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
+	opt := *s.rdb.Options()
+	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
+	upkeep := redis.NewClient(&opt)
+	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
+	defer cancel()
+	conns := make([]*redis.Conn, maxRenewals)
+	var wg sync.WaitGroup
+	for i := range conns {
+		conns[i] = upkeep.Conn() // each holds its own connection until closed
+		wg.Go(func() { _ = conns[i].Ping(wctx).Err() })
+	}
+	wg.Wait()
+	err := s.leases.LoadRenewScript(wctx, conns[0])
+	for _, c := range conns {
+		_ = c.Close() // back to upkeep's pool, open
+	}
+	if err != nil && ctx.Err() == nil {
+		s.log.Warning("Could not prepare the lease renewals' connections yet; renewals will open them", logfactory.Extra{"error": err.Error()})
+	}
+	return upkeep
+}
+
+// upkeepWarmUp bounds the time upkeepClient waits for Redis.
+const upkeepWarmUp = 5 * time.Second
+
+// renew renews the leases of every request in flight once, through upkeep.
+func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.inflight))
+	for id := range s.inflight {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	began := time.Now()
+	missing, err := s.leases.RenewOn(ctx, upkeep, ids...)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error(), "leases": len(ids)})
 		}
-		s.mu.Unlock()
-		if expired > 0 {
-			// Rare: Redis unreachable, or this process stalled, for longer
-			// than LEASE_TIMEOUT; Done counts them as lost.
-			s.log.Warning("Some leases expired and went back to their queues; their pages may be crawled twice",
-				logfactory.Extra{"expired": expired})
+		return
+	}
+	if took := time.Since(began); took > s.cfg.LeaseTTL/2 {
+		s.slowRenewal(took)
+	}
+	// A lease acknowledged while the renewal ran is missing too; only one
+	// still in flight and not being acknowledged expired. Renewals that
+	// overlap find the same ones: each is reported once.
+	s.mu.Lock()
+	expired := 0
+	for _, id := range missing {
+		if it := s.inflight[id]; it != nil && !it.ending && !it.lapsed {
+			it.lapsed = true
+			expired++
 		}
+	}
+	s.mu.Unlock()
+	if expired > 0 {
+		// Rare: Redis unreachable, or this process stalled, for longer
+		// than LEASE_TIMEOUT; Done counts them as lost.
+		s.log.Warning("Some leases expired and went back to their queues; their pages may be crawled twice",
+			logfactory.Extra{"expired": expired})
+	}
+}
+
+// slowRenewal warns, at most once a minute, that a renewal took more than
+// half the lease: a little slower and leases expire.
+func (s *Scheduler) slowRenewal(took time.Duration) {
+	s.mu.Lock()
+	now := s.now()
+	warn := now.Sub(s.slowWarned) >= time.Minute
+	if warn {
+		s.slowWarned = now
+	}
+	s.mu.Unlock()
+	if warn {
+		s.log.Warning("Renewing leases took more than half of LEASE_TIMEOUT: Redis is overloaded or this crawler is short of CPU; raise LEASE_TIMEOUT if this persists",
+			logfactory.Extra{"took": took.String(), "lease_ttl": s.cfg.LeaseTTL.String()})
 	}
 }
 

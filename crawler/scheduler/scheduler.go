@@ -62,6 +62,7 @@ type Item struct {
 	dom           *domain
 	crawl         ledger.Crawl
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
+	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
 }
 
 // LeaseID identifies the item's lease (for logs).
@@ -90,6 +91,8 @@ type Scheduler struct {
 	wake     chan struct{}
 	slots    chan struct{}
 	stats    Stats
+	// slowWarned is when a slow lease renewal was last logged.
+	slowWarned time.Time
 }
 
 // Stats are the scheduler's counters since start. Lost counts this
@@ -167,10 +170,14 @@ func (s *Scheduler) Run(ctx context.Context) {
 		s.log.Warning("Could not subscribe to queue announcements yet; relying on scans", logfactory.Extra{"error": err.Error()})
 	}
 	cancel()
+	// Ready before the scan finds anything to lease.
+	upkeep := s.upkeepClient(ctx)
+	defer upkeep.Close()
 	s.scan(ctx)
 	var wg sync.WaitGroup
 	announce := func(ctx context.Context) { s.announceLoop(ctx, sub) }
-	for _, loop := range []func(context.Context){announce, s.scanLoop, s.renewLoop, s.reapLoop, s.ipLoop} {
+	renew := func(ctx context.Context) { s.renewLoop(ctx, upkeep) }
+	for _, loop := range []func(context.Context){announce, s.scanLoop, renew, s.reapLoop, s.ipLoop} {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
 	}

@@ -7,6 +7,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,6 +237,70 @@ func TestAnotherSchedulerReturnsADeadCrawlersRequests(t *testing.T) {
 	if survivor.sched.Stats().Reaped != 3 {
 		t.Fatalf("reaped %d", survivor.sched.Stats().Reaped)
 	}
+}
+
+func TestLeasesStayRenewedWhileEveryPooledConnectionWaitsOnRedis(t *testing.T) {
+	// Under load every connection of a crawler's pool waits on Redis behind
+	// its pops, enqueues and acknowledgements. A renewal queued behind them
+	// for a connection came too late: the leases expired while their
+	// requests were being crawled, and another crawler crawled them again.
+	cfg := config()
+	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 100*time.Millisecond
+	holder := start(t, cfg)
+	for i := range 3 {
+		queueRequest(t, holder.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
+	}
+	items := make([]*scheduler.Item, 3)
+	for i := range items {
+		items[i] = next(t, holder.sched, 5*time.Second)
+	}
+	reaper := run(t, cfg)
+	ctx := context.Background()
+	// Every connection the holder's client may open waits three lease
+	// times on a list nobody pushes to.
+	pool := holder.rdb.Options().PoolSize
+	var busy sync.WaitGroup
+	for range pool {
+		busy.Go(func() { holder.rdb.BLPop(ctx, 3*cfg.LeaseTTL, "nothing-to-pop") })
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for blockedClients(t, reaper.rdb) < pool {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d connections blocked", blockedClients(t, reaper.rdb), pool)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	busy.Wait()
+	if n, _ := holder.sched.Leases().Count(ctx); n != 3 || reaper.sched.Stats().Reaped != 0 {
+		t.Fatalf("%d leases held, %d reaped while their holder was renewing them", n, reaper.sched.Stats().Reaped)
+	}
+	for _, it := range items {
+		if err := holder.sched.Done(ctx, it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lost := holder.sched.Stats().Lost; lost != 0 {
+		t.Fatalf("%d leases lost", lost)
+	}
+}
+
+// blockedClients is how many clients wait in a blocking command.
+func blockedClients(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := -1
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	if n < 0 {
+		t.Fatalf("no blocked_clients in INFO clients:\n%s", info)
+	}
+	return n
 }
 
 func TestEnqueueFiltersAndAnnounces(t *testing.T) {

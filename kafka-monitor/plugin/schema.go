@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // Schema is a compiled request schema with the original's Draft 4 meaning.
@@ -92,6 +95,10 @@ func pythonNumbers(v any) any {
 // Validate reports why v (as DecodeJSON returns it) does not match, in one line.
 func (s *Schema) Validate(v any) error {
 	if err := s.compiled.Validate(v); err != nil {
+		var verr *jsonschema.ValidationError
+		if errors.As(err, &verr) {
+			sortPropertyNames(verr)
+		}
 		return errors.New(oneLine(err))
 	}
 	// Draft 4 as the original runs it: an integer is a number written
@@ -100,6 +107,18 @@ func (s *Schema) Validate(v any) error {
 		return fmt.Errorf("at '%s': got number, want integer", loc)
 	}
 	return nil
+}
+
+// sortPropertyNames puts the names in "additional properties ... not allowed"
+// in order: the validator lists them in map order, and one request must get
+// one verdict, word for word, on every path and every run.
+func sortPropertyNames(e *jsonschema.ValidationError) {
+	if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+		slices.Sort(k.Properties)
+	}
+	for _, c := range e.Causes {
+		sortPropertyNames(c)
+	}
 }
 
 // oneLine flattens the validator's tree of errors into "at '/x': ...; ...".
@@ -128,7 +147,8 @@ func nonIntegerAt(schema map[string]any, v any, loc string) string {
 	switch val := v.(type) {
 	case map[string]any:
 		props, _ := schema["properties"].(map[string]any)
-		for k, child := range val {
+		for _, k := range slices.Sorted(maps.Keys(val)) {
+			child := val[k]
 			if sub, ok := props[k].(map[string]any); ok {
 				if l := nonIntegerAt(sub, child, loc+"/"+k); l != "" {
 					return l

@@ -74,6 +74,21 @@ func TestValidateGivesEachBadRequestItsStageAndReason(t *testing.T) {
 	}
 }
 
+func TestOneRequestGetsOneReasonWordForWordOnEveryRun(t *testing.T) {
+	plugins, err := plugin.Load(defaultPlugins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Several unknown properties: the validator finds them in map order.
+	raw := []byte(`{"url": "http://example.com/", "appid": "testapp", "crawlid": "c1", "zeta": 1, "alpha": 2, "mu": 3, "beta": 4, "omega": 5}`)
+	want := "no plugin's schema accepts it: ScraperHandler: at '': additional properties 'alpha', 'beta', 'mu', 'omega', 'zeta' not allowed"
+	for range 50 {
+		if _, _, err := plugin.Validate(plugins, raw); err == nil || err.Error() != want {
+			t.Fatalf("reason\n%v\nwant\n%s", err, want)
+		}
+	}
+}
+
 func TestValidateFillsInTheDefaultsOfTheAcceptingPlugin(t *testing.T) {
 	plugins, err := plugin.Load(defaultPlugins)
 	if err != nil {

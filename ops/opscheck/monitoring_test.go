@@ -460,7 +460,7 @@ func liveMetrics(t *testing.T) map[string]bool {
 			resp.Body.Close()
 		}
 		scrapeAll()
-		return has("crawler", `scrapy_crawler_responses_total{class="2xx"`) && has("crawler", `scrapy_crawler_requests_dropped_total{reason="robots_txt"`) &&
+		return has("crawler", `scrapy_crawler_responses_total{class="2xx"`) && has("crawler", `scrapy_crawler_requests_dropped_total{reason="robots"`) &&
 			has("redis-monitor", `scrapy_redis_monitor_requests_total{outcome="handled", plugin="InfoMonitor"}`) &&
 			has("kafka-monitor", `scrapy_kafka_monitor_requests_total{outcome="stored", plugin="ScraperHandler"}`) &&
 			has("rest", `scrapy_rest_requests_total{code="200", endpoint="/"}`)

@@ -38,6 +38,13 @@ type Producer struct {
 	wg        sync.WaitGroup
 	mu        sync.RWMutex // held for reading while enqueuing, for writing by Close
 	closed    bool
+
+	// produceClient is client with Timeout set, which kafka-go sends to the
+	// broker (halved) as the time it may take to answer a produce request;
+	// without it kafka-go asks for 500 ms, and a broker whose replicas take
+	// longer answers REQUEST_TIMED_OUT with the records already appended,
+	// which another attempt then appends again.
+	produceClient *kafka.Client
 }
 
 // ProducerConfig tunes a Producer. Zero values take the defaults.
@@ -50,12 +57,20 @@ type ProducerConfig struct {
 	// values; a single larger message still goes alone (and Kafka may
 	// refuse it).
 	MaxBatchBytes int
-	// Timeout bounds the attempts at one produce request (default 10 s).
-	// Within it a request that failed for a reason that may pass (a leader
-	// moving, a dropped connection) is tried again on the next partition,
-	// three attempts at most.
+	// Timeout bounds the attempts at one produce request (default 30 s,
+	// as Kafka's own producers' request.timeout.ms). Within it a request
+	// that failed for a reason that may pass (a leader moving, a dropped
+	// connection) is tried again on the next partition, three attempts at
+	// most. The broker is given half of what is left of it to answer each
+	// attempt. A request the broker did not answer in time may have been
+	// appended all the same: a caller that sends it again (as Publisher
+	// does) may publish it twice, so keep it well above the time a loaded
+	// broker takes.
 	Timeout time.Duration
 }
+
+// DefaultProduceTimeout is ProducerConfig.Timeout's default.
+const DefaultProduceTimeout = 30 * time.Second
 
 // ErrClosed is returned by Send after Close.
 var ErrClosed = errors.New("producer closed")
@@ -101,9 +116,11 @@ func NewProducer(client *kafka.Client, cfg ProducerConfig) *Producer {
 		cfg.MaxBatchBytes = 1 << 20
 	}
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = 10 * time.Second
+		cfg.Timeout = DefaultProduceTimeout
 	}
-	p := &Producer{client: client, cfg: cfg, queue: make(chan *pending, 4*maxBatchMessages)}
+	produceClient := *client
+	produceClient.Timeout = cfg.Timeout
+	p := &Producer{client: client, produceClient: &produceClient, cfg: cfg, queue: make(chan *pending, 4*maxBatchMessages)}
 	p.wg.Add(cfg.Senders)
 	for range cfg.Senders {
 		go p.sender()
@@ -246,7 +263,7 @@ func (p *Producer) produce(topic string, msgs []*pending) error {
 				records[i] = kafka.Record{Time: now, Value: kafka.NewBytes(m.value)}
 			}
 			var res *kafka.ProduceResponse
-			res, err = p.client.Produce(ctx, &kafka.ProduceRequest{
+			res, err = p.produceClient.Produce(ctx, &kafka.ProduceRequest{
 				Topic:        topic,
 				Partition:    partition,
 				RequiredAcks: kafka.RequireAll,

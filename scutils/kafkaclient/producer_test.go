@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol/produce"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -214,5 +216,42 @@ func TestABatchOfSeveralTopicsReachesEachAndAMissingTopicFailsOnlyItsOwn(t *test
 				t.Errorf("%s holds %q", to, v)
 			}
 		}
+	}
+}
+
+// produceTimeouts records the time each produce request gives the broker
+// to answer.
+type produceTimeouts struct {
+	kafka.RoundTripper
+	mu  sync.Mutex
+	got []time.Duration
+}
+
+func (r *produceTimeouts) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	if p, ok := req.(*produce.Request); ok {
+		r.mu.Lock()
+		r.got = append(r.got, time.Duration(p.Timeout)*time.Millisecond)
+		r.mu.Unlock()
+	}
+	return r.RoundTripper.RoundTrip(ctx, addr, req)
+}
+
+func TestTheBrokerIsGivenHalfTheProduceTimeoutToAnswer(t *testing.T) {
+	// A broker that cannot answer in time answers REQUEST_TIMED_OUT, the
+	// records appended all the same, and the next attempt appends them
+	// again: the broker's time must be the producer's, not kafka-go's
+	// default of 500 ms.
+	client := start(t, 1)
+	rec := &produceTimeouts{RoundTripper: client.Transport}
+	client.Transport = rec
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Timeout: 20 * time.Second})
+	defer p.Close()
+	if err := p.Send(context.Background(), topic, []byte(`{"n": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.got) != 1 || rec.got[0] < 9*time.Second || rec.got[0] > 10*time.Second {
+		t.Fatalf("produce requests gave the broker %v to answer, want one of about 10s", rec.got)
 	}
 }

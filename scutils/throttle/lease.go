@@ -79,6 +79,14 @@ return missing`)
 // the ids that were no longer leased: acknowledged meanwhile, or reaped
 // (their items are queued again and may be crawled twice).
 func (l *Leases) Renew(ctx context.Context, ids ...string) (missing []string, err error) {
+	return l.RenewOn(ctx, l.rdb, ids...)
+}
+
+// RenewOn is Renew through rdb instead of the leases' own client: a holder
+// that keeps connections for its renewals alone never has a renewal wait for
+// a connection behind its other commands (pops, acknowledgements), which
+// under load can take longer than the TTL.
+func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter, ids ...string) (missing []string, err error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -87,11 +95,20 @@ func (l *Leases) Renew(ctx context.Context, ids ...string) (missing []string, er
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	missing, err = renewScript.Run(ctx, l.rdb, []string{l.zset}, args...).StringSlice()
+	missing, err = renewScript.Run(ctx, rdb, []string{l.zset}, args...).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
 	return missing, nil
+}
+
+// LoadRenewScript puts the renewal script in Redis's script cache through
+// rdb, so that a renewal takes one round trip even the first time.
+func (l *Leases) LoadRenewScript(ctx context.Context, rdb redis.Scripter) error {
+	if err := renewScript.Load(ctx, rdb).Err(); err != nil {
+		return fmt.Errorf("load the lease renewal script: %w", err)
+	}
+	return nil
 }
 
 // Ack ends leases whose items are done.
