@@ -288,7 +288,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		for time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond) // the measurement is the idle time itself
 			if p.exited() {
-				b.Fatalf("crawler exited: %v\n%s", p.err, p.out.String())
+				b.Fatalf("crawler exited: %v\n%s", p.Wait(), p.out.String())
 			}
 		}
 		status := procStatus(b, p.pid())

@@ -46,15 +46,11 @@ func BuildBinaries(tb testing.TB, packages ...string) string {
 
 // Binaries are main packages built at most once per test binary, the first
 // time a test needs one, for the packages whose tests run the binaries.
-// Call Remove from TestMain after the tests:
+// Run the tests with Run from TestMain, which removes them afterwards:
 //
 //	var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler"}}
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		bins.Remove()
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 type Binaries struct {
 	// Packages are the main packages, as BuildBinaries takes them.
 	Packages []string
@@ -95,6 +91,13 @@ func (b *Binaries) Remove() {
 	if b.dir != "" {
 		os.RemoveAll(b.dir)
 	}
+}
+
+// Run runs the tests, then removes the binaries they built, and returns
+// m.Run's exit code (for os.Exit in TestMain).
+func (b *Binaries) Run(m *testing.M) int {
+	defer b.Remove()
+	return m.Run()
 }
 
 // buildInto runs go build from the workspace root with packages, writing

@@ -22,11 +22,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	bins.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
 // bins are the four component binaries, built once per test binary.
 var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
