@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 var redisServer *harness.Redis
@@ -258,13 +259,7 @@ func containsTopic(topics []kafkaclient.TopicInfo, name string) bool {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func (c *cluster) gone(key string) func() bool {
@@ -511,4 +506,9 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 
 func kafkaTopic(name string) kafkaclient.TopicSpec {
 	return kafkaclient.TopicSpec{Name: name, Partitions: 1}
+}
+
+// A setting the Redis Monitor knows is in the cluster's list (settingstest.ExpectListed).
+func TestEverySettingIsInTheClusterList(t *testing.T) {
+	settingstest.ExpectListed(t, monitor.Defaults())
 }
