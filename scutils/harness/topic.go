@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -64,5 +65,30 @@ func ReadTopic(ctx context.Context, tb testing.TB, kc kafkaclient.Config, topic 
 				on(m.Value)
 			}
 		})
+	}
+}
+
+// PartitionWriter writes to chosen partitions of topic, closed when tb
+// ends: the returned function writes values to partition (each message's
+// Key is the partition number), failing tb if that takes over 30 s.
+func PartitionWriter(tb testing.TB, kc kafkaclient.Config, topic string) func(partition int, values ...string) {
+	tb.Helper()
+	w := kc.NewWriter(topic)
+	w.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int {
+		p, _ := strconv.Atoi(string(m.Key))
+		return p
+	})
+	tb.Cleanup(func() { w.Close() })
+	return func(partition int, values ...string) {
+		tb.Helper()
+		msgs := make([]kafka.Message, len(values))
+		for i, v := range values {
+			msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(partition)), Value: []byte(v)}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			tb.Fatalf("produce to %s/%d: %v", topic, partition, err)
+		}
 	}
 }

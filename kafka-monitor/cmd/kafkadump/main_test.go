@@ -6,13 +6,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/spf13/pflag"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
@@ -49,24 +47,7 @@ func startKafka(t *testing.T, partitions int32) (*harness.Kafka, func(partition 
 	t.Helper()
 	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: partitions})
 	cfg := kafkaclient.Config{Brokers: k.Addrs, ConnTimeout: 5 * time.Second, MaxRequestBytes: 1 << 20}
-	w := cfg.NewWriter(firehose)
-	w.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int {
-		p, _ := strconv.Atoi(string(m.Key))
-		return p
-	})
-	t.Cleanup(func() { w.Close() })
-	return k, func(partition int, values ...string) {
-		t.Helper()
-		msgs := make([]kafka.Message, len(values))
-		for i, v := range values {
-			msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(partition)), Value: []byte(v)}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-	}
+	return k, harness.PartitionWriter(t, cfg, firehose)
 }
 
 func TestHelpExplainsEveryFlag(t *testing.T) {
