@@ -480,21 +480,30 @@ func TestSurvivesARedisRestart(t *testing.T) {
 	_ = r
 }
 
-func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
+// startWithoutKafka starts a monitor, then closes its Kafka broker;
+// restoreKafka starts a broker on the same port again.
+func startWithoutKafka(t *testing.T) (c *cluster, r *running, restoreKafka func()) {
+	t.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
-	ctx := context.Background()
-	r := c.start(t, nil)
+	opts := harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}}
+	c = newCluster(t, opts)
+	r = c.start(t, nil)
 	c.kafka.Close()
+	return c, r, func() { c.kafka = harness.StartKafka(t, opts) }
+}
+
+func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
+	c, r, restoreKafka := startWithoutKafka(t)
+	ctx := context.Background()
 	c.rdb.Set(ctx, "info:link:app:c", "uuid-outage", 0)
 	waitFor(t, "the monitor trying to publish", func() bool { return r.log.Contains("Failed to send to Kafka; retrying") })
 	if c.gone("info:link:app:c")() {
 		t.Fatal("request removed before its answer was sent")
 	}
-	c.kafka = harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	restoreKafka()
 	waitFor(t, "request handled after Kafka came back", c.gone("info:link:app:c"))
 	if got := c.answers(t, "demo.outbound_firehose", 1); got[0]["uuid"] != "uuid-outage" {
 		t.Fatalf("answer %v", got[0])
