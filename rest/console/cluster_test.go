@@ -33,7 +33,7 @@ type cluster struct {
 	tb      testing.TB
 	rdb     *redis.Client
 	env     map[string]string
-	procs   []*harness.Process
+	procs   harness.Processes
 	restURL string
 	// site1 and site2 are the test sites' base URLs, on 127.0.0.1 and
 	// 127.0.0.2: two domains to the crawler.
@@ -152,15 +152,8 @@ func (c *cluster) start(name, bin string, args ...string) *harness.Process {
 	return p
 }
 
-func (c *cluster) proc(name string) *harness.Process {
-	for _, p := range c.procs {
-		if p.Name() == name {
-			return p
-		}
-	}
-	c.tb.Fatalf("no process %s", name)
-	return nil
-}
+// proc is the process started as name.
+func (c *cluster) proc(name string) *harness.Process { return c.procs.Get(c.tb, name) }
 
 // crawlerKnowsDomains reports whether the crawler's latest domain
 // configuration has n throttled domains (its "Domain config changed" log line).

@@ -116,6 +116,21 @@ func launchProcess(spec ProcessSpec) (*Process, error) {
 	return p, nil
 }
 
+// Processes are the processes a test has started, found again by name.
+type Processes []*Process
+
+// Get is the process named name; it fails tb if there is none.
+func (ps Processes) Get(tb testing.TB, name string) *Process {
+	tb.Helper()
+	for _, p := range ps {
+		if p.Name() == name {
+			return p
+		}
+	}
+	tb.Fatalf("no process %s", name)
+	return nil
+}
+
 // Name is the process's name in messages.
 func (p *Process) Name() string { return p.name }
 

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -45,7 +44,7 @@ type cluster struct {
 	kafka    *harness.Kafka
 	restPort int
 	env      map[string]string
-	procs    []*harness.Process
+	procs    harness.Processes
 }
 
 // newCluster starts the services and the four components (one crawler of
@@ -117,15 +116,8 @@ func (c *cluster) start(name, bin string, args ...string) *harness.Process {
 	return p
 }
 
-func (c *cluster) proc(name string) *harness.Process {
-	for _, p := range c.procs {
-		if p.Name() == name {
-			return p
-		}
-	}
-	c.tb.Fatalf("no process %s", name)
-	return nil
-}
+// proc is the process started as name.
+func (c *cluster) proc(name string) *harness.Process { return c.procs.Get(c.tb, name) }
 
 // feed runs `kafka-monitor feed '<json>'` as an operator does; it must exit 0.
 func (c *cluster) feed(req map[string]any) {
@@ -185,48 +177,29 @@ func (c *cluster) watch(name string) *topic {
 		FetchMaxWait: 50 * time.Millisecond, Partitions: 1, ReplicationFactor: 1,
 	}
 	full := cfg.Topic(name)
-	ctx, cancel := context.WithCancel(context.Background())
 	waitFor(tb, "topic "+full, 10*time.Second, func() bool {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		defer ccancel()
-		return cfg.EnsureTopics(cctx, kafkaclient.TopicSpec{Name: full, Partitions: 1}) == nil
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: full, Partitions: 1}) == nil
 	})
-	r, err := cfg.NewPartitionReader(full, 0, kafka.FirstOffset)
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
 	t := &topic{name: full}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			msg, err := r.ReadMessage(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				continue
-			}
-			var m map[string]any
-			t.mu.Lock()
-			if err := json.Unmarshal(msg.Value, &m); err != nil {
-				t.bad = append(t.bad, string(msg.Value))
-			} else {
-				t.msgs = append(t.msgs, m)
-			}
-			t.mu.Unlock()
-		}
-	}()
+	// Registered before ReadTopic's, so it runs after the reading ends.
 	tb.Cleanup(func() {
-		cancel()
-		<-done
-		r.Close()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if len(t.bad) > 0 {
 			tb.Errorf("%d messages on %s are not JSON objects, first: %.300s", len(t.bad), full, t.bad[0])
 		}
+	})
+	harness.ReadTopic(context.Background(), tb, cfg, full, 1, func(v []byte) {
+		var m map[string]any
+		t.mu.Lock()
+		if err := json.Unmarshal(v, &m); err != nil {
+			t.bad = append(t.bad, string(v))
+		} else {
+			t.msgs = append(t.msgs, m)
+		}
+		t.mu.Unlock()
 	})
 	return t
 }
