@@ -17,7 +17,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -45,12 +44,7 @@ func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := logfactory.DefaultConfig()
-	cfg.Level = "ERROR"
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.QuietLogger(t)
 	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: log, Redis: rdb}}
 	if err := p.Setup(context.Background(), f.Env); err != nil {
 		t.Fatal(err)
