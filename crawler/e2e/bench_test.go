@@ -51,14 +51,7 @@ func (c *cluster) queueAll(tb testing.TB, reqs []*crawlrequest.Request) map[stri
 	for chunk := range slices.Chunk(reqs, 1000) {
 		pipe := c.rdb.Pipeline()
 		for _, r := range chunk {
-			key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			member, err := r.Encode()
-			if err != nil {
-				tb.Fatal(err)
-			}
+			key, member := queueEntry(tb, r)
 			pipe.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member})
 			keys[key] = r.SpiderID
 		}
@@ -288,7 +281,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 		for time.Now().Before(deadline) {
 			time.Sleep(100 * time.Millisecond) // the measurement is the idle time itself
 			if p.exited() {
-				b.Fatalf("crawler exited: %v\n%s", p.err, p.out.String())
+				b.Fatalf("crawler exited: %v\n%s", p.Wait(), p.out.String())
 			}
 		}
 		status := procStatus(b, p.pid())

@@ -7,13 +7,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,20 +26,10 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
-// build is the crawler binary, built at most once per test binary.
-var build struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
+// bins is the crawler binary, built at most once per test binary.
+var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler"}}
 
 // crawlerBinary builds cmd/crawler with the go on PATH (a normal build, even
 // when the tests run with -race) and returns its path; E2E_CRAWLER_BINARY
@@ -53,21 +39,7 @@ func crawlerBinary(tb testing.TB) string {
 	if p := os.Getenv("E2E_CRAWLER_BINARY"); p != "" {
 		return p
 	}
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "crawler-e2e-")
-		if build.err != nil {
-			return
-		}
-		build.path = filepath.Join(build.dir, "crawler")
-		out, err := exec.Command("go", "build", "-o", build.path, "../cmd/crawler").CombinedOutput()
-		if err != nil {
-			build.err = fmt.Errorf("go build ../cmd/crawler: %w\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return build.path
+	return bins.Path(tb, "crawler")
 }
 
 // cluster is the services a test's crawlers share: a redis-server and a
@@ -106,14 +78,9 @@ func (c *cluster) settings(overrides map[string]string) map[string]string {
 
 // crawler is one crawler process.
 type crawler struct {
+	*harness.Process
 	name string
-	cmd  *exec.Cmd
 	out  *harness.OutputBuffer
-	done chan struct{}
-	err  error // the exit status, once done is closed
-
-	mu      sync.Mutex
-	stopped bool // ended by the test, not by itself
 }
 
 // startCrawler runs the crawler binary with the cluster's settings and
@@ -122,65 +89,31 @@ type crawler struct {
 // output is shown when the test failed or the process ended by itself.
 func (c *cluster) startCrawler(tb testing.TB, name string, overrides map[string]string, args ...string) *crawler {
 	tb.Helper()
-	cmd := exec.Command(crawlerBinary(tb), args...)
 	// Only our settings: nothing from the test's environment leaks in.
+	var env []string
 	for k, v := range c.settings(overrides) {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	cmd.Dir = tb.TempDir()
-	p := &crawler{name: name, cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	// Its own process group, and killed should the test binary die first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start crawler %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	proc := harness.StartProcess(tb, harness.ProcessSpec{Name: "crawler " + name, Path: crawlerBinary(tb), Args: args, Env: env,
+		StopGrace: 10 * time.Second})
+	p := &crawler{Process: proc, name: name, out: proc.Output()}
 	tb.Cleanup(func() {
 		if p.exited() && !p.wasStopped() {
-			tb.Errorf("crawler %s exited by itself: %v", name, p.err)
+			tb.Errorf("crawler %s exited by itself: %v", name, p.Wait())
 		} else if err := p.stop(10 * time.Second); err != nil {
 			tb.Errorf("crawler %s: %v", name, err)
-		}
-		if tb.Failed() {
-			tb.Logf("output of crawler %s (last 16 KiB):\n%s", name, tail(p.out.String(), 16<<10))
 		}
 	})
 	return p
 }
 
-func (p *crawler) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *crawler) exited() bool { return p.Exited() }
 
-func (p *crawler) wasStopped() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stopped
-}
-
-func (p *crawler) signal(sig syscall.Signal) {
-	p.mu.Lock()
-	p.stopped = true
-	p.mu.Unlock()
-	if !p.exited() {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
-	}
-}
+// wasStopped reports whether the test ended the process (not it itself).
+func (p *crawler) wasStopped() bool { return p.Signalled() }
 
 // kill ends the process at once with SIGKILL and waits for it.
-func (p *crawler) kill() {
-	p.signal(syscall.SIGKILL)
-	<-p.done
-}
+func (p *crawler) kill() { p.Kill() }
 
 // stop ends the process with SIGTERM, as an operator does, and SIGKILL
 // after grace; it fails unless the process drained and exited 0.
@@ -188,28 +121,17 @@ func (p *crawler) stop(grace time.Duration) error {
 	if p.exited() {
 		return nil // killed before
 	}
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		if p.err != nil {
-			return fmt.Errorf("exit after SIGTERM: %w", p.err)
-		}
-		return nil
-	case <-time.After(grace):
-		p.kill()
-		return fmt.Errorf("still running %s after SIGTERM; killed", grace)
+	err := p.Stop(grace)
+	if err != nil && !errors.Is(err, harness.ErrStillRunning) {
+		return fmt.Errorf("exit after SIGTERM: %w", err)
 	}
+	return err
 }
 
 // pid is the process id.
-func (p *crawler) pid() int { return p.cmd.Process.Pid }
+func (p *crawler) pid() int { return p.Pid() }
 
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
+func tail(s string, n int) string { return harness.Tail(s, n) }
 
 // seed queues crawl requests as the Kafka Monitor does: each request's JSON
 // in its domain queue with score -priority, counted as a seed in its
@@ -223,14 +145,7 @@ func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	tx := c.rdb.TxPipeline()
 	announce := map[string]string{} // queue key: spider id
 	for _, r := range reqs {
-		key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		member, err := r.Encode()
-		if err != nil {
-			tb.Fatal(err)
-		}
+		key, member := queueEntry(tb, r)
 		ledger.QueueSeed(ctx, tx, key, r.Score(), string(member), ledger.Crawl{SpiderID: r.SpiderID, AppID: r.AppID, CrawlID: r.CrawlID},
 			time.Now(), ledger.DefaultTTL)
 		announce[key] = r.SpiderID
@@ -241,6 +156,20 @@ func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	if _, err := tx.Exec(ctx); err != nil {
 		tb.Fatalf("seed %d requests: %v", len(reqs), err)
 	}
+}
+
+// queueEntry is r's domain queue key and its member there.
+func queueEntry(tb testing.TB, r *crawlrequest.Request) (key string, member []byte) {
+	tb.Helper()
+	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	member, err = r.Encode()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key, member
 }
 
 // crawl is a crawl request as a client would feed it.

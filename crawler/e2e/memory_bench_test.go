@@ -64,7 +64,7 @@ func BenchmarkBombMixRSS(b *testing.B) {
 				c.seed(b, reqs...)
 				c.countResults(b, len(urls), 120*time.Second)
 				if p.exited() {
-					b.Fatalf("crawler exited: %v\n%s", p.err, tail(p.out.String(), 4<<10))
+					b.Fatalf("crawler exited: %v\n%s", p.Wait(), tail(p.out.String(), 4<<10))
 				}
 				after := procStatus(b, p.pid())["VmHWM"]
 				peak, growth = max(peak, after), max(growth, after-before)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // loopback are the networks the tests' sites are on, which the address
@@ -76,13 +77,7 @@ func echoOf(t *testing.T, res *fetch.Result) testsite.Echo {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 10*time.Second, cond)
 }
 
 func TestFetchSendsTheDefaultHeadersAndReportsExactlyWhatWasSent(t *testing.T) {

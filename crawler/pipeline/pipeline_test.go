@@ -11,18 +11,12 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 func testPipeline(t testing.TB, b64 bool, maxBytes int) *Pipeline {
 	t.Helper()
-	cfg := logfactory.DefaultConfig()
-	cfg.Level = "ERROR"
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := New(nil, log, b64, maxBytes)
+	p := New(nil, harness.QuietLogger(t), b64, maxBytes)
 	p.now = func() time.Time { return time.Date(2016, 1, 22, 4, 22, 35, 976672000, time.UTC) }
 	return p
 }

@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -34,30 +31,6 @@ func testConfig(t *testing.T, k *harness.Kafka) kafkaclient.Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// producer writes to chosen partitions of topic: a message's Key is its
-// partition number.
-func producer(t *testing.T, cfg kafkaclient.Config, topic string) func(partition int, values ...string) {
-	t.Helper()
-	w := cfg.NewWriter(topic)
-	w.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int {
-		p, _ := strconv.Atoi(string(m.Key))
-		return p
-	})
-	t.Cleanup(func() { w.Close() })
-	return func(partition int, values ...string) {
-		t.Helper()
-		msgs := make([]kafka.Message, len(values))
-		for i, v := range values {
-			msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(partition)), Value: []byte(v)}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			t.Fatalf("produce to %s/%d: %v", topic, partition, err)
-		}
-	}
 }
 
 func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
@@ -151,7 +124,7 @@ func TestListFailsWithoutABroker(t *testing.T) {
 func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
 	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
 	cfg := testConfig(t, k)
-	produce := producer(t, cfg, firehose)
+	produce := harness.PartitionWriter(t, cfg, firehose)
 	produce(0, seqValues(0, 10)...)
 	produce(1, seqValues(1, 10)...)
 
@@ -187,7 +160,7 @@ func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
 func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
 	cfg := testConfig(t, k)
-	produce := producer(t, cfg, firehose)
+	produce := harness.PartitionWriter(t, cfg, firehose)
 	produce(0, `{"old": 0}`)
 	produce(1, `{"old": 1}`)
 
@@ -264,7 +237,7 @@ func waitUntil(d time.Duration, cond func() bool) bool {
 func TestDumpInAConsumerGroupCarriesOnWhereTheLastStopped(t *testing.T) {
 	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
 	cfg := testConfig(t, k)
-	produce := producer(t, cfg, firehose)
+	produce := harness.PartitionWriter(t, cfg, firehose)
 	produce(0, seqValues(0, 3)...)
 	produce(1, seqValues(1, 3)...)
 

@@ -20,6 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 // cluster is a monitor's surroundings: real Redis, a kfake broker, settings
@@ -476,4 +477,9 @@ func TestMarksAreLookedUpOnlyWhereARedeliveryCanBe(t *testing.T) {
 	if n := c.rdb.ZCard(ctx, "link:marked.com:queue").Val(); n != 22 {
 		t.Errorf("queue holds %d, want the 22 distinct requests", n)
 	}
+}
+
+// A setting the Kafka Monitor knows is in the cluster's list (settingstest.ExpectListed).
+func TestEverySettingIsInTheClusterList(t *testing.T) {
+	settingstest.ExpectListed(t, monitor.Defaults())
 }

@@ -17,12 +17,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
@@ -75,12 +72,7 @@ func serveFakeREST(addr string) int {
 // through the go.work workspace, as on a fresh clone.
 func buildComponents(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, components...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build the components (needs the repository's go.work): %v\n%s", err, out)
-	}
-	return dir
+	return harness.BuildBinaries(t, components...)
 }
 
 // freePorts returns n distinct free loopback ports.
@@ -129,16 +121,10 @@ func startedChildren(out string) map[string]int {
 // alive reports whether a process with pid exists.
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
-// waitFor polls cond every 50 ms until it holds or timeout passes.
+// waitFor polls cond until it holds or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, timeout, cond)
 }
 
 // TestLocalClusterCrawlsAnswersAndStopsOnSIGTERM runs `local-cluster
@@ -308,47 +294,17 @@ func readCrawled(t *testing.T, broker, crawlid string, timeout time.Duration) ma
 		FetchMaxBytes: 10 << 20, FetchMaxWait: 100 * time.Millisecond, StartAtEarliest: true}
 	topic := kc.Topic("crawled_firehose")
 	// The crawler creates the topic when it publishes its first page.
-	var partitions int
-	for partitions == 0 {
-		topics, err := kc.ListTopics(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("no topic %s: %v", topic, err)
-		}
-		for _, ti := range topics {
-			if ti.Name == topic {
-				partitions = ti.Partitions
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	partitions := harness.TopicPartitions(ctx, t, kc, topic, timeout)
 	found := make(chan map[string]any, 1)
-	var wg sync.WaitGroup
-	for p := range partitions {
-		r, err := kc.NewPartitionReader(topic, p, kafka.FirstOffset)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					return
-				}
-				var page map[string]any
-				if json.Unmarshal(m.Value, &page) == nil && page["crawlid"] == crawlid {
-					select {
-					case found <- page:
-					default:
-					}
-					return
-				}
+	harness.ReadTopic(ctx, t, kc, topic, partitions, func(v []byte) {
+		var page map[string]any
+		if json.Unmarshal(v, &page) == nil && page["crawlid"] == crawlid {
+			select {
+			case found <- page:
+			default:
 			}
-		}()
-	}
-	defer wg.Wait()
+		}
+	})
 	select {
 	case page := <-found:
 		cancel()
@@ -486,12 +442,7 @@ func TestBadFlagsAreRejected(t *testing.T) {
 // buildLauncher builds the local-cluster command into a temporary directory.
 func buildLauncher(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/scrapycluster/scrapy-cluster-go/ops/cmd/local-cluster")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build local-cluster: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "local-cluster")
+	return filepath.Join(harness.BuildBinaries(t, "./ops/cmd/local-cluster"), "local-cluster")
 }
 
 // holdPort listens on 127.0.0.1:port, as another program would, until the

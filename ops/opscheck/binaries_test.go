@@ -1,13 +1,12 @@
 package opscheck_test
 
 import (
-	"errors"
-	"fmt"
+	"maps"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
+	"slices"
 	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // binaryPackages are the main packages the tests run, by binary name.
@@ -22,72 +21,31 @@ var binaryPackages = map[string]string{
 	"local-cluster": "./ops/cmd/local-cluster",
 }
 
-var build struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// bins are the binaries of binaryPackages, built once per test binary.
+var bins = harness.Binaries{Packages: slices.Sorted(maps.Values(binaryPackages))}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
 // repoRoot is the workspace root: the directory holding go.work above this
 // package.
 func repoRoot(tb testing.TB) string {
 	tb.Helper()
-	dir, err := filepath.Abs(".")
+	root, err := harness.WorkspaceRoot()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			tb.Fatal("no go.work above the test's directory")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // binDir builds every binary of binaryPackages once per test binary, with a
 // normal build even under -race, and returns the directory holding them.
 func binDir(tb testing.TB) string {
 	tb.Helper()
-	root := repoRoot(tb)
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "opscheck-bin-")
-		if build.err != nil {
-			return
-		}
-		args := []string{"build", "-o", build.dir + string(filepath.Separator)}
-		for _, pkg := range binaryPackages {
-			args = append(args, pkg)
-		}
-		cmd := exec.Command("go", args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go %v: %w\n%s", args, err, out)
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return build.dir
+	return bins.Dir(tb)
 }
 
 // binary returns the path of one built binary.
 func binary(tb testing.TB, name string) string {
 	tb.Helper()
-	p := filepath.Join(binDir(tb), name)
-	if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
-		tb.Fatalf("binary %s was not built", name)
-	}
-	return p
+	return bins.Path(tb, name)
 }

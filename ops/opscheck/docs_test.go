@@ -401,8 +401,8 @@ func TestQuickStartRunsAsDocumented(t *testing.T) {
 			p := startProc(t, work, nil, "bash", "-c", "exec "+script)
 			until := opts["until"]
 			waitFor(t, 90*time.Second, where+": the output "+strconv.Quote(until), func() bool {
-				if p.exited() {
-					t.Fatalf("%s: %s exited: %v\n%s\n%s", where, script, p.err, tail(p.stdout.String()), tail(p.stderr.String()))
+				if p.Exited() {
+					t.Fatalf("%s: %s exited: %v\n%s\n%s", where, script, p.Wait(), tail(p.stdout.String()), tail(p.stderr.String()))
 				}
 				return strings.Contains(p.stdout.String(), until)
 			})

@@ -2,11 +2,11 @@ package opscheck_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,83 +16,30 @@ import (
 // proc is a child process of a test: its output is kept, and it is stopped
 // with SIGTERM (then SIGKILL) when the test ends.
 type proc struct {
-	name   string
-	cmd    *exec.Cmd
-	stdout harness.OutputBuffer
-	stderr harness.OutputBuffer
-	done   chan struct{}
-	err    error
+	*harness.Process
+	stdout, stderr *harness.OutputBuffer
 }
 
 // startProc starts path with args in dir (the test's temporary directory
 // when empty), with the test's environment plus env.
 func startProc(tb testing.TB, dir string, env []string, path string, args ...string) *proc {
 	tb.Helper()
-	p := &proc{name: path, done: make(chan struct{})}
-	p.cmd = exec.Command(path, args...)
-	if dir == "" {
-		dir = tb.TempDir()
-	}
-	p.cmd.Dir = dir
-	p.cmd.Env = append(append(os.Environ(), adminAnyPort), env...)
-	p.cmd.Stdout = &p.stdout
-	p.cmd.Stderr = &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", path, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(func() {
-		p.stop(20 * time.Second)
-		if tb.Failed() {
-			tb.Logf("%s %v\nstdout:\n%s\nstderr:\n%s", path, args, tail(p.stdout.String()), tail(p.stderr.String()))
-		}
-	})
+	p := &proc{stdout: &harness.OutputBuffer{}, stderr: &harness.OutputBuffer{}}
+	p.Process = harness.StartProcess(tb, harness.ProcessSpec{Path: path, Args: args, Dir: dir,
+		Env: append(append(os.Environ(), adminAnyPort), env...), Stdout: p.stdout, Stderr: p.stderr, StopGrace: 20 * time.Second})
 	return p
 }
 
 // stop sends SIGTERM to the process group and waits up to grace before
 // killing it; it reports whether the process exited by itself.
 func (p *proc) stop(grace time.Duration) bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return true
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return false
-	}
+	return !errors.Is(p.Stop(grace), harness.ErrStillRunning)
 }
 
-// exited reports whether the process has ended.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// waitFor polls cond every 50 ms until it holds or timeout passes.
+// waitFor polls cond until it holds or timeout passes.
 func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	harness.WaitFor(tb, what, timeout, cond)
 }
 
 // run runs path with args to completion within timeout and returns its

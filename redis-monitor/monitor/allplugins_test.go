@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
 
 // TestEveryDefaultPluginAnswersThroughKafka runs the monitor with its
@@ -69,16 +66,8 @@ func TestEveryDefaultPluginAnswersThroughKafka(t *testing.T) {
 	}
 
 	// The blacklist change is in ZooKeeper, where the crawlers read it.
-	conn, _, err := zk.Connect([]string{z.Addr}, 5*time.Second, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	data, _, err := conn.Get("/scrapy-cluster/crawler/all")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := domainconfig.Parse(data)
+	data := zkDocument(t, z)
+	doc, err := domainconfig.Parse([]byte(data))
 	if err != nil || len(doc.Blacklist) != 1 || doc.Blacklist[0] != "ebay.com" {
 		t.Fatalf("zookeeper document %q: %+v, %v", data, doc, err)
 	}
@@ -200,14 +189,7 @@ func assertUUIDs(t *testing.T, what string, answers []map[string]any, want ...st
 // would.
 func zkDocument(t *testing.T, z *harness.ZooKeeper) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := zkwatch.Dial(ctx, []string{z.Addr}, 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	data, _, err := conn.Get("/scrapy-cluster/crawler/all")
+	data, _, err := harness.ZooKeeperClient(t, z.Addr).Get("/scrapy-cluster/crawler/all")
 	if err != nil {
 		t.Fatal(err)
 	}

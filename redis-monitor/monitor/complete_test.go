@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -107,21 +106,15 @@ func TestACrawlCompleteHasItsShapeOnTheFirehoseAndTheAppIDTopic(t *testing.T) {
 }
 
 func TestACrawlCompleteWaitsForKafkaToComeBack(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newCluster(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	c, r, restoreKafka := startWithoutKafka(t)
 	ctx := context.Background()
-	r := c.start(t, nil)
-	c.kafka.Close()
 	crawl := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "outage"}
 	work(t, c, crawl, 1, 1)
 	waitFor(t, "the monitor trying to publish", func() bool { return r.log.Contains("Failed to send to Kafka; retrying") })
 	if c.rdb.HExists(ctx, crawl.Key(), ledger.FieldCompleted).Val() {
 		t.Fatal("crawl marked completed before its crawl-complete was sent")
 	}
-	c.kafka = harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	restoreKafka()
 	waitFor(t, "the crawl marked completed after Kafka came back", func() bool {
 		return c.rdb.HExists(ctx, crawl.Key(), ledger.FieldCompleted).Val()
 	})

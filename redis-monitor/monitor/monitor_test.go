@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 var redisServer *harness.Redis
@@ -258,13 +259,7 @@ func containsTopic(topics []kafkaclient.TopicInfo, name string) bool {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func (c *cluster) gone(key string) func() bool {
@@ -485,21 +480,30 @@ func TestSurvivesARedisRestart(t *testing.T) {
 	_ = r
 }
 
-func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
+// startWithoutKafka starts a monitor, then closes its Kafka broker;
+// restoreKafka starts a broker on the same port again.
+func startWithoutKafka(t *testing.T) (c *cluster, r *running, restoreKafka func()) {
+	t.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
-	ctx := context.Background()
-	r := c.start(t, nil)
+	opts := harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}}
+	c = newCluster(t, opts)
+	r = c.start(t, nil)
 	c.kafka.Close()
+	return c, r, func() { c.kafka = harness.StartKafka(t, opts) }
+}
+
+func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
+	c, r, restoreKafka := startWithoutKafka(t)
+	ctx := context.Background()
 	c.rdb.Set(ctx, "info:link:app:c", "uuid-outage", 0)
 	waitFor(t, "the monitor trying to publish", func() bool { return r.log.Contains("Failed to send to Kafka; retrying") })
 	if c.gone("info:link:app:c")() {
 		t.Fatal("request removed before its answer was sent")
 	}
-	c.kafka = harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	restoreKafka()
 	waitFor(t, "request handled after Kafka came back", c.gone("info:link:app:c"))
 	if got := c.answers(t, "demo.outbound_firehose", 1); got[0]["uuid"] != "uuid-outage" {
 		t.Fatalf("answer %v", got[0])
@@ -511,4 +515,9 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 
 func kafkaTopic(name string) kafkaclient.TopicSpec {
 	return kafkaclient.TopicSpec{Name: name, Partitions: 1}
+}
+
+// A setting the Redis Monitor knows is in the cluster's list (settingstest.ExpectListed).
+func TestEverySettingIsInTheClusterList(t *testing.T) {
+	settingstest.ExpectListed(t, monitor.Defaults())
 }

@@ -245,7 +245,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the throttle change was not accepted: %s", f)
 	}
 	b.waitJS("the new throttle on the Domains page", `(document.querySelector('tr[data-domain="127.0.0.2."] .throttle') || {}).textContent === "1 hits / 120 s"`, 5*time.Second)
-	waitFor(t, "the crawler to apply the throttle", 30*time.Second, func() bool { return c.crawlerKnowsDomains(1) })
+	harness.WaitFor(t, "the crawler to apply the throttle", 30*time.Second, func() bool { return c.crawlerKnowsDomains(1) })
 	b.screenshot(shots, "console-domains")
 	b.noErrors("domains")
 
@@ -324,7 +324,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if f := b.text("#flash"); !strings.Contains(f, "Sent: the crawl expires at") {
 		t.Fatalf("the expire was not sent: %s", f)
 	}
-	waitFor(t, "the Redis Monitor to purge expire1", 30*time.Second, func() bool { return c.queuedFor(expired) == 0 })
+	harness.WaitFor(t, "the Redis Monitor to purge expire1", 30*time.Second, func() bool { return c.queuedFor(expired) == 0 })
 	b.noErrors("expire")
 
 	// Crawls: what the ledger holds.

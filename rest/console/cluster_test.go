@@ -3,16 +3,11 @@ package console_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,43 +20,11 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
-// build holds the cluster's binaries, built once per test binary.
-var build struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
-// binary returns the path of a binary of the workspace (kafka-monitor,
-// redis-monitor, crawler, testsite), building them all the first time.
-func binary(tb testing.TB, name string) string {
-	tb.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "console-e2e-")
-		if build.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", build.dir+string(filepath.Separator),
-			"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
-			"./crawler/cmd/crawler", "./crawler/cmd/testsite")
-		cmd.Dir = "../.." // the workspace root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return filepath.Join(build.dir, name)
-}
+// bins are the cluster's binaries, built once per test binary.
+var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+	"./crawler/cmd/crawler", "./crawler/cmd/testsite"}}
 
 // cluster is a whole cluster on loopback: real redis-server, ZooKeeper and
 // kfake, the Kafka Monitor, Redis Monitor and a link crawler as processes,
@@ -70,7 +33,7 @@ type cluster struct {
 	tb      testing.TB
 	rdb     *redis.Client
 	env     map[string]string
-	procs   []*proc
+	procs   harness.Processes
 	restURL string
 	// site1 and site2 are the test sites' base URLs, on 127.0.0.1 and
 	// 127.0.0.2: two domains to the crawler.
@@ -117,7 +80,7 @@ func (c *cluster) startSite(name, ip string, args ...string) string {
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	c.start(name, "testsite", append([]string{"--addr", addr}, args...)...)
 	base := "http://" + addr + "/"
-	waitFor(c.tb, name+" to serve", 20*time.Second, func() bool {
+	harness.WaitFor(c.tb, name+" to serve", 20*time.Second, func() bool {
 		resp, err := http.Get(base)
 		if err != nil {
 			return false
@@ -164,82 +127,39 @@ func (c *cluster) startREST() {
 		svc.Close()
 		rdb.Close()
 		if tb.Failed() {
-			tb.Logf("REST service log (last 16 KiB):\n%s", tail(logs.String(), 16<<10))
+			tb.Logf("REST service log (last 16 KiB):\n%s", harness.Tail(logs.String(), 16<<10))
 		}
 	})
 	c.restURL = "http://" + ln.Addr().String()
-	waitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
+	harness.WaitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
 		return svc.KafkaConnected() && svc.RedisConnected()
 	})
 }
 
-// proc is one process of the cluster.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *harness.OutputBuffer
-	done chan struct{}
-	err  error
-}
-
-// start runs a binary with the cluster's settings in its environment; on
-// cleanup it gets SIGTERM (SIGKILL after 10 s), and its output is shown if
-// the test failed.
-func (c *cluster) start(name, bin string, args ...string) *proc {
-	tb := c.tb
-	tb.Helper()
-	cmd := exec.Command(binary(tb, bin), args...)
+// start runs a binary (kafka-monitor, redis-monitor, crawler, testsite)
+// with the cluster's settings in its environment; on cleanup it gets
+// SIGTERM (SIGKILL after 10 s), and its output is shown if the test failed.
+// It must not exit before.
+func (c *cluster) start(name, bin string, args ...string) *harness.Process {
+	c.tb.Helper()
+	var env []string
 	for k, v := range c.env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		env = append(env, k+"="+v)
 	}
-	cmd.Dir = tb.TempDir()
-	p := &proc{name: name, cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: bins.Path(c.tb, bin), Args: args, Env: env,
+		StopGrace: 10 * time.Second, Supervise: true})
 	c.procs = append(c.procs, p)
-	tb.Cleanup(func() {
-		select {
-		case <-p.done:
-			tb.Errorf("%s exited by itself: %v", name, p.err)
-		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-p.done
-				tb.Errorf("%s still running 10s after SIGTERM; killed", name)
-			}
-		}
-		if tb.Failed() {
-			tb.Logf("output of %s (last 16 KiB):\n%s", name, tail(p.out.String(), 16<<10))
-		}
-	})
 	return p
 }
 
-func (c *cluster) proc(name string) *proc {
-	for _, p := range c.procs {
-		if p.name == name {
-			return p
-		}
-	}
-	c.tb.Fatalf("no process %s", name)
-	return nil
-}
+// proc is the process started as name.
+func (c *cluster) proc(name string) *harness.Process { return c.procs.Get(c.tb, name) }
 
 // crawlerKnowsDomains reports whether the crawler's latest domain
 // configuration has n throttled domains (its "Domain config changed" log line).
 func (c *cluster) crawlerKnowsDomains(n int) bool {
 	last := -1
-	for _, line := range strings.Split(c.proc("crawler").out.String(), "\n") {
+	for _, line := range strings.Split(c.proc("crawler").Output().String(), "\n") {
 		var m struct {
 			Message string `json:"message"`
 			Domains int    `json:"domains"`
@@ -249,23 +169,4 @@ func (c *cluster) crawlerKnowsDomains(n int) bool {
 		}
 	}
 	return last == n
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
-
-// waitFor polls cond every 50 ms until it holds, failing after timeout.
-func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

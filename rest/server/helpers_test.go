@@ -207,37 +207,13 @@ func (in *incoming) all() [][]byte {
 func (c *cluster) watchIncoming(t testing.TB, topic string, partitions int, on func([]byte)) *incoming {
 	t.Helper()
 	got := &incoming{}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for p := range partitions {
-		r, err := c.kcfg.NewPartitionReader(topic, p, kafka.FirstOffset)
-		if err != nil {
-			t.Fatal(err)
+	harness.ReadTopic(context.Background(), t, c.kcfg, topic, partitions, func(v []byte) {
+		got.mu.Lock()
+		got.msgs = append(got.msgs, v)
+		got.mu.Unlock()
+		if on != nil {
+			on(v)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					continue
-				}
-				got.mu.Lock()
-				got.msgs = append(got.msgs, m.Value)
-				got.mu.Unlock()
-				if on != nil {
-					on(m.Value)
-				}
-			}
-		}()
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
 	})
 	return got
 }

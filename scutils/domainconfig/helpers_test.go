@@ -2,11 +2,8 @@ package domainconfig_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"regexp"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +12,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
 
 // zkServer is one ZooKeeper server shared by the tests that do not stop it;
@@ -25,27 +21,9 @@ var zkServer *harness.ZooKeeper
 
 func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &zkServer)) }
 
-var runSeq atomic.Int64
-
 // nodePath is a document path unique to this test run (-count may repeat a
 // test against the same server), nested to exercise parent creation.
-func nodePath(t *testing.T) string {
-	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "_")
-	return fmt.Sprintf("/%s-%d/crawler/all", name, runSeq.Add(1))
-}
-
-// zkConn is a plain client the test inspects and changes nodes with.
-func zkConn(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := zkwatch.Dial(ctx, []string{addr}, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
-}
+func nodePath(t *testing.T) string { return harness.UniqueNodePath(t) + "/crawler/all" }
 
 // zkStore is a store with its own connection, closed when the test ends.
 func zkStore(t *testing.T, addr, path string) *domainconfig.ZooKeeperStore {
@@ -82,13 +60,7 @@ func testContext(t *testing.T) context.Context {
 // may be busy).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // testLogger returns a DEBUG logger writing into the returned buffer.

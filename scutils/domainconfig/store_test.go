@@ -59,7 +59,7 @@ func settingsFor(hosts, path string) func(t *testing.T) *settings.Settings {
 
 func zooKeeperBackend(t *testing.T) backend {
 	path := nodePath(t)
-	conn := zkConn(t, zkServer.Addr)
+	conn := harness.ZooKeeperClient(t, zkServer.Addr)
 	return backend{
 		path: path,
 		open: func(t *testing.T) domainconfig.Store { return zkStore(t, zkServer.Addr, path) },
@@ -321,7 +321,7 @@ func TestRedisStoreAnnouncesEachNewDocumentInOrder(t *testing.T) {
 func TestZooKeeperStoreLeavesAnUnchangedNodeAlone(t *testing.T) {
 	b := zooKeeperBackend(t)
 	b.put(t, specDocument)
-	conn := zkConn(t, zkServer.Addr)
+	conn := harness.ZooKeeperClient(t, zkServer.Addr)
 	_, before, err := conn.Get(b.path)
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +345,7 @@ func TestZooKeeperStoreLeavesAnUnchangedNodeAlone(t *testing.T) {
 func TestZooKeeperStoreReportsAFailedWrite(t *testing.T) {
 	b := zooKeeperBackend(t)
 	b.put(t, specDocument)
-	conn := zkConn(t, zkServer.Addr)
+	conn := harness.ZooKeeperClient(t, zkServer.Addr)
 	if _, err := conn.SetACL(b.path, zk.WorldACL(zk.PermRead), -1); err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestZooKeeperStoreWaitsOutAnOutage(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("Update did not finish after ZooKeeper came back")
 	}
-	if got := zkData(t, zkConn(t, z.Addr), path); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
+	if got := zkData(t, harness.ZooKeeperClient(t, z.Addr), path); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
 		t.Errorf("stored %q, want only ebay.com blacklisted (the abandoned write must not land)", got)
 	}
 	if !s.Connected() {
@@ -475,7 +475,7 @@ func TestOpenZooKeeperNeedsNoZooKeeperYet(t *testing.T) {
 	}
 	waitFor(t, "a session", s.Connected)
 	update(t, s, func(d *domainconfig.Document) { d.AddBlacklist("ebay.com") })
-	if got := zkData(t, zkConn(t, z.Addr), path); got != ebayDocument {
+	if got := zkData(t, harness.ZooKeeperClient(t, z.Addr), path); got != ebayDocument {
 		t.Errorf("stored %q, want %q", got, ebayDocument)
 	}
 }
@@ -510,7 +510,7 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 		if err := zs.Update(testContext(t), func(d *domainconfig.Document) error { d.AddBlacklist("ebay.com"); return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if got := zkData(t, zkConn(t, zkServer.Addr), zs.Path()); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
+		if got := zkData(t, harness.ZooKeeperClient(t, zkServer.Addr), zs.Path()); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
 			t.Errorf("node holds %q", got)
 		}
 	})

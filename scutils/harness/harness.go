@@ -26,10 +26,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -60,82 +58,23 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// process is a child service process with its output kept for error reports.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	out  *tailBuffer
-	done chan struct{}
-	err  error
-}
-
-func startProcess(name string, dir string, argv ...string) (*process, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	out := &tailBuffer{max: 64 << 10}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	// Own process group, and killed if the test binary dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, out: out, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	return p, nil
-}
-
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop ends the process group with SIGTERM, then SIGKILL after grace.
-func (p *process) stop(grace time.Duration) {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// kill ends the process group at once with SIGKILL.
-func (p *process) kill() {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// waitReady polls probe until it succeeds, the process exits or timeout passes.
-func (p *process) waitReady(timeout time.Duration, probe func() error) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		if p.exited() {
-			return fmt.Errorf("%s exited early (%v); output:\n%s", p.name, p.err, p.out.String())
+// WaitFor polls cond until it holds, and fails tb if timeout passes first.
+// It polls every 10 ms for the first second, then every 100 ms, so a quick
+// condition is seen at once and a long wait costs little.
+func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
+	tb.Helper()
+	start := time.Now()
+	for !cond() {
+		waited := time.Since(start)
+		if waited > timeout {
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
-		if last = probe(); last == nil {
-			return nil
+		if waited < time.Second {
+			time.Sleep(10 * time.Millisecond)
+		} else {
+			time.Sleep(100 * time.Millisecond)
 		}
-		time.Sleep(25 * time.Millisecond)
 	}
-	p.kill()
-	return fmt.Errorf("%s not ready after %s: %v; output:\n%s", p.name, timeout, last, p.out.String())
 }
 
 // lineCommand sends a one-line command (a Redis inline command or a ZooKeeper
@@ -155,29 +94,6 @@ func lineCommand(addr, command string, timeout time.Duration) (string, error) {
 		return "", err
 	}
 	return line, nil
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > b.max {
-		b.buf = append([]byte(nil), b.buf[len(b.buf)-b.max:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // RunWithRedis is a TestMain body for packages whose tests share one
@@ -222,8 +138,9 @@ func reportLaunchError(service string, err error) int {
 // OutputBuffer collects output (a logger's, a child process's) while a test
 // reads it: Write and String are safe to call from different goroutines.
 type OutputBuffer struct {
-	mu sync.Mutex
-	b  []byte
+	mu  sync.Mutex
+	b   []byte
+	max int // keep only the last max bytes; 0 keeps all
 }
 
 // Write appends p.
@@ -231,6 +148,9 @@ func (o *OutputBuffer) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.b = append(o.b, p...)
+	if o.max > 0 && len(o.b) > o.max {
+		o.b = append([]byte(nil), o.b[len(o.b)-o.max:]...)
+	}
 	return len(p), nil
 }
 

@@ -30,7 +30,7 @@ type Redis struct {
 	opts RedisOptions
 	dir  string
 	mu   sync.Mutex
-	proc *process
+	proc *Process
 }
 
 // StartRedis starts a redis-server for tb and stops it when tb ends.
@@ -75,14 +75,14 @@ func (r *Redis) start(bin string) error {
 	if r.opts.AppendOnly {
 		appendOnly = "yes"
 	}
-	p, err := startProcess("redis-server", r.dir, bin,
+	p, err := launchProcess(ProcessSpec{Name: "redis-server", Path: bin, Dir: r.dir, OutputLimit: serviceOutputLimit, Args: []string{
 		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", appendOnly, "--appendfsync", "always",
-		"--daemonize", "no", "--protected-mode", "no")
+		"--daemonize", "no", "--protected-mode", "no"}})
 	if err != nil {
 		return err
 	}
-	err = p.waitReady(10*time.Second, func() error {
+	err = p.WaitReady(10*time.Second, func() error {
 		line, err := lineCommand(r.Addr, "PING\r\n", time.Second)
 		if err != nil {
 			return err
@@ -127,7 +127,7 @@ func (r *Redis) Stop() {
 	p := r.proc
 	r.proc = nil
 	r.mu.Unlock()
-	p.stop(5 * time.Second)
+	_ = p.Stop(5 * time.Second)
 }
 
 // Kill ends the server at once with SIGKILL.
@@ -136,7 +136,7 @@ func (r *Redis) Kill() {
 	p := r.proc
 	r.proc = nil
 	r.mu.Unlock()
-	p.kill()
+	p.Kill()
 }
 
 // Restart stops the server if it runs and starts it again on the same port.

@@ -24,7 +24,7 @@ type ZooKeeper struct {
 
 	dir  string
 	mu   sync.Mutex
-	proc *process
+	proc *Process
 }
 
 // StartZooKeeper starts a ZooKeeper server for tb and stops it when tb ends.
@@ -87,13 +87,13 @@ func (z *ZooKeeper) start() error {
 	if err != nil {
 		return err
 	}
-	p, err := startProcess("zookeeper", z.dir, java, "-Xmx256m", "-XX:+UseSerialGC",
-		"-XX:TieredStopAtLevel=1", "-Dzookeeper.admin.enableServer=false", "-cp", cp,
-		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.dir, "zoo.cfg"))
+	p, err := launchProcess(ProcessSpec{Name: "zookeeper", Path: java, Dir: z.dir, OutputLimit: serviceOutputLimit, Args: []string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dzookeeper.admin.enableServer=false", "-cp", cp,
+		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.dir, "zoo.cfg")}})
 	if err != nil {
 		return err
 	}
-	err = p.waitReady(60*time.Second, func() error {
+	err = p.WaitReady(60*time.Second, func() error {
 		// "ruok" says imok before the server takes sessions; "srvr" says
 		// "not currently serving requests" until it does.
 		line, err := lineCommand(z.Addr, "srvr", time.Second)
@@ -120,7 +120,7 @@ func (z *ZooKeeper) Stop() {
 	p := z.proc
 	z.proc = nil
 	z.mu.Unlock()
-	p.stop(5 * time.Second)
+	_ = p.Stop(5 * time.Second)
 }
 
 // Restart stops the server if it runs and starts it again on the same port
@@ -136,6 +136,6 @@ func (z *ZooKeeper) Close() {
 	p := z.proc
 	z.proc = nil
 	z.mu.Unlock()
-	p.kill()
+	p.Kill()
 	os.RemoveAll(z.dir)
 }

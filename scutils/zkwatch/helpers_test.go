@@ -7,11 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,28 +30,6 @@ func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
 func sharedZK(t *testing.T) *harness.ZooKeeper {
 	t.Helper()
 	return shared
-}
-
-// base is a node path unique to the test run (-count may repeat a test
-// against the same server); call it once per test.
-func base(t *testing.T) string {
-	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "_")
-	return fmt.Sprintf("/%s-%d", name, runSeq.Add(1))
-}
-
-var runSeq atomic.Int64
-
-// client is a plain ZooKeeper client the test uses to change nodes.
-func client(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := zkwatch.Dial(ctx, []string{addr}, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
 }
 
 // put writes data at path, creating it and its parents if needed; it retries
@@ -86,13 +62,7 @@ func del(t *testing.T, conn *zk.Conn, path string) {
 // may be busy).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // recorder keeps every handler call in order.

@@ -26,8 +26,8 @@ func config(addr, path string) zkwatch.Config {
 
 func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/myconfig"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/myconfig"
 	put(t, c, path, "stuff here")
 
 	var r recorder
@@ -51,8 +51,8 @@ func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
 
 func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 	put(t, c, path, "start")
 	var r recorder
 	w := start(t, r.hook(config(z.Addr, path)))
@@ -74,8 +74,8 @@ func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
 
 func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/deep/er/node"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/deep/er/node"
 
 	var r recorder
 	cfg := r.hook(config(z.Addr, path))
@@ -95,8 +95,8 @@ func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
 
 func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 
 	var r recorder
 	w := start(t, r.hook(config(z.Addr, path)))
@@ -117,8 +117,8 @@ func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T)
 
 func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	b := base(t)
+	c := harness.ZooKeeperClient(t, z.Addr)
+	b := harness.UniqueNodePath(t)
 	put(t, c, b+"/tmp/myconfig", "EVENT TRIGGER config")
 	put(t, c, b+"/tmp/myconfig2", "this is another config")
 	// A trailing newline, as a text editor leaves it, is trimmed.
@@ -155,8 +155,8 @@ func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
 
 func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	b := base(t)
+	c := harness.ZooKeeperClient(t, z.Addr)
+	b := harness.UniqueNodePath(t)
 	ptr := b + "/pointer"
 	put(t, c, b+"/good", "good config")
 	put(t, c, ptr, b+"/good")
@@ -210,8 +210,8 @@ func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
 
 func TestPollingWithoutHandlers(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/myconfig"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/myconfig"
 	put(t, c, path, "My configuration string here. Typically YAML or JSON")
 
 	cfg := config(z.Addr, path)
@@ -270,8 +270,8 @@ func TestNewRejectsAnIncompleteConfig(t *testing.T) {
 
 func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 	put(t, c, path, "v1")
 	p := startProxy(t, z.Addr)
 	p.Cut()
@@ -291,7 +291,7 @@ func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
 // The key circuit-breaker case: the server goes away and comes back.
 func TestKeepsLastContentsWhileZooKeeperRestartsAndSeesLaterChanges(t *testing.T) {
 	z := harness.StartZooKeeper(t) // its own server: this test stops it
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	path := "/scrapy-cluster/crawler/all"
 	put(t, c, path, "v1")
 
@@ -323,8 +323,8 @@ func TestKeepsLastContentsWhileZooKeeperRestartsAndSeesLaterChanges(t *testing.T
 
 func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 	put(t, c, path, "v1")
 	p := startProxy(t, z.Addr)
 
@@ -348,8 +348,8 @@ func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
 
 func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	b := base(t)
+	c := harness.ZooKeeperClient(t, z.Addr)
+	b := harness.UniqueNodePath(t)
 	put(t, c, b+"/cfg", "v1")
 	put(t, c, b+"/ptr", b+"/cfg")
 	p := startProxy(t, z.Addr)
@@ -384,8 +384,8 @@ func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
 
 func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 	put(t, c, path, "v1")
 
 	before := runtime.NumGoroutine()
@@ -413,8 +413,8 @@ func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 
 func TestCancellingTheContextStopsTheWatcher(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
-	path := base(t) + "/cfg"
+	c := harness.ZooKeeperClient(t, z.Addr)
+	path := harness.UniqueNodePath(t) + "/cfg"
 	put(t, c, path, "v1")
 
 	ctx, cancel := context.WithCancel(context.Background())

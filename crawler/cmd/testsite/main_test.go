@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
@@ -31,18 +33,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestHelpDescribesTheFlags(t *testing.T) {
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"--help"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"--addr", "--pages", "--fanout", "--depth", "--robots", "--peer", "/__hits"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("help lacks %q:\n%s", want, out.String())
-		}
-	}
+	clitest.ExpectContains(t, "help", clitest.Output(t, newRoot(), "--help"), "--addr", "--pages", "--fanout", "--depth", "--robots", "--peer", "/__hits")
 }
 
 func TestServesUntilCancelled(t *testing.T) {

@@ -11,9 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -97,43 +95,12 @@ func TestACrawlCompletesOnceWithItsFinalCounts(t *testing.T) {
 	}
 }
 
-// killable is a component process a test may SIGKILL (the cluster's own
-// processes must not exit before the test ends).
-type killable struct {
-	cmd  *exec.Cmd
-	out  *harness.OutputBuffer
-	done chan struct{}
-}
-
-func (c *cluster) startKillable(name, bin string, args ...string) *killable {
-	tb := c.tb
-	tb.Helper()
-	cmd := exec.Command(binary(tb, bin), args...)
-	cmd.Env = c.environ()
-	cmd.Dir = tb.TempDir()
-	k := &killable{cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = k.out, k.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(k.done)
-	}()
-	tb.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-k.done
-		if tb.Failed() {
-			tb.Logf("output of %s (last 16 KiB):\n%s", name, tail(k.out.String(), 16<<10))
-		}
-	})
-	return k
-}
-
-func (k *killable) kill() {
-	_ = syscall.Kill(-k.cmd.Process.Pid, syscall.SIGKILL)
-	<-k.done
+// startKillable runs a component process a test may SIGKILL (the
+// cluster's own processes must not exit before the test ends); it is killed
+// when the test ends.
+func (c *cluster) startKillable(name, bin string, args ...string) *harness.Process {
+	c.tb.Helper()
+	return harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: binary(c.tb, bin), Args: args, Env: c.environ()})
 }
 
 // TestACrawlCompletesOnceWithTwoMonitorsAfterACrawlerIsKilled runs two
@@ -169,7 +136,7 @@ func TestACrawlCompletesOnceWithTwoMonitorsAfterACrawlerIsKilled(t *testing.T) {
 		}
 		return len(owners) >= 2
 	})
-	victim.kill()
+	victim.Kill()
 	c.start("crawler-2", "crawler", "--spider", "link")
 	c.start("crawler-3", "crawler", "--spider", "link")
 

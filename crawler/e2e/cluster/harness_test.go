@@ -4,64 +4,34 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if build.dir != "" {
-		os.RemoveAll(build.dir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
 
-// build holds the four component binaries, built once per test binary.
-var build struct {
-	once sync.Once
-	dir  string
-	err  error
-}
+// bins are the four component binaries, built once per test binary.
+var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+	"./crawler/cmd/crawler", "./rest/cmd/rest"}}
 
 // binary returns the path of a component binary (kafka-monitor,
-// redis-monitor, crawler, rest), building all four from the workspace root
-// the first time.
+// redis-monitor, crawler, rest), building all four the first time.
 func binary(tb testing.TB, name string) string {
 	tb.Helper()
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "cluster-e2e-")
-		if build.err != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", build.dir+string(filepath.Separator),
-			"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
-			"./crawler/cmd/crawler", "./rest/cmd/rest")
-		cmd.Dir = "../../.." // the workspace root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if build.err != nil {
-		tb.Fatal(build.err)
-	}
-	return filepath.Join(build.dir, name)
+	return bins.Path(tb, name)
 }
 
 // cluster is one test's services (redis-server, ZooKeeper, kfake) and the
@@ -74,7 +44,7 @@ type cluster struct {
 	kafka    *harness.Kafka
 	restPort int
 	env      map[string]string
-	procs    []*proc
+	procs    harness.Processes
 }
 
 // newCluster starts the services and the four components (one crawler of
@@ -135,79 +105,19 @@ func (c *cluster) environ() []string {
 	return env
 }
 
-// proc is one component process.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	out  *harness.OutputBuffer
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // start runs a component binary with the cluster's settings; on cleanup it
-// gets SIGTERM (SIGKILL after 10 s) and its output is shown if the test failed.
-func (c *cluster) start(name, bin string, args ...string) *proc {
-	tb := c.tb
-	tb.Helper()
-	cmd := exec.Command(binary(tb, bin), args...)
-	cmd.Env = c.environ()
-	cmd.Dir = tb.TempDir()
-	p := &proc{name: name, cmd: cmd, out: &harness.OutputBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
+// gets SIGTERM (SIGKILL after 10 s), and its output is shown if the test
+// failed. It must not exit before.
+func (c *cluster) start(name, bin string, args ...string) *harness.Process {
+	c.tb.Helper()
+	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: binary(c.tb, bin), Args: args, Env: c.environ(),
+		StopGrace: 10 * time.Second, Supervise: true})
 	c.procs = append(c.procs, p)
-	tb.Cleanup(func() {
-		if p.exited() {
-			tb.Errorf("%s exited by itself: %v", name, p.err)
-		} else {
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				<-p.done
-				tb.Errorf("%s still running 10s after SIGTERM; killed", name)
-			}
-		}
-		if tb.Failed() {
-			tb.Logf("output of %s (last 16 KiB):\n%s", name, tail(p.out.String(), 16<<10))
-		}
-	})
 	return p
 }
 
-func (c *cluster) proc(name string) *proc {
-	for _, p := range c.procs {
-		if p.name == name {
-			return p
-		}
-	}
-	c.tb.Fatalf("no process %s", name)
-	return nil
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
-}
+// proc is the process started as name.
+func (c *cluster) proc(name string) *harness.Process { return c.procs.Get(c.tb, name) }
 
 // feed runs `kafka-monitor feed '<json>'` as an operator does; it must exit 0.
 func (c *cluster) feed(req map[string]any) {
@@ -267,48 +177,29 @@ func (c *cluster) watch(name string) *topic {
 		FetchMaxWait: 50 * time.Millisecond, Partitions: 1, ReplicationFactor: 1,
 	}
 	full := cfg.Topic(name)
-	ctx, cancel := context.WithCancel(context.Background())
 	waitFor(tb, "topic "+full, 10*time.Second, func() bool {
-		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		defer ccancel()
-		return cfg.EnsureTopics(cctx, kafkaclient.TopicSpec{Name: full, Partitions: 1}) == nil
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: full, Partitions: 1}) == nil
 	})
-	r, err := cfg.NewPartitionReader(full, 0, kafka.FirstOffset)
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
 	t := &topic{name: full}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			msg, err := r.ReadMessage(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				continue
-			}
-			var m map[string]any
-			t.mu.Lock()
-			if err := json.Unmarshal(msg.Value, &m); err != nil {
-				t.bad = append(t.bad, string(msg.Value))
-			} else {
-				t.msgs = append(t.msgs, m)
-			}
-			t.mu.Unlock()
-		}
-	}()
+	// Registered before ReadTopic's, so it runs after the reading ends.
 	tb.Cleanup(func() {
-		cancel()
-		<-done
-		r.Close()
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if len(t.bad) > 0 {
 			tb.Errorf("%d messages on %s are not JSON objects, first: %.300s", len(t.bad), full, t.bad[0])
 		}
+	})
+	harness.ReadTopic(context.Background(), tb, cfg, full, 1, func(v []byte) {
+		var m map[string]any
+		t.mu.Lock()
+		if err := json.Unmarshal(v, &m); err != nil {
+			t.bad = append(t.bad, string(v))
+		} else {
+			t.msgs = append(t.msgs, m)
+		}
+		t.mu.Unlock()
 	})
 	return t
 }
@@ -350,16 +241,10 @@ func byCrawl(crawlID string) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["crawlid"] == crawlID && m["url"] != nil }
 }
 
-// waitFor polls cond every 10 ms until it holds, failing after timeout.
+// waitFor polls cond until it holds, failing after timeout.
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(tb, what, timeout, cond)
 }
 
 // drained waits until the link spider has nothing queued and nothing leased.
@@ -402,7 +287,7 @@ func (c *cluster) queued(key string) []string {
 // changed" log line (nil before any).
 func (c *cluster) lastDomainConfig() map[string]any {
 	var last map[string]any
-	for _, line := range strings.Split(c.proc("crawler").out.String(), "\n") {
+	for _, line := range strings.Split(c.proc("crawler").Output().String(), "\n") {
 		if !strings.Contains(line, "Domain config changed") {
 			continue
 		}
@@ -488,5 +373,5 @@ func nodes(tb testing.TB, what string, m map[string]any) {
 
 func brief(m map[string]any) string {
 	b, _ := json.Marshal(m)
-	return tail(string(b), 1500)
+	return harness.Tail(string(b), 1500)
 }

@@ -31,7 +31,7 @@ func (c *cluster) adminURL(name string) string {
 	}
 	var addr string
 	waitFor(c.tb, name+"'s admin address in its log", 30*time.Second, func() bool {
-		if m := adminLine.FindStringSubmatch(c.proc(name).out.String()); m != nil {
+		if m := adminLine.FindStringSubmatch(c.proc(name).Output().String()); m != nil {
 			addr = m[1]
 			return true
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,37 +17,11 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
-// monitorProcess is a kafka-monitor run process.
-type monitorProcess struct {
-	cmd    *exec.Cmd
-	out    *harness.OutputBuffer
-	exited chan error
-	done   chan struct{} // closed once the process has exited
-}
-
-func startMonitor(t *testing.T, bin string, args ...string) *monitorProcess {
+// startMonitor runs `kafka-monitor run` with args as a process, killed
+// when the test ends.
+func startMonitor(t *testing.T, bin string, args ...string) *harness.Process {
 	t.Helper()
-	p := &monitorProcess{cmd: exec.Command(bin, append([]string{"run"}, args...)...), out: &harness.OutputBuffer{}, exited: make(chan error, 1), done: make(chan struct{})}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		p.exited <- p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("kafka-monitor (pid %d) output:\n%s", p.cmd.Process.Pid, p.out.String())
-		}
-	})
-	return p
+	return harness.StartProcess(t, harness.ProcessSpec{Name: "kafka-monitor", Path: bin, Args: append([]string{"run"}, args...)})
 }
 
 // TestAKilledMonitorLosesNoSeedAndStoresFewTwice builds the binary, feeds 300
@@ -61,10 +34,7 @@ func startMonitor(t *testing.T, bin string, args ...string) *monitorProcess {
 func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
-	bin := filepath.Join(t.TempDir(), "kafka-monitor")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(harness.BuildBinaries(t, "./kafka-monitor/cmd/kafka-monitor"), "kafka-monitor")
 	// The production defaults: commits as the monitor makes them, INFO logs.
 	args := []string{"--set", "KAFKA_HOSTS=" + k.Hosts(), "--set", "REDIS_HOST=127.0.0.1", "--set", "REDIS_PORT=" + strconv.Itoa(r.Port),
 		"--set", "STATS_DUMP=0", "--set", "ADMIN_ADDR=127.0.0.1:0", "--log-level", "INFO", "--log-json"}
@@ -96,10 +66,7 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 		waitUntil(t, time.Minute, "the monitor keeps up", func() bool { return rdb.ZCard(ctx, queue).Val() >= int64(i-100) })
 		feed(i)
 	}
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.exited
+	first.Kill()
 	storedByFirst := rdb.ZCard(ctx, queue).Val()
 	for i := seeds / 2; i < seeds; i++ {
 		feed(i)
@@ -120,10 +87,8 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 	// Every partition got seeds after the kill, behind any redelivered ones:
 	// once all are stored, nothing more will come.
 	waitUntil(t, 2*time.Minute, "every seed is stored", func() bool { return len(ids()) == seeds })
-	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-second.exited; err != nil {
+	second.Signal(syscall.SIGTERM)
+	if err := second.Wait(); err != nil {
 		t.Fatalf("second monitor after SIGTERM: %v", err)
 	}
 
@@ -138,7 +103,7 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 		}
 	}
 	skipped := 0
-	for line := range strings.SplitSeq(second.out.String(), "\n") {
+	for line := range strings.SplitSeq(second.Output().String(), "\n") {
 		var entry struct {
 			Message  string
 			Messages int
@@ -155,11 +120,5 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, timeout, cond)
 }

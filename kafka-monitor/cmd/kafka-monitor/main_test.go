@@ -1,28 +1,18 @@
 package main
 
 import (
-	"bytes"
+	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"settings", "--set", "REDIS_HOST=redis.example"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"LOG_FILE: kafka_monitor.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("settings output lacks %q:\n%s", want, out.String())
-		}
-	}
+	out := clitest.Output(t, newRoot(), "settings", "--set", "REDIS_HOST=redis.example")
+	clitest.ExpectContains(t, "settings output", out, "LOG_FILE: kafka_monitor.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag")
 }
 
 func TestFeedExitStatus(t *testing.T) {
@@ -53,17 +43,7 @@ func TestFeedExitStatus(t *testing.T) {
 
 func TestHelpExplainsTheCommandsAndFlags(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"feed", "--help"}} {
-		root := newRoot()
-		var out bytes.Buffer
-		root.SetOut(&out)
-		root.SetArgs(args)
-		if err := root.Execute(); err != nil {
-			t.Fatal(err)
-		}
-		for _, want := range []string{"--settings", "--set", "--log-level", "--log-json", "--log-file"} {
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("%v help lacks %s", args, want)
-			}
-		}
+		out := clitest.Output(t, newRoot(), args...)
+		clitest.ExpectContains(t, fmt.Sprint(args, " help"), out, "--settings", "--set", "--log-level", "--log-json", "--log-file")
 	}
 }

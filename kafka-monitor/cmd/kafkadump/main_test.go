@@ -6,14 +6,11 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/spf13/pflag"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
@@ -50,24 +47,7 @@ func startKafka(t *testing.T, partitions int32) (*harness.Kafka, func(partition 
 	t.Helper()
 	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: partitions})
 	cfg := kafkaclient.Config{Brokers: k.Addrs, ConnTimeout: 5 * time.Second, MaxRequestBytes: 1 << 20}
-	w := cfg.NewWriter(firehose)
-	w.Balancer = kafka.BalancerFunc(func(m kafka.Message, _ ...int) int {
-		p, _ := strconv.Atoi(string(m.Key))
-		return p
-	})
-	t.Cleanup(func() { w.Close() })
-	return k, func(partition int, values ...string) {
-		t.Helper()
-		msgs := make([]kafka.Message, len(values))
-		for i, v := range values {
-			msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(partition)), Value: []byte(v)}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
-			t.Fatalf("produce: %v", err)
-		}
-	}
+	return k, harness.PartitionWriter(t, cfg, firehose)
 }
 
 func TestHelpExplainsEveryFlag(t *testing.T) {
@@ -220,46 +200,25 @@ func TestBadUsageIsRefused(t *testing.T) {
 
 // proc is kafkadump running as a separate process.
 type proc struct {
-	cmd            *exec.Cmd
+	*harness.Process
 	stdout, stderr *harness.OutputBuffer
-	done           chan struct{} // closed when it exited
 }
 
 // start runs kafkadump with args as a separate process.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(os.Args[0], args...), stdout: &harness.OutputBuffer{}, stderr: &harness.OutputBuffer{}, done: make(chan struct{})}
-	p.cmd.Env = append(os.Environ(), "KAFKADUMP_TEST_RUN_MAIN=1")
-	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	})
+	p := &proc{stdout: &harness.OutputBuffer{}, stderr: &harness.OutputBuffer{}}
+	p.Process = harness.StartProcess(t, harness.ProcessSpec{Name: "kafkadump", Path: os.Args[0], Args: args,
+		Env: append(os.Environ(), "KAFKADUMP_TEST_RUN_MAIN=1"), Stdout: p.stdout, Stderr: p.stderr})
 	return p
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }
 
 // exitCode waits for the process to exit and returns its exit code.
 func (p *proc) exitCode(t *testing.T) int {
 	t.Helper()
 	select {
-	case <-p.done:
-		return p.cmd.ProcessState.ExitCode()
+	case <-p.Done():
+		return p.ExitCode()
 	case <-time.After(60 * time.Second):
 		t.Fatal("kafkadump did not exit")
 		return -1
@@ -268,13 +227,7 @@ func (p *proc) exitCode(t *testing.T) int {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, 60*time.Second, cond)
 }
 
 func TestASignalStopsADumpCleanly(t *testing.T) {
@@ -288,9 +241,9 @@ func TestASignalStopsADumpCleanly(t *testing.T) {
 			// The start line is logged once the start offsets are fixed:
 			// everything produced after it is dumped.
 			waitFor(t, "the start line", func() bool {
-				return strings.Contains(stderr.String(), "Dumping "+firehose) || p.exited()
+				return strings.Contains(stderr.String(), "Dumping "+firehose) || p.Exited()
 			})
-			if p.exited() {
+			if p.Exited() {
 				t.Fatalf("kafkadump exited early:\n%s", stderr.String())
 			}
 			produce(0, `{"new": 0}`)
@@ -299,9 +252,7 @@ func TestASignalStopsADumpCleanly(t *testing.T) {
 				out := stdout.String()
 				return strings.Contains(out, `{"new":0}`) && strings.Contains(out, `{"new":1}`)
 			})
-			if err := p.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
+			p.Signal(sig)
 			if code := p.exitCode(t); code != 0 {
 				t.Errorf("exit code after %v = %d, want 0\nstderr:\n%s", sig, code, stderr.String())
 			}

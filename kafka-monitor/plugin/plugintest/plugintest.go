@@ -8,13 +8,15 @@ package plugintest
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -42,12 +44,7 @@ func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := logfactory.DefaultConfig()
-	cfg.Level = "ERROR"
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.QuietLogger(t)
 	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: log, Redis: rdb}}
 	if err := p.Setup(context.Background(), f.Env); err != nil {
 		t.Fatal(err)
@@ -142,4 +139,67 @@ func StringKeys(t testing.TB, c redis.Cmdable) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// DecodeNumbers decodes the JSON object s keeping numbers as written
+// (json.Number), as a test compares what a plugin stored.
+func DecodeNumbers(t testing.TB, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("decode %s: %v", s, err)
+	}
+	return m
+}
+
+// Write is a request (Raw) and the string keys a real Redis holds after
+// the plugin handled it on its own (Want).
+type Write struct {
+	Name string // the subtest's name
+	Raw  string
+	Want map[string]string
+}
+
+// ExpectWrites runs each case as a subtest: p handles the case's request
+// (see Request and Handle) on an emptied Redis, which must then hold
+// exactly the case's keys. It starts the Redis server.
+func ExpectWrites(t *testing.T, p plugin.Plugin, cases []Write) {
+	t.Helper()
+	r := harness.StartRedis(t)
+	c := r.TestClient(t)
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			if err := r.FlushAll(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := Handle(t, p, c, Request(t, p, tc.Raw)); err != nil {
+				t.Fatalf("Handle: %v", err)
+			}
+			if got := StringKeys(t, c); !reflect.DeepEqual(got, tc.Want) {
+				t.Errorf("Redis holds %v, want %v", got, tc.Want)
+			}
+		})
+	}
+}
+
+// ExpectIdempotent has p handle the request raw twice on a new Redis; the
+// second time must leave Redis as the first did, one key.
+func ExpectIdempotent(t *testing.T, p plugin.Plugin, raw string) {
+	t.Helper()
+	c := harness.StartRedis(t).TestClient(t)
+	req := Request(t, p, raw)
+	handle := func() {
+		t.Helper()
+		if err := Handle(t, p, c, req); err != nil {
+			t.Fatalf("Handle: %v", err)
+		}
+	}
+	handle()
+	first := StringKeys(t, c)
+	handle()
+	if second := StringKeys(t, c); !reflect.DeepEqual(first, second) || len(first) != 1 {
+		t.Errorf("after a repeated Handle Redis holds %v, want %v (one key)", second, first)
+	}
 }

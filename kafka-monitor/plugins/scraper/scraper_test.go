@@ -85,17 +85,6 @@ func queueKeys(t *testing.T, c *redis.Client) []string {
 	return out
 }
 
-func decodeNumbers(t *testing.T, s string) map[string]any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("decode %s: %v", s, err)
-	}
-	return m
-}
-
 func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123","priority":5}`)
@@ -108,11 +97,11 @@ func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
 		t.Fatalf("link:example.com:queue = %v, want one member with score -5", zs)
 	}
 	member := zs[0].Member.(string)
-	want := decodeNumbers(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123",
+	want := plugintest.DecodeNumbers(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123",
 		"spiderid":"link","priority":5,"maxdepth":0,"domain_max_pages":null,"allowed_domains":null,
 		"allow_regex":null,"deny_regex":null,"deny_extensions":null,"expires":0,"useragent":null,
 		"cookie":null,"attrs":null}`)
-	if got := decodeNumbers(t, member); !reflect.DeepEqual(got, want) {
+	if got := plugintest.DecodeNumbers(t, member); !reflect.DeepEqual(got, want) {
 		t.Errorf("member = %s\nwant the request with every default: %v", member, want)
 	}
 	if encoded, _ := json.Marshal(req); member != string(encoded) {
@@ -136,7 +125,7 @@ func TestHandleQueuesEveryFieldAsGiven(t *testing.T) {
 	if len(zs) != 1 || zs[0].Score != -100 {
 		t.Fatalf("wandering:example.com:queue = %v, want one member with score -100", zs)
 	}
-	if got, want := decodeNumbers(t, zs[0].Member.(string)), decodeNumbers(t, raw); !reflect.DeepEqual(got, want) {
+	if got, want := plugintest.DecodeNumbers(t, zs[0].Member.(string)), plugintest.DecodeNumbers(t, raw); !reflect.DeepEqual(got, want) {
 		t.Errorf("member = %v\nwant exactly the request %v", got, want)
 	}
 	if got := c.Get(context.Background(), "timeout:wandering:testapp:abc123").Val(); got != "1893456000" {
@@ -239,7 +228,7 @@ func TestHandleOrdersTheQueueByPriority(t *testing.T) {
 	}
 	var got []string
 	for _, z := range c.ZRangeWithScores(context.Background(), "link:example.com:queue", 0, -1).Val() {
-		got = append(got, fmt.Sprintf("%s@%v", decodeNumbers(t, z.Member.(string))["crawlid"], z.Score))
+		got = append(got, fmt.Sprintf("%s@%v", plugintest.DecodeNumbers(t, z.Member.(string))["crawlid"], z.Score))
 	}
 	if want := []string{"c100@-100", "c50@-50", "c1@-1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("queue in pop order = %v, want %v", got, want)

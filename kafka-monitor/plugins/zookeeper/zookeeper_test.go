@@ -2,7 +2,6 @@ package zookeeper_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -32,18 +31,6 @@ func handle(t *testing.T, c *redis.Client, req plugin.Request) error {
 func stringKeys(t *testing.T, c *redis.Client) map[string]string {
 	t.Helper()
 	return plugintest.StringKeys(t, c)
-}
-
-// decodeNumbers decodes a JSON object keeping numbers as written.
-func decodeNumbers(t *testing.T, s string) map[string]any {
-	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		t.Fatalf("decode %s: %v", s, err)
-	}
-	return m
 }
 
 func TestHandleWritesTheChangeAsJSONAtTheZKKey(t *testing.T) {
@@ -90,7 +77,7 @@ func TestHandleWritesTheChangeAsJSONAtTheZKKey(t *testing.T) {
 			if !ok || len(got) != 1 {
 				t.Fatalf("Redis holds %v, want only %s", got, tc.key)
 			}
-			if g, w := decodeNumbers(t, value), decodeNumbers(t, tc.value); !reflect.DeepEqual(g, w) {
+			if g, w := plugintest.DecodeNumbers(t, value), plugintest.DecodeNumbers(t, tc.value); !reflect.DeepEqual(g, w) {
 				t.Errorf("%s = %s, want %s", tc.key, value, tc.value)
 			}
 		})

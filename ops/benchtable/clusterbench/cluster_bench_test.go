@@ -5,14 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -25,6 +23,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
@@ -117,31 +116,8 @@ func BenchmarkClusterWorkload(b *testing.B) {
 // build from the workspace root.
 func buildBinaries(tb testing.TB, extra ...string) string {
 	tb.Helper()
-	root, err := workspaceRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	dir := tb.TempDir()
-	args := append([]string{"build", "-o", dir + string(filepath.Separator),
-		"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor", "./crawler/cmd/crawler", "./rest/cmd/rest"}, extra...)
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build: %v\n%s", err, out)
-	}
-	return dir
-}
-
-func workspaceRoot() (string, error) {
-	out, err := exec.Command("go", "env", "GOWORK").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOWORK: %w", err)
-	}
-	w := strings.TrimSpace(string(out))
-	if w == "" || w == "off" {
-		return "", errors.New("not in a go.work workspace")
-	}
-	return filepath.Dir(w), nil
+	return harness.BuildBinaries(tb, append([]string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+		"./crawler/cmd/crawler", "./rest/cmd/rest"}, extra...)...)
 }
 
 type cluster struct {
@@ -223,44 +199,12 @@ func (c *cluster) restGreen() bool {
 func (c *cluster) readFirehose(tb testing.TB) {
 	tb.Helper()
 	topic := c.kc.Topic("crawled_firehose")
-	var partitions int
-	waitFor(tb, "the crawled firehose topic", 30*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		topics, err := c.kc.ListTopics(ctx)
-		for _, t := range topics {
-			if t.Name == topic {
-				partitions = t.Partitions
-			}
+	partitions := harness.TopicPartitions(context.Background(), tb, c.kc, topic, 30*time.Second)
+	harness.ReadTopic(context.Background(), tb, c.kc, topic, partitions, func(v []byte) {
+		var res result
+		if json.Unmarshal(v, &res) == nil {
+			c.results <- res
 		}
-		return err == nil && partitions > 0
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for p := range partitions {
-		r, err := c.kc.NewPartitionReader(topic, p, kafka.FirstOffset)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					return
-				}
-				var res result
-				if json.Unmarshal(m.Value, &res) == nil {
-					c.results <- res
-				}
-			}
-		}()
-	}
-	tb.Cleanup(func() {
-		cancel()
-		wg.Wait()
 	})
 }
 
@@ -412,6 +356,9 @@ func (o *launcherOutput) contains(s string) bool {
 	return false
 }
 
+// String is the launcher's last lines, for a failed test's log.
+func (o *launcherOutput) String() string { return o.tail() }
+
 func (o *launcherOutput) tail() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -481,21 +428,14 @@ var ipSeq atomic.Int64
 
 func freePort(tb testing.TB) int {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := harness.FreePort()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitFor(tb, what, timeout, cond)
 }

@@ -8,17 +8,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
@@ -98,11 +96,11 @@ func launcherMemory(b *testing.B, bin string, sites []*treeSite, args []string) 
 		crawled += time.Since(start)
 	}
 	b.StopTimer()
-	rss, err := procStatusMB(l.cmd.Process.Pid, "VmRSS")
+	rss, err := procStatusMB(l.proc.Pid(), "VmRSS")
 	if err != nil {
 		b.Fatal(err)
 	}
-	hwm, err := procStatusMB(l.cmd.Process.Pid, "VmHWM")
+	hwm, err := procStatusMB(l.proc.Pid(), "VmHWM")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +111,7 @@ func launcherMemory(b *testing.B, bin string, sites []*treeSite, args []string) 
 
 // launcher is a local-cluster process and a reader of its crawled firehose.
 type launcher struct {
-	cmd   *exec.Cmd
+	proc  *harness.Process
 	out   *launcherOutput
 	kc    kafkaclient.Config
 	pages chan result
@@ -127,39 +125,18 @@ func startLauncher(tb testing.TB, bin string, args ...string) *launcher {
 	tb.Helper()
 	kafkaPort, redisPort, restPort := freePort(tb), freePort(tb), freePort(tb)
 	out := &launcherOutput{}
-	cmd := exec.Command(filepath.Join(bin, "local-cluster"), append([]string{"--bin", bin, "--color", "never",
-		"--kafka-port", strconv.Itoa(kafkaPort), "--redis-port", strconv.Itoa(redisPort), "--rest-port", strconv.Itoa(restPort)}, args...)...)
-	cmd.Dir = tb.TempDir()
-	cmd.Env = append(embeddedEnv(), "QUEUE_HITS=100000", "QUEUE_MODERATED=false", loopbackFetchEnv)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(60 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-			tb.Errorf("local-cluster did not stop within 60 s of SIGTERM")
+	proc := harness.StartProcess(tb, harness.ProcessSpec{Path: filepath.Join(bin, "local-cluster"), Args: append([]string{"--bin", bin,
+		"--color", "never", "--kafka-port", strconv.Itoa(kafkaPort), "--redis-port", strconv.Itoa(redisPort),
+		"--rest-port", strconv.Itoa(restPort)}, args...),
+		Env:    append(embeddedEnv(), "QUEUE_HITS=100000", "QUEUE_MODERATED=false", loopbackFetchEnv),
+		Stdout: out, Stderr: out, StopGrace: 60 * time.Second, Supervise: true})
+	waitFor(tb, "local-cluster to say the cluster is up", 90*time.Second, func() bool {
+		if proc.Exited() {
+			tb.Fatalf("local-cluster exited: %v\n%s", proc.Wait(), out.tail())
 		}
+		return out.contains("The cluster is up.")
 	})
-	deadline := time.Now().Add(90 * time.Second)
-	for !out.contains("The cluster is up.") {
-		select {
-		case err := <-exited:
-			tb.Fatalf("local-cluster exited: %v\n%s", err, out.tail())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("local-cluster did not say the cluster is up within 90 s:\n%s", out.tail())
-		}
-	}
-	l := &launcher{cmd: cmd, out: out, pages: make(chan result, 1<<16), kc: kafkaclient.Config{
+	l := &launcher{proc: proc, out: out, pages: make(chan result, 1<<16), kc: kafkaclient.Config{
 		Brokers: []string{"127.0.0.1:" + strconv.Itoa(kafkaPort)}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
 		BatchLinger: time.Millisecond, MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20,
 		FetchMaxWait: 100 * time.Millisecond, Partitions: 3, ReplicationFactor: 1,
@@ -174,45 +151,16 @@ func (l *launcher) readFirehose(tb testing.TB) {
 	tb.Helper()
 	topic := l.kc.Topic("crawled_firehose")
 	ctx, cancel := context.WithCancel(context.Background())
-	var partitions int
-	waitFor(tb, "the crawled firehose topic", 30*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		topics, err := l.kc.ListTopics(ctx)
-		for _, t := range topics {
-			if t.Name == topic {
-				partitions = t.Partitions
+	tb.Cleanup(cancel)
+	partitions := harness.TopicPartitions(ctx, tb, l.kc, topic, 30*time.Second)
+	harness.ReadTopic(ctx, tb, l.kc, topic, partitions, func(v []byte) {
+		var res result
+		if json.Unmarshal(v, &res) == nil {
+			select {
+			case l.pages <- res:
+			case <-ctx.Done():
 			}
 		}
-		return err == nil && partitions > 0
-	})
-	var wg sync.WaitGroup
-	for p := range partitions {
-		r, err := l.kc.NewPartitionReader(topic, p, kafka.FirstOffset)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		wg.Go(func() {
-			defer r.Close()
-			for {
-				m, err := r.ReadMessage(ctx)
-				if err != nil {
-					return
-				}
-				var res result
-				if json.Unmarshal(m.Value, &res) == nil {
-					select {
-					case l.pages <- res:
-					case <-ctx.Done():
-						return
-					}
-				}
-			}
-		})
-	}
-	tb.Cleanup(func() {
-		cancel()
-		wg.Wait()
 	})
 }
 

@@ -1,22 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
 )
 
 func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
-	root := newRoot()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetArgs([]string{"settings", "--set", "REDIS_HOST=redis.example"})
-	if err := root.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"LOG_FILE: redis_monitor.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("settings output lacks %q:\n%s", want, out.String())
-		}
-	}
+	out := clitest.Output(t, newRoot(), "settings", "--set", "REDIS_HOST=redis.example")
+	clitest.ExpectContains(t, "settings output", out, "LOG_FILE: redis_monitor.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag")
 }

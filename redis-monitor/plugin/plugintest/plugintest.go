@@ -15,7 +15,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -47,12 +47,7 @@ func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.D
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := logfactory.DefaultConfig()
-	cfg.Level = "ERROR"
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.QuietLogger(t)
 	f := &Fixture{Plugin: p, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.Env = plugin.Env{
 		Settings: s, Logger: log, Redis: rdb,

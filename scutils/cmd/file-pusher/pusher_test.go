@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,24 +28,7 @@ func sharedZK(t *testing.T) *harness.ZooKeeper {
 
 // base is a node path unique to the test run (-count may repeat a test
 // against the same server), ending with /; call it once per test.
-func base(t *testing.T) string {
-	name := regexp.MustCompile(`[^A-Za-z0-9_-]+`).ReplaceAllString(t.Name(), "_")
-	return fmt.Sprintf("/%s-%d/", name, runSeq.Add(1))
-}
-
-var runSeq atomic.Int64
-
-func client(t *testing.T, addr string) *zk.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	conn, err := zkwatch.Dial(ctx, []string{addr}, 10*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	return conn
-}
+func base(t *testing.T) string { return harness.UniqueNodePath(t) + "/" }
 
 func writeFile(t *testing.T, name, contents string) string {
 	t.Helper()
@@ -90,7 +71,7 @@ domains:
 
 func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t) + "crawler/"
 	file := writeFile(t, "example.yml", exampleYAML)
 
@@ -116,7 +97,7 @@ func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
 
 func TestDefaultsPushToScrapyClusterCrawlerAll(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	file := writeFile(t, "example.yml", exampleYAML)
 	if code, out, errOut := pusher(t, "-f", file, "-z", z.Addr); code != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -128,7 +109,7 @@ func TestDefaultsPushToScrapyClusterCrawlerAll(t *testing.T) {
 
 func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	file := writeFile(t, "example.yml", exampleYAML)
 	if code, _, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p); code != 0 {
@@ -192,7 +173,7 @@ func TestAWatcherSeesPushesAndWipes(t *testing.T) {
 
 func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	good := writeFile(t, "good.yml", exampleYAML)
 	port, err := harness.FreePort()
@@ -237,7 +218,7 @@ func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 
 func TestNoValidatePushesAnyText(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	text := "domains: [not yaml\n"
 	file := writeFile(t, "raw.txt", text)
@@ -251,7 +232,7 @@ func TestNoValidatePushesAnyText(t *testing.T) {
 
 func TestPathWithoutTrailingSlashIsJoinedAsWrittenWithANote(t *testing.T) {
 	z := sharedZK(t)
-	c := client(t, z.Addr)
+	c := harness.ZooKeeperClient(t, z.Addr)
 	p := strings.TrimSuffix(base(t), "/")
 	file := writeFile(t, "pointer.txt", "/tmp/myconfig\n")
 	code, _, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p, "-i", "pointer1")

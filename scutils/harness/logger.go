@@ -1,0 +1,20 @@
+package harness
+
+import (
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+)
+
+// QuietLogger is a Log Factory logger with the default configuration at
+// level ERROR, for a component under test that should log its errors only.
+func QuietLogger(tb testing.TB) *logfactory.Logger {
+	tb.Helper()
+	cfg := logfactory.DefaultConfig()
+	cfg.Level = "ERROR"
+	log, err := logfactory.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return log
+}
