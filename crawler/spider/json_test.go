@@ -17,30 +17,12 @@ import (
 // HTML escaping): the encoding AppendJSON must reproduce byte for byte.
 func referenceJSON(t *testing.T, p *spider.Page) []byte {
 	t.Helper()
-	type link struct {
-		URL  string `json:"url"`
-		Text string `json:"text"`
-	}
-	type fields struct {
-		URL             string              `json:"url"`
-		ResponseURL     string              `json:"response_url"`
-		StatusCode      int                 `json:"status_code"`
-		StatusMsg       string              `json:"status_msg"`
-		ResponseHeaders map[string][]string `json:"response_headers"`
-		RequestHeaders  map[string][]string `json:"request_headers"`
-		Body            string              `json:"body"`
-		Encoding        string              `json:"encoding"`
-		Links           []link              `json:"links"`
-		Attrs           json.RawMessage     `json:"attrs"`
-		AppID           string              `json:"appid"`
-		CrawlID         string              `json:"crawlid"`
-		Timestamp       string              `json:"timestamp"`
-	}
-	f := fields{URL: p.URL, ResponseURL: p.ResponseURL, StatusCode: p.StatusCode, StatusMsg: p.StatusMsg,
-		ResponseHeaders: p.ResponseHeaders, RequestHeaders: p.RequestHeaders, Body: p.Body, Encoding: p.Encoding,
-		Links: []link{}, Attrs: p.Attrs, AppID: p.AppID, CrawlID: p.CrawlID, Timestamp: p.Timestamp}
-	for _, l := range p.Links {
-		f.Links = append(f.Links, link(l))
+	// plainPage has Page's fields and tags but not its MarshalJSON, so
+	// encoding/json writes it field by field.
+	type plainPage spider.Page
+	f := plainPage(*p)
+	if f.Links == nil {
+		f.Links = []spider.Link{}
 	}
 	if f.ResponseHeaders == nil {
 		f.ResponseHeaders = map[string][]string{}
