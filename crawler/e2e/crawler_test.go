@@ -57,12 +57,14 @@ func pause(r *http.Request, d time.Duration, done <-chan struct{}) bool {
 	return false
 }
 
-func TestKilledCrawlerLosesNoPage(t *testing.T) {
-	c := newCluster(t)
-	const victimUA = "victim/1.0"
-	// The victim's tree page fetches never get an answer: it holds them until
-	// it dies. The others get theirs after 100 ms, so the crawl is under way
-	// while the victim is killed.
+// victimUA is the user agent of the crawler a test kills.
+const victimUA = "victim/1.0"
+
+// startVictimSite starts a site whose tree page fetches by victimUA never get
+// an answer (they are held until the test ends), while the others get theirs
+// after delay, so that a crawl is under way while the victim is killed.
+func startVictimSite(t *testing.T, delay time.Duration, opts ...testsite.Option) *testsite.Site {
+	t.Helper()
 	var site atomic.Pointer[testsite.Site]
 	testOver := make(chan struct{})
 	opt := wrapTree("127.0.0.1", &site, func(w http.ResponseWriter, r *http.Request, builtin http.HandlerFunc) {
@@ -70,30 +72,49 @@ func TestKilledCrawlerLosesNoPage(t *testing.T) {
 			pause(r, time.Hour, testOver)
 			panic(http.ErrAbortHandler) // no answer, ever
 		}
-		if !pause(r, 100*time.Millisecond, testOver) {
+		if !pause(r, delay, testOver) {
 			panic(http.ErrAbortHandler)
 		}
 		builtin(w, r)
 	})
-	site.Store(testsite.Start(t, opt))
+	site.Store(testsite.Start(t, append([]testsite.Option{opt}, opts...)...))
 	t.Cleanup(func() { close(testOver) }) // before the site closes: it waits for its handlers
-	s := site.Load()
+	return site.Load()
+}
+
+// victimTreeHits are the tree page requests the victim has made to s.
+func victimTreeHits(s *testsite.Site) []testsite.Hit {
+	return hitsBy(s, func(h testsite.Hit) bool {
+		return h.Host == s.Addr() && h.UserAgent == victimUA && strings.HasPrefix(h.Path, "/page/")
+	})
+}
+
+// startSurvivors starts n crawlers, survivor-1 to survivor-n, each with its
+// own user agent and with the settings env.
+func (c *cluster) startSurvivors(t *testing.T, n int, env map[string]string) []*crawler {
+	t.Helper()
+	var survivors []*crawler
+	for i := range n {
+		survivors = append(survivors, c.startCrawler(t, fmt.Sprintf("survivor-%d", i+1), with(env, "USER_AGENT", fmt.Sprintf("survivor-%d/1.0", i+1))))
+	}
+	return survivors
+}
+
+func TestKilledCrawlerLosesNoPage(t *testing.T) {
+	c := newCluster(t)
+	// The victim's tree page fetches never get an answer: it holds them until
+	// it dies. The others get theirs after 100 ms, so the crawl is under way
+	// while the victim is killed.
+	s := startVictimSite(t, 100*time.Millisecond)
 
 	seed := crawl("link", s.URL("/"), "killed", 3)
 	want := testsite.Reachable(seed.URL, 3, notFile, s)
 	lease := map[string]string{"LEASE_TIMEOUT": "2", "LEASE_REAP_INTERVAL": "1"}
 	victim := c.startCrawler(t, "victim", with(lease, "USER_AGENT", victimUA))
-	var survivors []*crawler
-	for i := range 2 {
-		survivors = append(survivors, c.startCrawler(t, fmt.Sprintf("survivor-%d", i+1), with(lease, "USER_AGENT", fmt.Sprintf("survivor-%d/1.0", i+1))))
-	}
+	survivors := c.startSurvivors(t, 2, lease)
 	c.seed(t, seed)
 
-	victimHits := func() []testsite.Hit {
-		return hitsBy(s, func(h testsite.Hit) bool {
-			return h.Host == s.Addr() && h.UserAgent == victimUA && strings.HasPrefix(h.Path, "/page/")
-		})
-	}
+	victimHits := func() []testsite.Hit { return victimTreeHits(s) }
 	waitFor(t, "the victim to hold two tree pages in flight", 30*time.Second, func() bool { return len(victimHits()) >= 2 })
 	if n := c.leases(t, "link"); n < 2 {
 		t.Fatalf("%d requests leased while the victim holds two", n)

@@ -291,22 +291,7 @@ func TestAKilledCrawlersRequestsAreCountedOnceAfterTheirLeasesAreReaped(t *testi
 	c := newCluster(t)
 	// The victim's tree page fetches never get an answer: it dies holding
 	// one or more. The others get theirs after 20 ms.
-	const victimUA = "victim/1.0"
-	var site atomic.Pointer[testsite.Site]
-	testOver := make(chan struct{})
-	opt := wrapTree("127.0.0.1", &site, func(w http.ResponseWriter, r *http.Request, builtin http.HandlerFunc) {
-		if r.UserAgent() == victimUA {
-			pause(r, time.Hour, testOver)
-			panic(http.ErrAbortHandler)
-		}
-		if !pause(r, 20*time.Millisecond, testOver) {
-			panic(http.ErrAbortHandler)
-		}
-		builtin(w, r)
-	})
-	site.Store(testsite.Start(t, opt, testsite.WithPages(4)))
-	t.Cleanup(func() { close(testOver) })
-	st := site.Load()
+	st := startVictimSite(t, 20*time.Millisecond, testsite.WithPages(4))
 	lease := map[string]string{"LEASE_TIMEOUT": "2", "LEASE_REAP_INTERVAL": "1", "SC_LOG_LEVEL": "INFO"}
 	// It waits for its tree pages until killed: no timeout, no retry.
 	// Alone at first, so that it surely takes some.
@@ -315,14 +300,8 @@ func TestAKilledCrawlersRequestsAreCountedOnceAfterTheirLeasesAreReaped(t *testi
 	seed := crawl("link", st.URL("/"), "killed-ledger", 3)
 	want := testsite.Reachable(seed.URL, 3, notFile, st)
 	c.seed(t, seed)
-	waitFor(t, "the victim to hold a tree page", 30*time.Second, func() bool {
-		return len(hitsBy(st, func(h testsite.Hit) bool {
-			return h.Host == st.Addr() && h.UserAgent == victimUA && strings.HasPrefix(h.Path, "/page/")
-		})) >= 1
-	})
-	for i := range 2 {
-		c.startCrawler(t, fmt.Sprintf("survivor-%d", i+1), with(lease, "USER_AGENT", fmt.Sprintf("survivor-%d/1.0", i+1)))
-	}
+	waitFor(t, "the victim to hold a tree page", 30*time.Second, func() bool { return len(victimTreeHits(st)) >= 1 })
+	c.startSurvivors(t, 2, lease)
 	victim.kill()
 	waitFor(t, "the crawl to finish", 90*time.Second, func() bool {
 		p := c.progress(t, "link", "killed-ledger")
