@@ -18,6 +18,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -370,32 +371,16 @@ func BenchmarkLedgerCost(b *testing.B) {
 	warm := requests(200, "warm-up")
 	c.seed(b, warm...)
 	c.countResults(b, len(warm), 60*time.Second)
-	redisCPU := func() time.Duration {
-		info, err := c.rdb.Info(context.Background(), "cpu").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		var total float64
-		for _, line := range strings.Split(info, "\r\n") {
-			for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-				if v, ok := strings.CutPrefix(line, f); ok {
-					x, _ := strconv.ParseFloat(v, 64)
-					total += x
-				}
-			}
-		}
-		return time.Duration(total * float64(time.Second))
-	}
 	var elapsed, used time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		reqs := requests(perIteration, "ledger-"+strconv.Itoa(i))
 		b.StartTimer()
-		start, cpuStart := time.Now(), redisCPU()
+		start, cpuStart := time.Now(), harness.RedisCPU(b, c.rdb)
 		c.seed(b, reqs...)
 		c.countResults(b, perIteration, 120*time.Second)
 		elapsed += time.Since(start)
-		used += redisCPU() - cpuStart
+		used += harness.RedisCPU(b, c.rdb) - cpuStart
 	}
 	pages := float64(b.N * perIteration)
 	b.ReportMetric(pages/elapsed.Seconds(), "pages/s")

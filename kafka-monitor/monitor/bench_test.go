@@ -1,11 +1,7 @@
 package monitor_test
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,7 +41,7 @@ func benchIngest(b *testing.B, extra ...string) {
 		c.produce(b, reqs...)
 	}
 	b.ResetTimer()
-	start, redisStart, selfStart := time.Now(), redisCPU(b, c), selfCPU(b)
+	start, redisStart, selfStart := time.Now(), harness.RedisCPU(b, c.rdb), harness.ProcessCPU(b)
 	m, _ := c.start(b)
 	deadline := time.Now().Add(10 * time.Minute)
 	var first time.Time
@@ -62,35 +58,6 @@ func benchIngest(b *testing.B, extra ...string) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "requests/s")
 	// Where the CPU went: redis-server, and this process (the monitor, the
 	// kfake broker and the log buffer).
-	b.ReportMetric(float64((redisCPU(b, c)-redisStart).Microseconds())/float64(b.N), "redis-cpu-µs/request")
-	b.ReportMetric(float64((selfCPU(b)-selfStart).Microseconds())/float64(b.N), "process-cpu-µs/request")
-}
-
-// redisCPU is the CPU time the cluster's redis-server used so far (INFO cpu).
-func redisCPU(tb testing.TB, c *cluster) time.Duration {
-	tb.Helper()
-	info, err := c.rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
-			if v, ok := strings.CutPrefix(line, f); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				total += x
-			}
-		}
-	}
-	return time.Duration(total * float64(time.Second))
-}
-
-// selfCPU is the CPU time this process used so far.
-func selfCPU(tb testing.TB) time.Duration {
-	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((harness.RedisCPU(b, c.rdb)-redisStart).Microseconds())/float64(b.N), "redis-cpu-µs/request")
+	b.ReportMetric(float64((harness.ProcessCPU(b)-selfStart).Microseconds())/float64(b.N), "process-cpu-µs/request")
 }
