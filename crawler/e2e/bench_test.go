@@ -200,10 +200,7 @@ func BenchmarkNewDomainLatency(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	slices.Sort(latencies)
-	ms := func(q float64) float64 {
-		return float64(latencies[int(q*float64(len(latencies)-1))]) / float64(time.Millisecond)
-	}
+	ms := harness.Quantiles(latencies)
 	b.ReportMetric(ms(0.50), "p50-ms")
 	b.ReportMetric(ms(0.99), "p99-ms")
 	b.ReportMetric(ms(1), "max-ms")

@@ -92,10 +92,7 @@ func BenchmarkClusterWorkload(b *testing.B) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	slices.Sort(latencies)
-	ms := func(q float64) float64 {
-		return float64(latencies[int(q*float64(len(latencies)-1))]) / float64(time.Millisecond)
-	}
+	ms := harness.Quantiles(latencies)
 	b.ReportMetric(ms(0.50), "feed-p50-ms")
 	b.ReportMetric(ms(0.99), "feed-p99-ms")
 	for _, comp := range components {
