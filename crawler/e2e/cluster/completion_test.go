@@ -175,6 +175,22 @@ func indexOf(t *topic, keep func(map[string]any) bool) int {
 	return -1
 }
 
+// checkEndedAfter awaits the crawl-complete of crawlID, a crawl of 5 seeds
+// with 1 page crawled that a stop or an expire (endedBy) ended with reason
+// after purging the other 4, and checks that it came after the action's
+// answer (answerName, the message answer accepts).
+func checkEndedAfter(t *testing.T, outbound *topic, crawlID, reason, endedBy, answerName string, answer func(map[string]any) bool) {
+	t.Helper()
+	m := outbound.await(t, "the crawl-complete of "+crawlID, 10*time.Second, completeOf(crawlID))
+	checkFinal(t, m, crawlID, reason, 5, 1)
+	if p := progressOf(t, m); fmt.Sprint(p["purged"]) != "map["+endedBy+":4]" || p["ended_by"] != endedBy {
+		t.Errorf("%s progress %s, want 4 purged by the %s", reason, brief(p), endedBy)
+	}
+	if i, j := indexOf(outbound, answer), indexOf(outbound, completeOf(crawlID)); i > j {
+		t.Errorf("crawl-complete (message %d) before %s (message %d)", j, answerName, i)
+	}
+}
+
 // TestStopAndExpireEndCrawlsAfterTheirAnswers stops one crawl and lets
 // another expire while their domains are throttled (pages stay queued):
 // each gets its usual answer, then a crawl-complete saying "stopped" or
@@ -201,30 +217,14 @@ func TestStopAndExpireEndCrawlsAfterTheirAnswers(t *testing.T) {
 	if st["total_purged"] != 4.0 {
 		t.Errorf("stop answer %s, want 4 purged", brief(st))
 	}
-	stopped := outbound.await(t, "the crawl-complete of stopme", 10*time.Second, completeOf("stopme"))
-	checkFinal(t, stopped, "stopme", "stopped", 5, 1)
-	if p := progressOf(t, stopped); fmt.Sprint(p["purged"]) != "map[stop:4]" || p["ended_by"] != "stop" {
-		t.Errorf("stopped progress %s, want 4 purged by the stop", brief(p))
-	}
-	if i, j := indexOf(outbound, byUUID("stop-ledger")), indexOf(outbound, completeOf("stopme")); i > j {
-		t.Errorf("crawl-complete (message %d) before the stop answer (message %d)", j, i)
-	}
+	checkEndedAfter(t, outbound, "stopme", "stopped", "stop", "the stop answer", byUUID("stop-ledger"))
 
-	ex := outbound.await(t, "the expired notification", 30*time.Second, func(m map[string]any) bool {
-		return m["action"] == "expired" && m["crawlid"] == "expireme"
-	})
+	expiredNote := func(m map[string]any) bool { return m["action"] == "expired" && m["crawlid"] == "expireme" }
+	ex := outbound.await(t, "the expired notification", 30*time.Second, expiredNote)
 	if ex["total_expired"] != 4.0 {
 		t.Errorf("expired notification %s, want 4 expired", brief(ex))
 	}
-	expired := outbound.await(t, "the crawl-complete of expireme", 10*time.Second, completeOf("expireme"))
-	checkFinal(t, expired, "expireme", "expired", 5, 1)
-	if p := progressOf(t, expired); fmt.Sprint(p["purged"]) != "map[expire:4]" || p["ended_by"] != "expire" {
-		t.Errorf("expired progress %s, want 4 purged by the expire", brief(p))
-	}
-	if i, j := indexOf(outbound, func(m map[string]any) bool { return m["action"] == "expired" && m["crawlid"] == "expireme" }),
-		indexOf(outbound, completeOf("expireme")); i > j {
-		t.Errorf("crawl-complete (message %d) before the expired notification (message %d)", j, i)
-	}
+	checkEndedAfter(t, outbound, "expireme", "expired", "expire", "the expired notification", expiredNote)
 
 	// The REST service lists both, newest first, and shows each. A monitor
 	// records a crawl complete once Kafka has its crawl-complete, so the
