@@ -233,7 +233,7 @@ func BenchmarkThrottleUse(b *testing.B) {
 				// Until a fetch lands past the measured windows: the backlog
 				// holds more than they allow.
 				var times []time.Time
-				waitFor(b, "the measured windows to pass", windows*window+30*time.Second, func() bool {
+				harness.WaitFor(b, "the measured windows to pass", windows*window+30*time.Second, func() bool {
 					times = fetchTimes(site)
 					return len(times) > 0 && times[len(times)-1].Sub(times[0]) >= windows*window
 				})
@@ -265,7 +265,7 @@ func BenchmarkIdleRSS(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		p := c.startCrawler(b, "crawler-"+strconv.Itoa(i), benchSettings)
 		pattern := rediskeys.CrawlerHeartbeatKey("*", "link", "*")
-		waitFor(b, "the crawler's heartbeat", 30*time.Second, func() bool {
+		harness.WaitFor(b, "the crawler's heartbeat", 30*time.Second, func() bool {
 			keys, _ := c.rdb.Keys(context.Background(), pattern).Result()
 			beats := 0
 			for _, k := range keys {

@@ -196,7 +196,7 @@ func (c *cluster) firehose(tb testing.TB) *kafka.Reader {
 	topic := cfg.Topic("crawled_firehose")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	waitFor(tb, "the crawled topic", 10*time.Second, func() bool {
+	harness.WaitFor(tb, "the crawled topic", 10*time.Second, func() bool {
 		return cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: topic, Partitions: 1}) == nil
 	})
 	r, err := cfg.NewPartitionReader(topic, 0, kafka.FirstOffset)
@@ -268,7 +268,7 @@ func (c *cluster) noMoreResults(tb testing.TB) {
 func (c *cluster) drained(tb testing.TB, timeout time.Duration, spiderIDs ...string) {
 	tb.Helper()
 	ctx := context.Background()
-	waitFor(tb, "the queues and leases to empty", timeout, func() bool {
+	harness.WaitFor(tb, "the queues and leases to empty", timeout, func() bool {
 		// Read queues and leases at one instant: a retry moves a request
 		// from its lease back to its queue in one step.
 		pipe := c.rdb.TxPipeline()
@@ -324,18 +324,6 @@ func resultURLs(pages []*spider.Page) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// waitFor polls cond every 10 ms until it holds, failing after timeout.
-func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // hitsBy returns the site's hits, in time order, that keep says to.

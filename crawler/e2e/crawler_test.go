@@ -18,6 +18,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -115,7 +116,7 @@ func TestKilledCrawlerLosesNoPage(t *testing.T) {
 	c.seed(t, seed)
 
 	victimHits := func() []testsite.Hit { return victimTreeHits(s) }
-	waitFor(t, "the victim to hold two tree pages in flight", 30*time.Second, func() bool { return len(victimHits()) >= 2 })
+	harness.WaitFor(t, "the victim to hold two tree pages in flight", 30*time.Second, func() bool { return len(victimHits()) >= 2 })
 	if n := c.leases(t, "link"); n < 2 {
 		t.Fatalf("%d requests leased while the victim holds two", n)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -202,7 +203,7 @@ func TestTheLedgerCountsEveryRequestOfACrawlExactlyAndNeverBreaksItsSum(t *testi
 	seed.DenyRegex = []string{"/deny/"}
 	c.seed(t, seed)
 	// Done: the seed and the 7 pages it led to.
-	waitFor(t, "the crawl to finish", 60*time.Second, func() bool {
+	harness.WaitFor(t, "the crawl to finish", 60*time.Second, func() bool {
 		p := c.progress(t, "link", "ledger")
 		return p.Done == 8 && p.Outstanding() == 0
 	})
@@ -300,10 +301,10 @@ func TestAKilledCrawlersRequestsAreCountedOnceAfterTheirLeasesAreReaped(t *testi
 	seed := crawl("link", st.URL("/"), "killed-ledger", 3)
 	want := testsite.Reachable(seed.URL, 3, notFile, st)
 	c.seed(t, seed)
-	waitFor(t, "the victim to hold a tree page", 30*time.Second, func() bool { return len(victimTreeHits(st)) >= 1 })
+	harness.WaitFor(t, "the victim to hold a tree page", 30*time.Second, func() bool { return len(victimTreeHits(st)) >= 1 })
 	c.startSurvivors(t, 2, lease)
 	victim.kill()
-	waitFor(t, "the crawl to finish", 90*time.Second, func() bool {
+	harness.WaitFor(t, "the crawl to finish", 90*time.Second, func() bool {
 		p := c.progress(t, "link", "killed-ledger")
 		return p.Done == int64(len(want)) && p.Outstanding() == 0 && p.InFlight == 0
 	})

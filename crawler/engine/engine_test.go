@@ -11,6 +11,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -74,7 +75,7 @@ func TestResultHasEveryFieldOfTheSpecsCrawlResult(t *testing.T) {
 	seed.UserAgent = "MyCrawler/1.0"
 	e.seed(t, seed)
 	var page map[string]any
-	waitFor(t, "the seed's result", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the seed's result", 30*time.Second, func() bool {
 		for _, p := range e.pages(t, len(e.read)+1, 30*time.Second) {
 			if p["url"] == seed.URL {
 				page = p
@@ -154,7 +155,7 @@ func TestErrorPagesArePublishedAndFailuresRetriedThenDropped(t *testing.T) {
 	count := func(code string) int64 {
 		return e.rdb.PFCount(context.Background(), rediskeys.CrawlerStatusKey(hostname(t), "link", code)+":lifetime").Val()
 	}
-	waitFor(t, "the response code counts", 10*time.Second, func() bool { return count("404") == 1 && count("504") == 6 })
+	harness.WaitFor(t, "the response code counts", 10*time.Second, func() bool { return count("404") == 1 && count("504") == 6 })
 	if !e.log.Contains(`"Scraper Retry"`) {
 		t.Error("no Scraper Retry log line")
 	}
@@ -187,7 +188,7 @@ func TestLiveDomainConfigChangesTheThrottleAndBlacklist(t *testing.T) {
 	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.UpdateDomain(domain, 2, 60, 1.0); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the throttle change", 10*time.Second, func() bool {
+	harness.WaitFor(t, "the throttle change", 10*time.Second, func() bool {
 		e.seed(t, crawl(e.site.URL("/page/3"), "probe", 0)) // makes the domain known
 		hits, window, _ := e.eng.Scheduler().Throttle(domain)
 		return hits == 2 && window == time.Minute
@@ -195,14 +196,14 @@ func TestLiveDomainConfigChangesTheThrottleAndBlacklist(t *testing.T) {
 	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.AddBlacklist(domain); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the blacklist", 10*time.Second, func() bool {
+	harness.WaitFor(t, "the blacklist", 10*time.Second, func() bool {
 		_, _, blocked := e.eng.Scheduler().Throttle(domain)
 		return blocked
 	})
 	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.RemoveBlacklist(domain); d.RemoveDomain(domain); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the default throttle back", 10*time.Second, func() bool {
+	harness.WaitFor(t, "the default throttle back", 10*time.Second, func() bool {
 		hits, _, blocked := e.eng.Scheduler().Throttle(domain)
 		return hits == 100000 && !blocked
 	})
@@ -211,7 +212,7 @@ func TestLiveDomainConfigChangesTheThrottleAndBlacklist(t *testing.T) {
 func TestShutdownReturnsUnfinishedRequestsToTheirQueue(t *testing.T) {
 	e := newEnv(t, map[string]string{"SHUTDOWN_GRACE": "0.2", "DOWNLOAD_TIMEOUT": "30"})
 	e.seed(t, crawl(e.site.URL("/slow/20000"), "slow", 0))
-	waitFor(t, "the slow page in flight", 10*time.Second, func() bool { return len(e.site.HitsFor("/slow/20000")) == 1 })
+	harness.WaitFor(t, "the slow page in flight", 10*time.Second, func() bool { return len(e.site.HitsFor("/slow/20000")) == 1 })
 	e.stopEngine(t)
 	ctx := context.Background()
 	if n := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); n != 1 {

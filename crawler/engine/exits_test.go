@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/link"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -177,7 +178,7 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 			e.seedCounted(t, r)
 			c := ledger.Crawl{SpiderID: spiderID, AppID: r.AppID, CrawlID: r.CrawlID}
 			var p *ledger.Progress
-			waitFor(t, "the request's fate in its ledger", 30*time.Second, func() bool {
+			harness.WaitFor(t, "the request's fate in its ledger", 30*time.Second, func() bool {
 				got, err := ledger.Read(context.Background(), e.rdb, c)
 				if err != nil || got[0] == nil {
 					return false

@@ -240,7 +240,7 @@ func (e *env) pages(t testing.TB, n int, timeout time.Duration) []map[string]any
 func (e *env) drained(t testing.TB, spiderID string) {
 	t.Helper()
 	ctx := context.Background()
-	waitFor(t, "the crawl to drain", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the crawl to drain", 30*time.Second, func() bool {
 		// Read both at one instant: a retry moves a request from its lease
 		// back to its queue in one step.
 		pipe := e.rdb.TxPipeline()
@@ -268,7 +268,7 @@ func (e *env) noMorePages(t testing.TB) {
 func (e *env) logLine(t testing.TB, msg string) map[string]any {
 	t.Helper()
 	var found map[string]any
-	waitFor(t, "the log line "+msg, 30*time.Second, func() bool {
+	harness.WaitFor(t, "the log line "+msg, 30*time.Second, func() bool {
 		for _, line := range strings.Split(e.log.String(), "\n") {
 			var m map[string]any
 			if json.Unmarshal([]byte(line), &m) == nil && strings.Contains(fmt.Sprint(m["message"]), msg) {
@@ -288,17 +288,6 @@ func urls(pages []map[string]any) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // notFile is the default deny_extensions as far as the test site goes: its

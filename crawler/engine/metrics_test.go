@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
@@ -75,7 +76,7 @@ func TestMetricsCountResponsesRetriesAndDropsAsTheyHappen(t *testing.T) {
 	e.noMorePages(t)
 	var got map[string]float64
 	// The last request is acknowledged just after its page is out.
-	waitFor(t, "no request in flight", 10*time.Second, func() bool {
+	harness.WaitFor(t, "no request in flight", 10*time.Second, func() bool {
 		got = gather(t, e)
 		return got["scrapy_crawler_requests_in_flight{}"] == 0 && got["scrapy_crawler_leases_held{}"] == 0
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -13,7 +14,7 @@ func TestARefusedAddressIsALoggedCountedDropNotARetry(t *testing.T) {
 	e := newEnv(t, map[string]string{"FETCH_ALLOWED_NETWORKS": "127.0.0.2/32", "RETRY_TIMES": "2"})
 	e.seed(t, crawl(e.site.URL("/page/1"), "refused", 1))
 	e.seed(t, crawl(e.site.URL("/redirect?to=http://127.0.0.99/internal-secret"), "refused", 1))
-	waitFor(t, "both requests dropped", 30*time.Second, func() bool { return e.eng.Counters().Dropped.Load() == 2 })
+	harness.WaitFor(t, "both requests dropped", 30*time.Second, func() bool { return e.eng.Counters().Dropped.Load() == 2 })
 	e.drained(t, "link")
 	e.pages(t, 0, 10*time.Second) // the reader, from the topic's start
 	e.noMorePages(t)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // TestTextLogLinesNameTheRequestAndTheReason crawls a page and a request
@@ -26,7 +28,7 @@ func TestTextLogLinesNameTheRequestAndTheReason(t *testing.T) {
 		{"the retry", `\] ERROR: Scraper Retry url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link error="[^"]+" error_reason="[^"]+" retry_count=0 status_code=504`},
 		{"the request given up", `\] ERROR: Gave up retrying the request; dropped url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link reason=timeout error="[^"]+" retry_times=1`},
 	} {
-		waitFor(t, want.what+" in the text log", 10*time.Second, func() bool {
+		harness.WaitFor(t, want.what+" in the text log", 10*time.Second, func() bool {
 			return regexp.MustCompile(want.re).MatchString(e.log.String())
 		})
 	}

@@ -30,7 +30,7 @@ func TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage(t *testing.T) {
 	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.UpdateDomain(domain, 7, 30, 0.5); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the ZooKeeper throttle", 20*time.Second, func() bool {
+	harness.WaitFor(t, "the ZooKeeper throttle", 20*time.Second, func() bool {
 		hits, window, _ := e.eng.Scheduler().Throttle(domain)
 		return hits == 3 && window == 30*time.Second // 7 hits scaled by 0.5, rounded down
 	})
@@ -75,8 +75,8 @@ func TestACrawlerPopsNothingUntilItHasItsDomainConfig(t *testing.T) {
 	e.seed(t, crawl(e.site.URL("/page/2"), "bl", 0))
 	// The crawler knows the queue (a crawler that did not wait would pop
 	// now) and is waiting for its config.
-	waitFor(t, "the crawler to know the queue", 30*time.Second, func() bool { return e.eng.Scheduler().Domains() == 1 })
-	waitFor(t, "the crawler to say it waits", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the crawler to know the queue", 30*time.Second, func() bool { return e.eng.Scheduler().Domains() == 1 })
+	harness.WaitFor(t, "the crawler to say it waits", 30*time.Second, func() bool {
 		return e.log.Contains("Waiting for the domain config before crawling")
 	})
 
@@ -85,7 +85,7 @@ func TestACrawlerPopsNothingUntilItHasItsDomainConfig(t *testing.T) {
 	}
 	// Generous: ZooKeeper's restart and the crawler's reconnection back-off
 	// (up to 10 s) both count here.
-	waitFor(t, "the blacklist", 60*time.Second, func() bool { _, _, blocked := e.eng.Scheduler().Throttle(blacklisted); return blocked })
+	harness.WaitFor(t, "the blacklist", 60*time.Second, func() bool { _, _, blocked := e.eng.Scheduler().Throttle(blacklisted); return blocked })
 	e.seed(t, crawl(other.URL("/page/1"), "ok", 0))
 	pages := e.pages(t, 1, 30*time.Second)
 	if pages[0]["url"] != other.URL("/page/1") {
@@ -122,9 +122,9 @@ func TestPastDomainConfigWaitACrawlerStartsWithAnErrorAndAppliesTheConfigLater(t
 	if err := z.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the config once ZooKeeper is back", 60*time.Second, func() bool { return e.log.Contains("The domain config arrived") })
+	harness.WaitFor(t, "the config once ZooKeeper is back", 60*time.Second, func() bool { return e.log.Contains("The domain config arrived") })
 	e.seed(t, crawl(e.site.URL("/page/1"), "late", 0))
-	waitFor(t, "the blacklist to apply to the domain", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the blacklist to apply to the domain", 30*time.Second, func() bool {
 		_, _, blocked := e.eng.Scheduler().Throttle(blacklisted)
 		return blocked
 	})

@@ -42,18 +42,6 @@ func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
 	return log
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type seqMsg struct {
 	P   int `json:"p"`
 	Seq int `json:"seq"`
@@ -194,7 +182,7 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 	}
 	produce(0, `{"new": 0}`)
 	produce(1, `{"new": 1}`, `not JSON, printed as text`)
-	waitFor(t, "the new messages", 30*time.Second, func() bool {
+	harness.WaitFor(t, "the new messages", 30*time.Second, func() bool {
 		s := out.String()
 		return strings.Contains(s, `{"new":0}`) && strings.Contains(s, `{"new":1}`) && strings.Contains(s, "not JSON, printed as text\n")
 	})
