@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +18,7 @@ func TestCrawlFollowsLinksToMaxDepthOncePerPage(t *testing.T) {
 	e := newEnv(t, nil)
 	seed := crawl(e.site.URL("/"), "depth2", 2)
 	want := testsite.Reachable(seed.URL, 2, notFile, e.site)
-	e.seed(t, seed)
-	got := urls(e.pages(t, len(want), 60*time.Second))
-	e.drained(t, "link")
-	e.noMorePages(t)
-	if !slices.Equal(got, want) {
-		t.Fatalf("crawled %d pages:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
-	}
+	e.crawlsExactly(t, seed, want)
 }
 
 func TestAllowAndDenyRegexChooseTheLinks(t *testing.T) {
@@ -38,13 +31,7 @@ func TestAllowAndDenyRegexChooseTheLinks(t *testing.T) {
 	want := testsite.Reachable(seed.URL, 2, func(link string) bool {
 		return notFile(link) && allow.MatchString(link) && !deny.MatchString(link)
 	}, e.site)
-	e.seed(t, seed)
-	got := urls(e.pages(t, len(want), 60*time.Second))
-	e.drained(t, "link")
-	e.noMorePages(t)
-	if !slices.Equal(got, want) {
-		t.Fatalf("crawled %v\nwant %v", got, want)
-	}
+	e.crawlsExactly(t, seed, want)
 }
 
 func TestAllowedDomainsKeepsTheCrawlOnItsSite(t *testing.T) {
@@ -56,13 +43,7 @@ func TestAllowedDomainsKeepsTheCrawlOnItsSite(t *testing.T) {
 	want := testsite.Reachable(seed.URL, 1, func(link string) bool {
 		return notFile(link) && strings.Contains(link, "//127.0.0.1:")
 	}, e.site, other)
-	e.seed(t, seed)
-	got := urls(e.pages(t, len(want), 60*time.Second))
-	e.drained(t, "link")
-	e.noMorePages(t)
-	if !slices.Equal(got, want) {
-		t.Fatalf("crawled %v\nwant %v", got, want)
-	}
+	e.crawlsExactly(t, seed, want)
 	if len(other.Hits()) != 0 {
 		t.Fatalf("fetched the other site: %v", other.Hits())
 	}

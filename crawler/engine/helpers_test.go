@@ -168,6 +168,19 @@ func (e *env) seed(t testing.TB, r *crawlrequest.Request) {
 	e.rdb.Publish(ctx, rediskeys.QueueChannel(r.SpiderID), key)
 }
 
+// crawlsExactly seeds seed and checks that its crawl yields the pages want
+// (sorted URLs), then drains, with no page more.
+func (e *env) crawlsExactly(t testing.TB, seed *crawlrequest.Request, want []string) {
+	t.Helper()
+	e.seed(t, seed)
+	got := urls(e.pages(t, len(want), 60*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("crawled %d pages:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
+	}
+}
+
 // seedCounted queues a crawl request as the Kafka Monitor does, counted as
 // a seed in its crawl's ledger.
 func (e *env) seedCounted(t testing.TB, r *crawlrequest.Request) {
