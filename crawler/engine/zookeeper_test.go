@@ -12,12 +12,10 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage: a domain
-// throttle written to ZooKeeper reaches a running crawler, and stays in
-// force while ZooKeeper is down.
-func TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage(t *testing.T) {
-	z := harness.StartZooKeeper(t)
-	e := newEnv(t, map[string]string{"ZOOKEEPER_HOSTS": z.Addr})
+// writeDomainConfig changes the crawlers' domain config (the "all" node)
+// in z.
+func writeDomainConfig(t *testing.T, z *harness.ZooKeeper, change func(d *domainconfig.Document)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	store, err := domainconfig.DialZooKeeper(ctx, []string{z.Addr}, "/scrapy-cluster/crawler/all", nil)
@@ -25,11 +23,20 @@ func TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	domain := "127.0.0.1."
-	e.seed(t, crawl(e.site.URL("/page/1"), "zk", 0)) // makes the domain known
-	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.UpdateDomain(domain, 7, 30, 0.5); return nil }); err != nil {
+	if err := store.Update(ctx, func(d *domainconfig.Document) error { change(d); return nil }); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage: a domain
+// throttle written to ZooKeeper reaches a running crawler, and stays in
+// force while ZooKeeper is down.
+func TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage(t *testing.T) {
+	z := harness.StartZooKeeper(t)
+	e := newEnv(t, map[string]string{"ZOOKEEPER_HOSTS": z.Addr})
+	domain := "127.0.0.1."
+	e.seed(t, crawl(e.site.URL("/page/1"), "zk", 0)) // makes the domain known
+	writeDomainConfig(t, z, func(d *domainconfig.Document) { d.UpdateDomain(domain, 7, 30, 0.5) })
 	harness.WaitFor(t, "the ZooKeeper throttle", 20*time.Second, func() bool {
 		hits, window, _ := e.eng.Scheduler().Throttle(domain)
 		return hits == 3 && window == 30*time.Second // 7 hits scaled by 0.5, rounded down
@@ -48,17 +55,8 @@ func TestZooKeeperDomainConfigAppliesLiveAndSurvivesAnOutage(t *testing.T) {
 func blacklistedSite(t *testing.T) (z *harness.ZooKeeper, blacklisted string, other *testsite.Site) {
 	t.Helper()
 	z = harness.StartZooKeeper(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	store, err := domainconfig.DialZooKeeper(ctx, []string{z.Addr}, "/scrapy-cluster/crawler/all", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	blacklisted = "127.0.0.1."
-	if err := store.Update(ctx, func(d *domainconfig.Document) error { d.AddBlacklist(blacklisted); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	writeDomainConfig(t, z, func(d *domainconfig.Document) { d.AddBlacklist(blacklisted) })
 	z.Stop()
 	return z, blacklisted, testsite.StartAt(t, "127.0.0.2:0")
 }
