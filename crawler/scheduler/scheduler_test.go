@@ -213,13 +213,22 @@ func TestLeasesDoneRetryAndRelease(t *testing.T) {
 	}
 }
 
-func TestAnotherSchedulerReturnsADeadCrawlersRequests(t *testing.T) {
-	cfg := config()
+// startWithThreeShortLeases starts a scheduler with 1 s leases reaped every
+// 100 ms and queues three requests of crawl c1 (http://a.com/0 to 2) for
+// it; cfg is its configuration, for another scheduler on the same Redis.
+func startWithThreeShortLeases(t *testing.T) (f *fixture, cfg scheduler.Config) {
+	t.Helper()
+	cfg = config()
 	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 100*time.Millisecond
-	dead := start(t, cfg)
+	f = start(t, cfg)
 	for i := range 3 {
-		queueRequest(t, dead.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
+		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
 	}
+	return f, cfg
+}
+
+func TestAnotherSchedulerReturnsADeadCrawlersRequests(t *testing.T) {
+	dead, cfg := startWithThreeShortLeases(t)
 	for range 3 {
 		next(t, dead.sched, 5*time.Second)
 	}
@@ -244,12 +253,7 @@ func TestLeasesStayRenewedWhileEveryPooledConnectionWaitsOnRedis(t *testing.T) {
 	// its pops, enqueues and acknowledgements. A renewal queued behind them
 	// for a connection came too late: the leases expired while their
 	// requests were being crawled, and another crawler crawled them again.
-	cfg := config()
-	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 100*time.Millisecond
-	holder := start(t, cfg)
-	for i := range 3 {
-		queueRequest(t, holder.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
-	}
+	holder, cfg := startWithThreeShortLeases(t)
 	items := make([]*scheduler.Item, 3)
 	for i := range items {
 		items[i] = next(t, holder.sched, 5*time.Second)
