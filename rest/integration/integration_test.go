@@ -119,13 +119,9 @@ func (e *env) rest(t *testing.T, extra ...string) (*server.Service, string) {
 		srv.Close()
 		svc.Close()
 	})
-	deadline := time.Now().Add(15 * time.Second)
-	for !svc.KafkaConnected() || !svc.RedisConnected() {
-		if time.Now().After(deadline) {
-			t.Fatal("the REST service did not connect to Kafka and Redis")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.WaitFor(t, "the REST service to connect to Kafka and Redis", 15*time.Second, func() bool {
+		return svc.KafkaConnected() && svc.RedisConnected()
+	})
 	return svc, srv.URL
 }
 
@@ -181,7 +177,7 @@ func TestRequestsTravelThroughBothMonitorsAndBack(t *testing.T) {
 		t.Fatalf("crawl request: %d %v", code, got)
 	}
 	rdb := e.client(t)
-	waitFor(t, 10*time.Second, "the crawl request is queued", func() bool {
+	harness.WaitFor(t, "the crawl request is queued", 10*time.Second, func() bool {
 		return rdb.ZCard(context.Background(), "link:example.com:queue").Val() == 1
 	})
 
@@ -198,7 +194,7 @@ func TestRequestsTravelThroughBothMonitorsAndBack(t *testing.T) {
 	// Once they run again the answer comes, and another instance serves it.
 	e.monitors(t)
 	var answer map[string]any
-	waitFor(t, 30*time.Second, "the poll finds the answer", func() bool {
+	harness.WaitFor(t, "the poll finds the answer", 30*time.Second, func() bool {
 		code, got := post(t, pollerURL+"/poll", `{"poll_id": "later1"}`)
 		if code == 200 {
 			answer = got
@@ -212,17 +208,6 @@ func TestRequestsTravelThroughBothMonitorsAndBack(t *testing.T) {
 	data, _ = answer["data"].(map[string]any)
 	if answer["status"] != "SUCCESS" || data["uuid"] != "later1" || data["stats"] != "kafka-monitor" || data["total"] == nil {
 		t.Fatalf("polled answer %v", answer)
-	}
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -153,7 +153,7 @@ func TestOneVerdictOnEveryPath(t *testing.T) {
 		if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte(raw)}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "the monitor handles the request", func() bool { return km.Processed() == before+1 })
+		harness.WaitFor(t, "the monitor handles the request", 30*time.Second, func() bool { return km.Processed() == before+1 })
 		for line := range strings.SplitSeq(monitorLogs.String()[logged:], "\n") {
 			var entry struct{ Message string }
 			if json.Unmarshal([]byte(line), &entry) == nil && strings.HasPrefix(entry.Message, "Request rejected: ") {
@@ -194,7 +194,7 @@ func TestOneVerdictOnEveryPath(t *testing.T) {
 	// Every refusal of run is a counted failure; every request is counted.
 	ctx, rdb := context.Background(), e.client(t)
 	fails, total := int64(len(badRequests)), int64(len(badRequests)+len(goodRequests))
-	waitFor(t, 30*time.Second, "the stats count every request", func() bool {
+	harness.WaitFor(t, "the stats count every request", 30*time.Second, func() bool {
 		return rdb.ZCard(ctx, "stats:kafka-monitor:fail:900").Val() == fails && rdb.ZCard(ctx, "stats:kafka-monitor:total:900").Val() == total
 	})
 }

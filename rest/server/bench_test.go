@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkFeedCrawl(b *testing.B) {
 	defer svc.Close()
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
-	waitUntil(b, 10*time.Second, "the service connects", func() bool { return svc.KafkaConnected() && svc.RedisConnected() })
+	harness.WaitFor(b, "the service connects", 10*time.Second, func() bool { return svc.KafkaConnected() && svc.RedisConnected() })
 
 	const clients = 64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // raw sends a request to the service and returns its status, headers and body.
@@ -109,5 +111,5 @@ func TestAnAPITokenGuardsTheAPIAndTheConsoleButNotTheIndex(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Errorf("the console with the token as password: %d", res.StatusCode)
 	}
-	waitUntil(t, 5*time.Second, "the crawl sent with the token on the incoming topic", func() bool { return c.count(t, "demo.incoming") == 1 })
+	harness.WaitFor(t, "the crawl sent with the token on the incoming topic", 5*time.Second, func() bool { return c.count(t, "demo.incoming") == 1 })
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -25,7 +26,7 @@ func TestCrawlRequestIsSentToTheIncomingTopicAsGiven(t *testing.T) {
 		t.Fatalf("incoming topic holds %d messages, want 1", n)
 	}
 	got := c.watchIncoming(t, "demo.incoming", 2, nil)
-	waitUntil(t, 5*time.Second, "the request is read back", func() bool { return len(got.all()) == 1 })
+	harness.WaitFor(t, "the request is read back", 5*time.Second, func() bool { return len(got.all()) == 1 })
 	if string(got.all()[0]) != body {
 		t.Fatalf("sent %q, want the body as given %q", got.all()[0], body)
 	}
@@ -71,7 +72,7 @@ func TestUnansweredRequestGetsAPollIDAndAnyInstanceCanPollTheLateAnswer(t *testi
 
 	close(gate) // the answer comes
 	key := rediskeys.RestPollKey("late-1")
-	waitUntil(t, 10*time.Second, "both instances stored the late answer", func() bool {
+	harness.WaitFor(t, "both instances stored the late answer", 10*time.Second, func() bool {
 		return first.logged("Stored answer for a later poll", `"uuid": "late-1"`) &&
 			second.logged("Stored answer for a later poll", `"uuid": "late-1"`)
 	})
@@ -134,7 +135,7 @@ func TestBadAnswersOnTheOutboundTopicAreSkipped(t *testing.T) {
 	c.fakeRedisMonitor(t, gate)
 	done := make(chan answer, 1)
 	go func() { done <- in.post(t, "/feed", `{"uuid": "after-junk", "appid": "stuff", "stats": "all"}`) }()
-	waitUntil(t, 5*time.Second, "the request waits", func() bool { return in.svc.Waiting() == 1 })
+	harness.WaitFor(t, "the request waits", 5*time.Second, func() bool { return in.svc.Waiting() == 1 })
 	c.publish(t, `not json`, `[1, 2]`, `{"no": "uuid"}`, `{"uuid": 7}`, `{"uuid": "someone-else", "x": 1}`)
 	close(gate)
 	a := <-done
@@ -145,7 +146,7 @@ func TestBadAnswersOnTheOutboundTopicAreSkipped(t *testing.T) {
 		t.Fatalf("junk not logged:\n%s", in.logs.String())
 	}
 	// An answer for a request nobody here waits for is kept for polling.
-	waitUntil(t, 5*time.Second, "the other answer is stored", func() bool {
+	harness.WaitFor(t, "the other answer is stored", 5*time.Second, func() bool {
 		return c.rdb.Get(context.Background(), rediskeys.RestPollKey("someone-else")).Val() == `{"uuid": "someone-else", "x": 1}`
 	})
 }

@@ -139,7 +139,7 @@ func TestFeedAnswers500WhenKafkaIsUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := startInstance(t, settingsFor(t, r.Port, "127.0.0.1:"+strconv.Itoa(port)))
-	waitUntil(t, 5*time.Second, "Redis is connected", in.svc.RedisConnected)
+	harness.WaitFor(t, "Redis is connected", 5*time.Second, in.svc.RedisConnected)
 
 	a := in.post(t, "/feed", `{"url": "http://example.com", "appid": "testapp", "crawlid": "abc123"}`)
 	if a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
@@ -163,7 +163,7 @@ func TestPollAnswers500WhenRedisIsUnreachable(t *testing.T) {
 	c := newCluster(t)
 	in := c.start(t)
 	c.redis.Stop()
-	waitUntil(t, 5*time.Second, "Redis is seen as gone", func() bool { return !in.svc.RedisConnected() })
+	harness.WaitFor(t, "Redis is seen as gone", 5*time.Second, func() bool { return !in.svc.RedisConnected() })
 	a := in.post(t, "/poll", `{"poll_id": "abc"}`)
 	if a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Redis") {
 		t.Fatalf("%d %s", a.Code, a.Raw)

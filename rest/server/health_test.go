@@ -55,14 +55,14 @@ func TestIndexFollowsRedisGoingAndComing(t *testing.T) {
 	c := newCluster(t)
 	in := c.start(t)
 	c.redis.Stop()
-	waitUntil(t, 5*time.Second, "the index shows Redis gone", func() bool {
+	harness.WaitFor(t, "the index shows Redis gone", 5*time.Second, func() bool {
 		got := index(t, in)
 		return got["redis_connected"] == false && got["kafka_connected"] == true && got["node_health"] == "YELLOW"
 	})
 	if err := c.redis.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 15*time.Second, "the index shows Redis back", func() bool { return index(t, in)["node_health"] == "GREEN" })
+	harness.WaitFor(t, "the index shows Redis back", 15*time.Second, func() bool { return index(t, in)["node_health"] == "GREEN" })
 	// And Redis works again for polls.
 	c.rdb.Set(context.Background(), rediskeys.RestPollKey("back"), `{"uuid": "back"}`, time.Minute)
 	if a := in.post(t, "/poll", `{"poll_id": "back"}`); a.Code != 200 {
@@ -97,7 +97,7 @@ func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
 	}
 
 	k := startKafka()
-	waitUntil(t, 15*time.Second, "Kafka is connected", in.svc.KafkaConnected)
+	harness.WaitFor(t, "Kafka is connected", 15*time.Second, in.svc.KafkaConnected)
 	if got := index(t, in); got["node_health"] != "YELLOW" {
 		t.Fatalf("index %v", got)
 	}
@@ -106,15 +106,15 @@ func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
 	}
 
 	k.Close()
-	waitUntil(t, 10*time.Second, "Kafka is seen as gone", func() bool { return !in.svc.KafkaConnected() })
+	harness.WaitFor(t, "Kafka is seen as gone", 10*time.Second, func() bool { return !in.svc.KafkaConnected() })
 	if a := in.post(t, "/feed", crawl); a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 
 	k = startKafka()
 	defer k.Close()
-	waitUntil(t, 20*time.Second, "Kafka is connected again", in.svc.KafkaConnected)
-	waitUntil(t, 10*time.Second, "a crawl request is accepted again", func() bool { return in.post(t, "/feed", crawl).Code == 200 })
+	harness.WaitFor(t, "Kafka is connected again", 20*time.Second, in.svc.KafkaConnected)
+	harness.WaitFor(t, "a crawl request is accepted again", 10*time.Second, func() bool { return in.post(t, "/feed", crawl).Code == 200 })
 }
 
 func TestHeartbeatIsKeptWhileRunningAndRemovedOnClose(t *testing.T) {
@@ -122,7 +122,7 @@ func TestHeartbeatIsKeptWhileRunningAndRemovedOnClose(t *testing.T) {
 	in := startInstance(t, settingsFor(t, c.redis.Port, c.kafka.Hosts(), "HEARTBEAT_TIMEOUT=30"))
 	host, _ := os.Hostname()
 	key := rediskeys.HeartbeatKey("rest", host, in.svc.ID())
-	waitUntil(t, 5*time.Second, "the heartbeat key exists", func() bool {
+	harness.WaitFor(t, "the heartbeat key exists", 5*time.Second, func() bool {
 		return c.rdb.Exists(context.Background(), key).Val() == 1
 	})
 	if ttl := c.rdb.TTL(context.Background(), key).Val(); ttl <= 0 || ttl > 30*time.Second {
@@ -153,27 +153,27 @@ func TestAnswersAreStillReadAfterKafkaLostItsMessages(t *testing.T) {
 	c := &cluster{redis: r, rdb: rdb, kcfg: kafkaclient.Config{Brokers: []string{hosts}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
 		MaxRequestBytes: 1 << 20, Partitions: 2, ReplicationFactor: 1}}
 	in := startInstance(t, settingsFor(t, r.Port, hosts))
-	waitUntil(t, 10*time.Second, "the service connects", func() bool { return in.svc.KafkaConnected() && in.svc.RedisConnected() })
+	harness.WaitFor(t, "the service connects", 10*time.Second, func() bool { return in.svc.KafkaConnected() && in.svc.RedisConnected() })
 	var before []string
 	for i := range 10 {
 		before = append(before, fmt.Sprintf(`{"uuid": "before-%d"}`, i))
 	}
 	c.publish(t, before...)
-	waitUntil(t, 10*time.Second, "the answers are read", func() bool {
+	harness.WaitFor(t, "the answers are read", 10*time.Second, func() bool {
 		return len(rdb.Keys(context.Background(), "rest:poll:before-*").Val()) == 10
 	})
 
 	// A broker without the old data takes over the address.
 	k.Close()
-	waitUntil(t, 10*time.Second, "Kafka is seen as gone", func() bool { return !in.svc.KafkaConnected() })
+	harness.WaitFor(t, "Kafka is seen as gone", 10*time.Second, func() bool { return !in.svc.KafkaConnected() })
 	k, err = kfake.NewCluster(kfake.Ports(port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
-	waitUntil(t, 20*time.Second, "Kafka is connected again", in.svc.KafkaConnected)
+	harness.WaitFor(t, "Kafka is connected again", 20*time.Second, in.svc.KafkaConnected)
 	c.publish(t, `{"uuid": "after-1"}`, `{"uuid": "after-2"}`)
-	waitUntil(t, 15*time.Second, "the answers after the loss are read", func() bool {
+	harness.WaitFor(t, "the answers after the loss are read", 15*time.Second, func() bool {
 		return rdb.Exists(context.Background(), "rest:poll:after-1", "rest:poll:after-2").Val() == 2
 	})
 }

@@ -77,7 +77,7 @@ func settingsFor(t testing.TB, redisPort int, kafkaHosts string, extra ...string
 func (c *cluster) start(t testing.TB, extra ...string) *instance {
 	t.Helper()
 	in := startInstance(t, settingsFor(t, c.redis.Port, c.kafka.Hosts(), extra...))
-	waitUntil(t, 10*time.Second, "the service connects to Kafka and Redis", func() bool {
+	harness.WaitFor(t, "the service connects to Kafka and Redis", 10*time.Second, func() bool {
 		return in.svc.KafkaConnected() && in.svc.RedisConnected()
 	})
 	return in
@@ -126,18 +126,6 @@ func (in *instance) logged(message string, extras ...string) bool {
 		}
 	}
 	return false
-}
-
-// waitUntil polls cond until it holds or timeout passes.
-func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // answer is a decoded response.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -34,7 +35,7 @@ func TestTheAdminEndpointsAndRequestMetricsAreServedBesideTheAPI(t *testing.T) {
 	svc.ServeAdmin(a)
 	srv := httptest.NewServer(svc.Handler())
 	defer srv.Close()
-	waitUntil(t, 10*time.Second, "the service connects", func() bool { return svc.KafkaConnected() && svc.RedisConnected() })
+	harness.WaitFor(t, "the service connects", 10*time.Second, func() bool { return svc.KafkaConnected() && svc.RedisConnected() })
 
 	get := func(method, path string, want int) string {
 		t.Helper()

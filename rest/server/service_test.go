@@ -36,10 +36,10 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 
 	result := make(chan answer, 1)
 	go func() { result <- direct.post(t, "/feed", `{"uuid": "in-flight", "appid": "stuff", "stats": "all"}`) }()
-	waitUntil(t, 5*time.Second, "the request waits for its answer", func() bool { return in.svc.Waiting() == 1 })
+	harness.WaitFor(t, "the request waits for its answer", 5*time.Second, func() bool { return in.svc.Waiting() == 1 })
 
 	cancel() // as SIGTERM does
-	waitUntil(t, 5*time.Second, "new connections are refused", func() bool {
+	harness.WaitFor(t, "new connections are refused", 5*time.Second, func() bool {
 		conn, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
 		if err == nil {
 			conn.Close()
