@@ -73,6 +73,26 @@ func closeAtEnd[T interface{ Stop() }](t *testing.T, c T) T {
 	return c
 }
 
+// newTestTimeWindow is a TimeWindow "counter" in a new Redis, on a fake
+// clock at jan31, with no upkeep cycle.
+func newTestTimeWindow(t *testing.T) (*redis.Client, *fakeClock, *TimeWindow) {
+	t.Helper()
+	rdb := harness.StartRedis(t).TestClient(t)
+	clock := newFakeClock(jan31)
+	tw := closeAtEnd(t, must(NewTimeWindow(context.Background(), rdb, "counter", WithClock(clock.Now), WithCycleTime(0)))(t))
+	return rdb, clock, tw
+}
+
+// increment increments c n times, failing t on an error.
+func increment(t *testing.T, c interface{ Increment(context.Context) error }, n int) {
+	t.Helper()
+	for range n {
+		if err := c.Increment(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func zcard(t *testing.T, c *redis.Client, key string) int64 {
 	t.Helper()
 	return must(c.ZCard(context.Background(), key).Result())(t)
@@ -184,15 +204,9 @@ func TestConstructorsRejectANonPositiveWindow(t *testing.T) {
 
 func TestTimeWindowCountsPerStepAndRollsToANewKey(t *testing.T) {
 	ctx := context.Background()
-	rdb := harness.StartRedis(t).TestClient(t)
-	clock := newFakeClock(jan31)
-	tw := closeAtEnd(t, must(NewTimeWindow(ctx, rdb, "counter", WithClock(clock.Now), WithCycleTime(0)))(t))
+	rdb, clock, tw := newTestTimeWindow(t)
 
-	for range 3 {
-		if err := tw.Increment(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	increment(t, tw, 3)
 	if v := must(tw.Value(ctx))(t); v != 3 {
 		t.Fatalf("Value = %d, want 3", v)
 	}
@@ -218,11 +232,7 @@ func TestTimeWindowCountsPerStepAndRollsToANewKey(t *testing.T) {
 	if v := must(tw.Value(ctx))(t); v != 0 {
 		t.Fatalf("Value in a new step = %d, want 0", v)
 	}
-	for range 2 {
-		if err := tw.Increment(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	increment(t, tw, 2)
 	if v := must(tw.Value(ctx))(t); v != 2 {
 		t.Fatalf("Value = %d, want 2", v)
 	}
@@ -277,9 +287,7 @@ func TestTimeWindowWithoutRollIgnoresHitsOutsideItsWindow(t *testing.T) {
 
 func TestTimeWindowMaintainRemovesHitsOutsideTheStep(t *testing.T) {
 	ctx := context.Background()
-	rdb := harness.StartRedis(t).TestClient(t)
-	clock := newFakeClock(jan31)
-	tw := closeAtEnd(t, must(NewTimeWindow(ctx, rdb, "counter", WithClock(clock.Now), WithCycleTime(0)))(t))
+	rdb, _, tw := newTestTimeWindow(t)
 	key := tw.Key()
 	start := float64(time.Date(2016, 1, 31, 19, 0, 0, 0, time.UTC).Unix())
 	// Hits another writer put there with a wrong clock.
@@ -384,11 +392,7 @@ func TestRollingTimeWindowCountsOnlyTheLastWindow(t *testing.T) {
 	}
 
 	incr := func(n int) {
-		for range n {
-			if err := rw.Increment(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
+		increment(t, rw, n)
 	}
 	value := func() int64 { return must(rw.Value(ctx))(t) }
 
@@ -441,11 +445,7 @@ func TestCounterStartsAtStartAtAndNeverResetsOthersCounts(t *testing.T) {
 	if v := must(a.Value(ctx))(t); v != 10 {
 		t.Fatalf("Value before any increment = %d, want the start value 10", v)
 	}
-	for range 3 {
-		if err := a.Increment(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	increment(t, a, 3)
 	if v := must(a.Value(ctx))(t); v != 13 {
 		t.Fatalf("Value = %d, want 13", v)
 	}
@@ -472,11 +472,7 @@ func TestCounterStartsAtStartAtAndNeverResetsOthersCounts(t *testing.T) {
 	}
 
 	plain := closeAtEnd(t, must(NewCounter(ctx, rdb, "plain", WithRoll(false), WithCycleTime(0)))(t))
-	for range 2 {
-		if err := plain.Increment(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	increment(t, plain, 2)
 	if v := must(plain.Value(ctx))(t); v != 2 {
 		t.Fatalf("plain counter Value = %d, want 2", v)
 	}
@@ -707,11 +703,7 @@ func TestWindowSetValuesAndUpkeep(t *testing.T) {
 	clock := newFakeClock(jan31)
 	ws := closeAtEnd(t, must(NewWindowSet(ctx, rdb, "stats:rest:fail", []int{60, 3600}, true, WithClock(clock.Now), WithCycleTime(0)))(t))
 
-	for range 2 {
-		if err := ws.Increment(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	increment(t, ws, 2)
 	clock.Advance(2 * time.Minute)
 	if err := ws.Increment(ctx); err != nil {
 		t.Fatal(err)
