@@ -44,18 +44,25 @@ func TestComposeFilesAreValid(t *testing.T) {
 	}
 }
 
-func loadCompose(t *testing.T, file string) map[string]map[string]any {
+// readYAML decodes the YAML file file, a path relative to dir ("" for a
+// path of its own), into v.
+func readYAML(t *testing.T, dir, file string, v any) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), file))
+	b, err := os.ReadFile(filepath.Join(dir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}
+
+func loadCompose(t *testing.T, file string) map[string]map[string]any {
+	t.Helper()
 	var doc struct {
 		Services map[string]map[string]any `yaml:"services"`
 	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
+	readYAML(t, repoRoot(t), file, &doc)
 	return doc.Services
 }
 

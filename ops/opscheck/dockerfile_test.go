@@ -17,8 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // components are the four images, by their folder under docker/.
@@ -467,14 +465,8 @@ func checkFinalStage(t *testing.T, df *dockerfile, st *stage, stages map[string]
 	out := run(t, time.Minute, nil, argv[0], append(argv[1:], "settings")...)
 	defaults := run(t, time.Minute, nil, argv[0], "settings")
 	known := settingNames(defaults)
-	b, err := os.ReadFile(settingsFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var file map[string]any
-	if err := yaml.Unmarshal(b, &file); err != nil {
-		t.Fatalf("%s: %v", settingsFile, err)
-	}
+	readYAML(t, "", settingsFile, &file)
 	for name := range file {
 		if !known[name] {
 			t.Errorf("the image's settings file sets %s, which is not a setting of %s", name, component)

@@ -74,18 +74,12 @@ func TestComposeHealthchecksAskTheProcessesReadiness(t *testing.T) {
 // that everything the overlay mounts is in the repository.
 func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
 	root := repoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, monitoringCompose))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Services map[string]struct {
 			Volumes []string `yaml:"volumes"`
 		} `yaml:"services"`
 	}
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("%s: %v", monitoringCompose, err)
-	}
+	readYAML(t, root, monitoringCompose, &doc)
 	for _, want := range []string{"prometheus", "grafana"} {
 		if _, ok := doc.Services[want]; !ok {
 			t.Errorf("%s has no %s service", monitoringCompose, want)
@@ -115,10 +109,6 @@ func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
 // uses the component's default admin port (REST: its API port).
 func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
 	root := repoRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, prometheusConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cfg struct {
 		ScrapeConfigs []struct {
 			JobName    string `yaml:"job_name"`
@@ -128,9 +118,7 @@ func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
 			} `yaml:"dns_sd_configs"`
 		} `yaml:"scrape_configs"`
 	}
-	if err := yaml.Unmarshal(b, &cfg); err != nil {
-		t.Fatalf("%s: %v", prometheusConfig, err)
-	}
+	readYAML(t, root, prometheusConfig, &cfg)
 	jobs := map[string]int{}
 	for _, sc := range cfg.ScrapeConfigs {
 		for _, d := range sc.DNSConfigs {
