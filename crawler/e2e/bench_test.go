@@ -52,7 +52,7 @@ func (c *cluster) queueAll(tb testing.TB, reqs []*crawlrequest.Request) map[stri
 	for chunk := range slices.Chunk(reqs, 1000) {
 		pipe := c.rdb.Pipeline()
 		for _, r := range chunk {
-			key, member := queueEntry(tb, r)
+			key, member := harness.QueueEntry(tb, r)
 			pipe.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member})
 			keys[key] = r.SpiderID
 		}

@@ -145,7 +145,7 @@ func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	tx := c.rdb.TxPipeline()
 	announce := map[string]string{} // queue key: spider id
 	for _, r := range reqs {
-		key, member := queueEntry(tb, r)
+		key, member := harness.QueueEntry(tb, r)
 		ledger.QueueSeed(ctx, tx, key, r.Score(), string(member), ledger.Crawl{SpiderID: r.SpiderID, AppID: r.AppID, CrawlID: r.CrawlID},
 			time.Now(), ledger.DefaultTTL)
 		announce[key] = r.SpiderID
@@ -156,20 +156,6 @@ func (c *cluster) seed(tb testing.TB, reqs ...*crawlrequest.Request) {
 	if _, err := tx.Exec(ctx); err != nil {
 		tb.Fatalf("seed %d requests: %v", len(reqs), err)
 	}
-}
-
-// queueEntry is r's domain queue key and its member there.
-func queueEntry(tb testing.TB, r *crawlrequest.Request) (key string, member []byte) {
-	tb.Helper()
-	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	member, err = r.Encode()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return key, member
 }
 
 // crawl is a crawl request as a client would feed it.

@@ -138,21 +138,6 @@ func (e *env) stopEngine(t testing.TB) {
 	})
 }
 
-// queueEntry is where r waits in Redis: its domain queue's key and its
-// member there.
-func queueEntry(t testing.TB, r *crawlrequest.Request) (key string, member []byte) {
-	t.Helper()
-	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	member, err = r.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key, member
-}
-
 // seed queues a crawl request as the Kafka Monitor does: the request in its
 // domain queue, and the queue announced.
 func (e *env) seed(t testing.TB, r *crawlrequest.Request) {
@@ -160,7 +145,7 @@ func (e *env) seed(t testing.TB, r *crawlrequest.Request) {
 	if r.SpiderID == "" {
 		r.SpiderID = "link"
 	}
-	key, member := queueEntry(t, r)
+	key, member := harness.QueueEntry(t, r)
 	ctx := context.Background()
 	if err := e.rdb.ZAdd(ctx, key, redis.Z{Score: r.Score(), Member: member}).Err(); err != nil {
 		t.Fatal(err)
@@ -185,7 +170,7 @@ func (e *env) crawlsExactly(t testing.TB, seed *crawlrequest.Request, want []str
 // a seed in its crawl's ledger.
 func (e *env) seedCounted(t testing.TB, r *crawlrequest.Request) {
 	t.Helper()
-	key, member := queueEntry(t, r)
+	key, member := harness.QueueEntry(t, r)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, e.rdb); err != nil {
 		t.Fatal(err)
