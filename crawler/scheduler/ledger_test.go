@@ -16,11 +16,7 @@ import (
 // seedCounted queues a seed as the Kafka Monitor does, counted in its ledger.
 func seedCounted(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
 	t.Helper()
-	r := &crawlrequest.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
-	member, err := r.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, member := testRequest(t, url, crawlid, priority)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)

@@ -70,13 +70,21 @@ func run(t *testing.T, cfg scheduler.Config) *fixture {
 	return &fixture{rdb: rdb, sched: s, stop: cancel}
 }
 
-func queueRequest(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
+// testRequest is a crawl request of testapp for the link spider, and its
+// queue member.
+func testRequest(t *testing.T, url, crawlid string, priority int) (*crawlrequest.Request, []byte) {
 	t.Helper()
 	r := &crawlrequest.Request{URL: url, AppID: "testapp", CrawlID: crawlid, SpiderID: "link", Priority: priority, MaxDepth: 1}
 	member, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, member
+}
+
+func queueRequest(t *testing.T, rdb *redis.Client, url, crawlid string, priority int) {
+	t.Helper()
+	r, member := testRequest(t, url, crawlid, priority)
 	key := "link:" + domainOf(url) + ":queue"
 	if err := rdb.ZAdd(context.Background(), key, redis.Z{Score: r.Score(), Member: member}).Err(); err != nil {
 		t.Fatal(err)
