@@ -56,14 +56,7 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 	if data, _ := a.Body["data"].(map[string]any); a.Code != 200 || data["uuid"] != "in-flight" {
 		t.Fatalf("in-flight request: %d %s", a.Code, a.Raw)
 	}
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the last request finished")
-	}
+	harness.WaitDone(t, "Serve", 10*time.Second, served) // returns once the last request finished
 }
 
 func TestAccessLogLinesAreFlasks(t *testing.T) {

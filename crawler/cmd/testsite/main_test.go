@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // syncBuffer is a bytes.Buffer safe to read while the command writes.
@@ -69,12 +70,5 @@ func TestServesUntilCancelled(t *testing.T) {
 		t.Fatalf("GET /page/2: %d %s", resp.StatusCode, body)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("testsite: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("testsite did not stop when cancelled")
-	}
+	harness.WaitDone(t, "testsite", 10*time.Second, done) // stops when cancelled
 }
