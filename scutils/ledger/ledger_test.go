@@ -75,6 +75,17 @@ func writeDone(t *testing.T, rdb *redis.Client) {
 	})
 }
 
+// claimDone writes crawl done (writeDone) and has c claim it.
+func claimDone(t *testing.T, rdb *redis.Client, c *ledger.Completer) ledger.Finished {
+	t.Helper()
+	writeDone(t, rdb)
+	fs, err := c.Claim(ctx)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("claim: %v %v", fs, err)
+	}
+	return fs[0]
+}
+
 // seed queues one seed for c the way the Kafka Monitor does.
 func seed(t *testing.T, rdb *redis.Client, c ledger.Crawl, member string) int64 {
 	t.Helper()
@@ -301,13 +312,9 @@ func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T)
 func TestWorkArrivingWhileACompletionIsPublishedKeepsTheCrawlActive(t *testing.T) {
 	rdb := client(t)
 	c := ledger.NewCompleter(rdb, "a", time.Hour)
-	writeDone(t, rdb)
-	fs, err := c.Claim(ctx)
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("claim: %v %v", fs, err)
-	}
+	claimed := claimDone(t, rdb, c)
 	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
-	if err := c.Finish(ctx, fs[0]); err != nil {
+	if err := c.Finish(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
 	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning {
@@ -370,11 +377,7 @@ func TestAnEndingHoldsCompletersOffUntilItsAnswerIsOut(t *testing.T) {
 func TestAnEndingDuringACompletionRecordsNothing(t *testing.T) {
 	rdb := client(t)
 	completer := ledger.NewCompleter(rdb, "monitor", time.Hour)
-	writeDone(t, rdb)
-	fs, err := completer.Claim(ctx)
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("claim: %v %v", fs, err)
-	}
+	claimed := claimDone(t, rdb, completer)
 	now := time.Now()
 	pipe := rdb.TxPipeline()
 	ended := ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
@@ -382,7 +385,7 @@ func TestAnEndingDuringACompletionRecordsNothing(t *testing.T) {
 	if n, _ := ended.Int(); n != 0 {
 		t.Fatalf("EndedBy = %d during a completion, want 0", n)
 	}
-	if err := completer.Finish(ctx, fs[0]); err != nil {
+	if err := completer.Finish(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
 	if p := mustRead(t, rdb, crawl); p.State != ledger.StateComplete || p.Reason() != "finished" {
