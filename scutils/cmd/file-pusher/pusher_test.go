@@ -21,11 +21,6 @@ var shared *harness.ZooKeeper
 
 func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
 
-func sharedZK(t *testing.T) *harness.ZooKeeper {
-	t.Helper()
-	return shared
-}
-
 // base is a node path unique to the test run (-count may repeat a test
 // against the same server), ending with /; call it once per test.
 func base(t *testing.T) string { return harness.UniqueNodePath(t) + "/" }
@@ -70,7 +65,7 @@ domains:
 `
 
 func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t) + "crawler/"
 	file := writeFile(t, "example.yml", exampleYAML)
@@ -96,7 +91,7 @@ func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
 }
 
 func TestDefaultsPushToScrapyClusterCrawlerAll(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	file := writeFile(t, "example.yml", exampleYAML)
 	if code, out, errOut := pusher(t, "-f", file, "-z", z.Addr); code != 0 {
@@ -108,7 +103,7 @@ func TestDefaultsPushToScrapyClusterCrawlerAll(t *testing.T) {
 }
 
 func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	file := writeFile(t, "example.yml", exampleYAML)
@@ -135,7 +130,7 @@ func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
 }
 
 func TestAWatcherSeesPushesAndWipes(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	p := base(t)
 	configs := make(chan string, 10)
 	w, err := zkwatch.New(context.Background(), zkwatch.Config{
@@ -172,7 +167,7 @@ func TestAWatcherSeesPushesAndWipes(t *testing.T) {
 }
 
 func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	good := writeFile(t, "good.yml", exampleYAML)
@@ -217,7 +212,7 @@ func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 }
 
 func TestNoValidatePushesAnyText(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	p := base(t)
 	text := "domains: [not yaml\n"
@@ -231,7 +226,7 @@ func TestNoValidatePushesAnyText(t *testing.T) {
 }
 
 func TestPathWithoutTrailingSlashIsJoinedAsWrittenWithANote(t *testing.T) {
-	z := sharedZK(t)
+	z := shared
 	c := harness.ZooKeeperClient(t, z.Addr)
 	p := strings.TrimSuffix(base(t), "/")
 	file := writeFile(t, "pointer.txt", "/tmp/myconfig\n")
