@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,16 @@ type Fixture struct {
 
 	mu        sync.Mutex
 	published []map[string]any
+}
+
+// EmptyRedis empties srv (FLUSHALL) and returns a client of it, closed when
+// t ends: a clean Redis for one test on a server its package shares.
+func EmptyRedis(t testing.TB, srv *harness.Redis) *redis.Client {
+	t.Helper()
+	if err := srv.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return srv.TestClient(t)
 }
 
 // Setup sets p up with rdb, the given settings (over the shared component
@@ -105,4 +116,17 @@ func (f *Fixture) Process(ctx context.Context, key string) (bool, error) {
 		return true, err
 	}
 	return true, f.Env.Redis.Del(ctx, key).Err()
+}
+
+// ExpectOnlyAnswer fails t unless exactly one answer was published and it
+// is the JSON document want (numbers read as float64, as Published has them).
+func (f *Fixture) ExpectOnlyAnswer(t testing.TB, want string) {
+	t.Helper()
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("the wanted answer: %v", err)
+	}
+	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], w) {
+		t.Fatalf("published %v", got)
+	}
 }

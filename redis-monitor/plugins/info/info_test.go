@@ -24,10 +24,7 @@ func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
 
 func setup(t *testing.T) (*plugintest.Fixture, *redis.Client) {
 	t.Helper()
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t, redisServer)
 	return plugintest.Setup(t, &info.Monitor{}, rdb, nil, nil), rdb
 }
 

@@ -2,10 +2,8 @@ package stop_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"reflect"
 	"testing"
 	"time"
 
@@ -22,10 +20,7 @@ var redisServer *harness.Redis
 func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
 
 func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t, redisServer)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	for d := range 20 {
@@ -41,13 +36,8 @@ func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
 	if _, err := f.Process(ctx, "stop:link:testapp:ABC123"); err != nil {
 		t.Fatal(err)
 	}
-	var want map[string]any
-	_ = json.Unmarshal([]byte(`{"total_purged": 100, "server_time": 1767323045, "crawlid": "ABC123",
-		"uuid": "1ist234", "spiderid": "link", "appid": "testapp", "action": "stop"}`), &want)
-	got := f.Published()
-	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
-		t.Fatalf("published %v", got)
-	}
+	f.ExpectOnlyAnswer(t, `{"total_purged": 100, "server_time": 1767323045, "crawlid": "ABC123",
+		"uuid": "1ist234", "spiderid": "link", "appid": "testapp", "action": "stop"}`)
 	// The purged requests are gone, the others stay.
 	keys, _ := rdb.Keys(ctx, "link:*:queue").Result()
 	total := 0
@@ -87,10 +77,7 @@ func TestStopNeedsACrawlID(t *testing.T) {
 // stop; no completer claims the crawl before the answer is out, and then its
 // crawl-complete says "stopped".
 func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t, redisServer)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
