@@ -202,6 +202,18 @@ func (r *running) shutdown(t testing.TB) {
 	})
 }
 
+// shutdownAll shuts the monitors down and sums what count says of each;
+// shares lists each one's count, for a failure message.
+func shutdownAll(t testing.TB, monitors []*running, count func(*monitor.Monitor) int64) (total int64, shares string) {
+	t.Helper()
+	for _, r := range monitors {
+		r.shutdown(t)
+		total += count(r.m)
+		shares += fmt.Sprintf(" %d", count(r.m))
+	}
+	return total, shares
+}
+
 func (c *cluster) kafkaConfig() kafkaclient.Config {
 	return kafkaclient.Config{
 		Brokers: c.kafka.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
@@ -325,13 +337,7 @@ func TestThreeMonitorsAnswerEveryRequestExactlyOnce(t *testing.T) {
 		keys, _ := c.rdb.Keys(ctx, "info:*").Result()
 		return len(keys) == 0
 	})
-	var handled int64
-	shares := ""
-	for _, m := range monitors {
-		m.shutdown(t)
-		handled += m.m.Handled()
-		shares += fmt.Sprintf(" %d", m.m.Handled())
-	}
+	handled, shares := shutdownAll(t, monitors, (*monitor.Monitor).Handled)
 	if handled != n {
 		t.Fatalf("monitors handled %d requests (%s), want exactly %d", handled, shares, n)
 	}
