@@ -31,16 +31,6 @@ type Fixture struct {
 	published []map[string]any
 }
 
-// EmptyRedis empties srv (FLUSHALL) and returns a client of it, closed when
-// t ends: a clean Redis for one test on a server its package shares.
-func EmptyRedis(t testing.TB, srv *harness.Redis) *redis.Client {
-	t.Helper()
-	if err := srv.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return srv.TestClient(t)
-}
-
 // Setup sets p up with rdb, the given settings (over the shared component
 // defaults plus extra defaults) and a clock at 2026-01-02 03:04:05 UTC.
 func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {

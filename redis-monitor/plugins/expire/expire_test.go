@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,16 +11,13 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t, redisServer)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
 	deadline := f.Clock.Add(time.Minute)
@@ -56,7 +52,7 @@ func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
 }
 
 func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.Redis(t)
 	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
 	rdb.Set(context.Background(), "timeout:link:a:b", "soon", 0)
 	if _, err := f.Process(context.Background(), "timeout:link:a:b"); err == nil {
@@ -68,7 +64,7 @@ func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
 // counts the purged requests (purged:expire) and records the expire, so the
 // crawl-complete that follows says "expired".
 func TestExpireOfACrawlWithALedgerCountsThePurgeAndEndsIt(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t, redisServer)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)

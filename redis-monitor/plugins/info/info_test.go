@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -13,18 +12,15 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func setup(t *testing.T) (*plugintest.Fixture, *redis.Client) {
 	t.Helper()
-	rdb := plugintest.EmptyRedis(t, redisServer)
+	rdb := plugintest.EmptyRedis(t)
 	return plugintest.Setup(t, &info.Monitor{}, rdb, nil, nil), rdb
 }
 

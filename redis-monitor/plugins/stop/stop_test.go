@@ -3,7 +3,6 @@ package stop_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -11,16 +10,13 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t, redisServer)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	for d := range 20 {
@@ -64,7 +60,7 @@ func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
 }
 
 func TestStopNeedsACrawlID(t *testing.T) {
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.Redis(t)
 	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	rdb.Set(context.Background(), "stop:link:testapp", "u", 0)
 	if _, err := f.Process(context.Background(), "stop:link:testapp"); err == nil || len(f.Published()) != 0 {
@@ -77,7 +73,7 @@ func TestStopNeedsACrawlID(t *testing.T) {
 // stop; no completer claims the crawl before the answer is out, and then its
 // crawl-complete says "stopped".
 func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t, redisServer)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
