@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/monitor"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -67,13 +68,7 @@ func TestThreeMonitorsPublishEachCrawlCompleteOnce(t *testing.T) {
 		t.Fatalf("the pending crawl completed %d times once done, want once", counts["pending"])
 	}
 	waitFor(t, "the active set to empty", func() bool { return c.rdb.ZCard(ctx, rediskeys.LedgerActiveKey).Val() == 0 })
-	var published int64
-	shares := ""
-	for _, m := range monitors {
-		m.shutdown(t)
-		published += m.m.Completed()
-		shares += fmt.Sprintf(" %d", m.m.Completed())
-	}
+	published, shares := shutdownAll(t, monitors, (*monitor.Monitor).Completed)
 	if published != n+1 {
 		t.Fatalf("monitors published %d crawl-complete messages (%s), want exactly %d", published, shares, n+1)
 	}

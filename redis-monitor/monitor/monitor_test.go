@@ -202,6 +202,18 @@ func (r *running) shutdown(t testing.TB) {
 	})
 }
 
+// shutdownAll shuts the monitors down and sums what count says of each;
+// shares lists each one's count, for a failure message.
+func shutdownAll(t testing.TB, monitors []*running, count func(*monitor.Monitor) int64) (total int64, shares string) {
+	t.Helper()
+	for _, r := range monitors {
+		r.shutdown(t)
+		total += count(r.m)
+		shares += fmt.Sprintf(" %d", count(r.m))
+	}
+	return total, shares
+}
+
 func (c *cluster) kafkaConfig() kafkaclient.Config {
 	return kafkaclient.Config{
 		Brokers: c.kafka.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
@@ -266,6 +278,14 @@ func (c *cluster) gone(key string) func() bool {
 	return func() bool { return c.rdb.Exists(context.Background(), key).Val() == 0 }
 }
 
+// request sets a request key and waits until the monitor is done with it
+// (the key is gone); what names that wait in a failure.
+func (c *cluster) request(t *testing.T, key, value, what string) {
+	t.Helper()
+	c.rdb.Set(context.Background(), key, value, 0)
+	waitFor(t, what, c.gone(key))
+}
+
 func TestAnswersGoToTheFirehoseAndTheAppIDTopic(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
@@ -325,13 +345,7 @@ func TestThreeMonitorsAnswerEveryRequestExactlyOnce(t *testing.T) {
 		keys, _ := c.rdb.Keys(ctx, "info:*").Result()
 		return len(keys) == 0
 	})
-	var handled int64
-	shares := ""
-	for _, m := range monitors {
-		m.shutdown(t)
-		handled += m.m.Handled()
-		shares += fmt.Sprintf(" %d", m.m.Handled())
-	}
+	handled, shares := shutdownAll(t, monitors, (*monitor.Monitor).Handled)
 	if handled != n {
 		t.Fatalf("monitors handled %d requests (%s), want exactly %d", handled, shares, n)
 	}
@@ -402,11 +416,9 @@ func TestAnUnavailableServiceIsNotAFailure(t *testing.T) {
 
 func TestWithoutRetriesAFailureDropsTheRequestAtOnce(t *testing.T) {
 	c := newCluster(t)
-	ctx := context.Background()
 	c.start(t, map[string]string{"PLUGINS": `{"test.Failing": 100}`, "RETRY_FAILURES": "false"})
 	failingPlugin.attempts.Store(0)
-	c.rdb.Set(ctx, "fail:2", "x", 0)
-	waitFor(t, "failing request dropped", c.gone("fail:2"))
+	c.request(t, "fail:2", "x", "failing request dropped")
 	if a := failingPlugin.attempts.Load(); a != 1 {
 		t.Fatalf("%d attempts, want 1", a)
 	}
@@ -414,10 +426,8 @@ func TestWithoutRetriesAFailureDropsTheRequestAtOnce(t *testing.T) {
 
 func TestMalformedTimeoutValueIsDroppedAfterItsRetries(t *testing.T) {
 	c := newCluster(t)
-	ctx := context.Background()
 	r := c.start(t, nil)
-	c.rdb.Set(ctx, "timeout:link:testapp:c1", "not-a-time", 0)
-	waitFor(t, "malformed timeout dropped", c.gone("timeout:link:testapp:c1"))
+	c.request(t, "timeout:link:testapp:c1", "not-a-time", "malformed timeout dropped")
 	if r.m.Failed() != 4 || r.m.Dropped() != 1 {
 		t.Fatalf("failed %d dropped %d; want 4 and 1", r.m.Failed(), r.m.Dropped())
 	}
@@ -465,14 +475,12 @@ func TestSurvivesARedisRestart(t *testing.T) {
 	c := newCluster(t)
 	ctx := context.Background()
 	r := c.start(t, nil)
-	c.rdb.Set(ctx, "info:link:app:before", "uuid-before", 0)
-	waitFor(t, "first request handled", c.gone("info:link:app:before"))
+	c.request(t, "info:link:app:before", "uuid-before", "first request handled")
 	if err := redisServer.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "redis back", func() bool { return c.rdb.Ping(ctx).Err() == nil })
-	c.rdb.Set(ctx, "info:link:app:after", "uuid-after", 0)
-	waitFor(t, "request after the restart handled", c.gone("info:link:app:after"))
+	c.request(t, "info:link:app:after", "uuid-after", "request after the restart handled")
 	got := c.answers(t, "demo.outbound_firehose", 2)
 	if got[1]["uuid"] != "uuid-after" {
 		t.Fatalf("answers %v", got)

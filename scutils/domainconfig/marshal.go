@@ -179,6 +179,22 @@ func isBreak(r rune) bool { return r == '\n' || r == '\x85' || r == '\u2028' || 
 
 func isSpaceOrBreak(r rune) bool { return r == 0 || r == ' ' || r == '\t' || r == '\r' || isBreak(r) }
 
+// whitespaceSeen is what analyzeScalar records of one kind of whitespace,
+// spaces or line breaks: whether one starts or ends the text (PyYAML's
+// leading_/trailing_space, leading_/trailing_break) and whether one follows
+// the other kind (break_space for spaces, space_break for breaks).
+type whitespaceSeen struct{ atEdge, afterOther bool }
+
+// see records a character of this kind at index i of a text of n.
+func (w *whitespaceSeen) see(i, n int, afterOther bool) {
+	if i == 0 || i == n-1 {
+		w.atEdge = true
+	}
+	if afterOther {
+		w.afterOther = true
+	}
+}
+
 // analyzeScalar is PyYAML's analyze_scalar for block context, with
 // allow_unicode off (yaml.dump's default): every character outside printable
 // ASCII is special and needs double quotes.
@@ -187,7 +203,7 @@ func analyzeScalar(text []rune) scalarAnalysis {
 		return scalarAnalysis{empty: true, allowBlockPlain: true, allowSingleQuoted: true}
 	}
 	var blockIndicators, lineBreaks, special bool
-	var leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
+	var spaces, breaks whitespaceSeen
 	s := string(text)
 	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
 		blockIndicators = true
@@ -222,26 +238,10 @@ func analyzeScalar(text []rune) scalarAnalysis {
 		}
 		switch {
 		case ch == ' ':
-			if i == 0 {
-				leadingSpace = true
-			}
-			if i == len(text)-1 {
-				trailingSpace = true
-			}
-			if previousBreak {
-				breakSpace = true
-			}
+			spaces.see(i, len(text), previousBreak)
 			previousSpace, previousBreak = true, false
 		case isBreak(ch):
-			if i == 0 {
-				leadingBreak = true
-			}
-			if i == len(text)-1 {
-				trailingBreak = true
-			}
-			if previousSpace {
-				spaceBreak = true
-			}
+			breaks.see(i, len(text), previousSpace)
 			previousSpace, previousBreak = false, true
 		default:
 			previousSpace, previousBreak = false, false
@@ -250,13 +250,13 @@ func analyzeScalar(text []rune) scalarAnalysis {
 		followedByWhitespace = i+2 >= len(text) || isSpaceOrBreak(text[i+2])
 	}
 	a := scalarAnalysis{multiline: lineBreaks, allowBlockPlain: true, allowSingleQuoted: true}
-	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
+	if spaces.atEdge || breaks.atEdge {
 		a.allowBlockPlain = false
 	}
-	if breakSpace {
+	if spaces.afterOther {
 		a.allowBlockPlain, a.allowSingleQuoted = false, false
 	}
-	if spaceBreak || special {
+	if breaks.afterOther || special {
 		a.allowBlockPlain, a.allowSingleQuoted = false, false
 	}
 	if lineBreaks || blockIndicators {

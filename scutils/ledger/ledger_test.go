@@ -47,14 +47,51 @@ func mustRead(t *testing.T, rdb redis.Cmdable, c ledger.Crawl) *ledger.Progress 
 	return ps[0]
 }
 
+// mustExec runs pipe and fails the test on an error.
+func mustExec(t *testing.T, pipe redis.Pipeliner) {
+	t.Helper()
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// write writes the counts f tallies in one transaction at now.
+func write(t *testing.T, rdb *redis.Client, now time.Time, f func(*ledger.Tally)) {
+	t.Helper()
+	var tl ledger.Tally
+	f(&tl)
+	pipe := rdb.TxPipeline()
+	tl.Write(ctx, pipe, now, time.Hour)
+	mustExec(t, pipe)
+}
+
+// writeDone writes crawl with its one request enqueued and published:
+// nothing is left of it.
+func writeDone(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) {
+		tl.Enqueued(crawl, 1)
+		tl.Published(crawl, false)
+	})
+}
+
+// claimDone writes crawl done (writeDone) and has c claim it.
+func claimDone(t *testing.T, rdb *redis.Client, c *ledger.Completer) ledger.Finished {
+	t.Helper()
+	writeDone(t, rdb)
+	fs, err := c.Claim(ctx)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("claim: %v %v", fs, err)
+	}
+	return fs[0]
+}
+
 // seed queues one seed for c the way the Kafka Monitor does.
 func seed(t *testing.T, rdb *redis.Client, c ledger.Crawl, member string) int64 {
 	t.Helper()
 	pipe := rdb.Pipeline()
 	cmd := ledger.QueueSeed(ctx, pipe, rediskeys.QueueKey(c.SpiderID, "example.com"), -50, member, c, t0, time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	return cmd.Val().(int64)
 }
 
@@ -114,9 +151,7 @@ func TestATallyCountsEveryFateAndQueuedPlusInFlightIsWhatIsLeft(t *testing.T) {
 	} {
 		pipe.HSet(ctx, rediskeys.LeaseKey("link")+":items", id, m)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	p := mustRead(t, rdb, crawl)
 	want := ledger.Progress{
 		State: ledger.StateRunning, Enqueued: 10, Queued: 2, InFlight: 2, Fetched: 3,
@@ -138,9 +173,7 @@ func TestALedgerFirstWrittenByACrawlerExpires(t *testing.T) {
 	tl.Published(crawl, false)
 	pipe := rdb.TxPipeline()
 	tl.Write(ctx, pipe, t0, time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if ttl := rdb.TTL(ctx, crawl.Key()).Val(); ttl <= 0 || ttl > time.Hour {
 		t.Fatalf("ledger ttl %v, want within an hour", ttl)
 	}
@@ -187,15 +220,11 @@ func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
 	for _, m := range members {
 		pipe.ZAdd(ctx, "link:example.com:queue", redis.Z{Score: -1, Member: m})
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	pipe = rdb.TxPipeline()
 	cmds := ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", crawl, ledger.PurgedExpire, append(members[:2:2], `{"gone":1}`), t0)
 	ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire, "expirer", t0, t0.Add(time.Minute))
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if n := cmds[0].Val().(int64); n != 2 {
 		t.Fatalf("purged %d, want 2", n)
 	}
@@ -208,9 +237,7 @@ func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
 	pipe = rdb.TxPipeline()
 	ledger.PurgeQueued(ctx, pipe, "link:example.com:queue", other, ledger.PurgedStop, members[2:], t0)
 	ledger.EndedBy(ctx, pipe, other, ledger.PurgedStop, "stopper", t0, t0.Add(time.Minute))
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if n := rdb.Exists(ctx, other.Key()).Val(); n != 0 {
 		t.Fatal("a purge created a ledger for a crawl that had none")
 	}
@@ -235,22 +262,13 @@ func finishAll(t *testing.T, c *ledger.Completer) []ledger.Finished {
 
 func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T) {
 	rdb := client(t)
-	write := func(f func(*ledger.Tally)) {
-		var tl ledger.Tally
-		f(&tl)
-		pipe := rdb.TxPipeline()
-		tl.Write(ctx, pipe, time.Now(), time.Hour)
-		if _, err := pipe.Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	a, b := ledger.NewCompleter(rdb, "a", time.Hour), ledger.NewCompleter(rdb, "b", time.Hour)
-	write(func(tl *ledger.Tally) { tl.Enqueued(crawl, 2) })
-	write(func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Enqueued(crawl, 2) })
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Published(crawl, false) })
 	if fs := finishAll(t, a); len(fs) != 0 {
 		t.Fatalf("completed with one request left: %+v", fs)
 	}
-	write(func(tl *ledger.Tally) { tl.Dropped(crawl, ledger.Dropped504) })
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Dropped(crawl, ledger.Dropped504) })
 	// Two monitors at once: exactly one claims it.
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -281,11 +299,11 @@ func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T)
 		t.Fatalf("%d crawls still active", n)
 	}
 	// New seeds: running again, and complete again once done.
-	write(func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
 	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning {
 		t.Fatalf("state %q after new work", p.State)
 	}
-	write(func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Published(crawl, false) })
 	if fs := finishAll(t, a); len(fs) != 1 {
 		t.Fatalf("second completion: %d", len(fs))
 	}
@@ -294,26 +312,9 @@ func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T)
 func TestWorkArrivingWhileACompletionIsPublishedKeepsTheCrawlActive(t *testing.T) {
 	rdb := client(t)
 	c := ledger.NewCompleter(rdb, "a", time.Hour)
-	var tl ledger.Tally
-	tl.Enqueued(crawl, 1)
-	tl.Published(crawl, false)
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := c.Claim(ctx)
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("claim: %v %v", fs, err)
-	}
-	var more ledger.Tally
-	more.Enqueued(crawl, 1)
-	pipe = rdb.TxPipeline()
-	more.Write(ctx, pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Finish(ctx, fs[0]); err != nil {
+	claimed := claimDone(t, rdb, c)
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
+	if err := c.Finish(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
 	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning {
@@ -339,9 +340,7 @@ func TestAnEndingHoldsCompletersOffUntilItsAnswerIsOut(t *testing.T) {
 	pipe := rdb.TxPipeline()
 	ended := ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
 	ledger.PurgeQueued(ctx, pipe, rediskeys.QueueKey("link", "example.com"), crawl, ledger.PurgedStop, []string{member}, now)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if n, _ := ended.Int(); n != 1 {
 		t.Fatalf("EndedBy = %d, want 1 (recorded)", n)
 	}
@@ -364,9 +363,7 @@ func TestAnEndingHoldsCompletersOffUntilItsAnswerIsOut(t *testing.T) {
 	// A stop of the completed crawl records nothing: it finished as it did.
 	pipe = rdb.TxPipeline()
 	ended = ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedExpire, "expirer", now, now.Add(time.Minute))
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if n, _ := ended.Int(); n != 0 {
 		t.Fatalf("EndedBy on a completed crawl = %d, want 0", n)
 	}
@@ -380,28 +377,15 @@ func TestAnEndingHoldsCompletersOffUntilItsAnswerIsOut(t *testing.T) {
 func TestAnEndingDuringACompletionRecordsNothing(t *testing.T) {
 	rdb := client(t)
 	completer := ledger.NewCompleter(rdb, "monitor", time.Hour)
-	var tl ledger.Tally
-	tl.Enqueued(crawl, 1)
-	tl.Published(crawl, false)
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
-	fs, err := completer.Claim(ctx)
-	if err != nil || len(fs) != 1 {
-		t.Fatalf("claim: %v %v", fs, err)
-	}
+	claimed := claimDone(t, rdb, completer)
 	now := time.Now()
-	pipe = rdb.TxPipeline()
+	pipe := rdb.TxPipeline()
 	ended := ledger.EndedBy(ctx, pipe, crawl, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustExec(t, pipe)
 	if n, _ := ended.Int(); n != 0 {
 		t.Fatalf("EndedBy = %d during a completion, want 0", n)
 	}
-	if err := completer.Finish(ctx, fs[0]); err != nil {
+	if err := completer.Finish(ctx, claimed); err != nil {
 		t.Fatal(err)
 	}
 	if p := mustRead(t, rdb, crawl); p.State != ledger.StateComplete || p.Reason() != "finished" {
@@ -413,14 +397,7 @@ func TestAClaimOfADeadMonitorIsTakenOverAfterItsDeadline(t *testing.T) {
 	rdb := client(t)
 	dead, live := ledger.NewCompleter(rdb, "dead", time.Hour), ledger.NewCompleter(rdb, "live", time.Hour)
 	dead.ClaimTTL = 300 * time.Millisecond
-	var tl ledger.Tally
-	tl.Enqueued(crawl, 1)
-	tl.Published(crawl, false)
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	writeDone(t, rdb)
 	if fs, _ := dead.Claim(ctx); len(fs) != 1 {
 		t.Fatal("no claim")
 	}
@@ -438,14 +415,7 @@ func TestAClaimOfADeadMonitorIsTakenOverAfterItsDeadline(t *testing.T) {
 
 func TestClaimReloadsScriptsRedisForgot(t *testing.T) {
 	rdb := client(t)
-	var tl ledger.Tally
-	tl.Enqueued(crawl, 1)
-	tl.Published(crawl, false)
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	writeDone(t, rdb)
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -457,21 +427,11 @@ func TestClaimReloadsScriptsRedisForgot(t *testing.T) {
 func TestListShowsCrawlsNewestFirstAndForgetsExpiredOnes(t *testing.T) {
 	rdb := client(t)
 	for i, id := range []string{"old", "mid", "new"} {
-		var tl ledger.Tally
-		tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: id}, 1)
-		pipe := rdb.TxPipeline()
-		tl.Write(ctx, pipe, t0.Add(time.Duration(i)*time.Minute), time.Hour)
-		if _, err := pipe.Exec(ctx); err != nil {
-			t.Fatal(err)
-		}
+		write(t, rdb, t0.Add(time.Duration(i)*time.Minute), func(tl *ledger.Tally) {
+			tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: id}, 1)
+		})
 	}
-	var tl ledger.Tally
-	tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "other", CrawlID: "x"}, 1)
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, t0, time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	write(t, rdb, t0, func(tl *ledger.Tally) { tl.Enqueued(ledger.Crawl{SpiderID: "link", AppID: "other", CrawlID: "x"}, 1) })
 	entries, total, err := ledger.List(ctx, rdb, "app", 0, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -22,11 +22,19 @@ func newLeases(t *testing.T, ttl time.Duration) (*throttle.Leases, *redis.Client
 	return l, c
 }
 
+// leasedQueue is link:a.com:queue holding n items, a throttle of it
+// allowing limit pops a minute, and leases of ttl.
+func leasedQueue(t *testing.T, ttl time.Duration, limit, n int) (*throttle.Leases, *redis.Client, *throttle.Queue[string]) {
+	t.Helper()
+	l, c := newLeases(t, ttl)
+	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: limit})
+	fill(t, "link:a.com:queue", n)
+	return l, c, tq
+}
+
 func TestAttemptRecordsTheLeaseWithThePop(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, 30*time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
-	fill(t, "link:a.com:queue", 2)
+	l, c, tq := leasedQueue(t, 30*time.Second, 10, 2)
 	lease := l.New()
 	res, err := tq.Attempt(ctx, lease)
 	if err != nil || res.Status != throttle.Popped || res.Raw != `"item-1"` || res.Score != -1 {
@@ -61,9 +69,7 @@ func TestAttemptRecordsTheLeaseWithThePop(t *testing.T) {
 
 func TestReapReturnsExpiredLeasesWithTheirScore(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
-	fill(t, "link:a.com:queue", 3)
+	l, c, tq := leasedQueue(t, time.Second, 10, 3)
 	var held []string
 	for range 3 {
 		lease := l.New()
@@ -101,9 +107,7 @@ func TestReapReturnsExpiredLeasesWithTheirScore(t *testing.T) {
 
 func TestRenewKeepsLeasesAlive(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
-	fill(t, "link:a.com:queue", 1)
+	l, c, tq := leasedQueue(t, time.Second, 10, 1)
 	lease := l.New()
 	if _, err := tq.Attempt(ctx, lease); err != nil {
 		t.Fatal(err)
@@ -132,9 +136,7 @@ func TestRenewKeepsLeasesAlive(t *testing.T) {
 
 func TestRequeueAndRelease(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, 30*time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
-	fill(t, "link:a.com:queue", 2)
+	l, c, tq := leasedQueue(t, 30*time.Second, 10, 2)
 	a, b := l.New(), l.New()
 	_, _ = tq.Attempt(ctx, a)
 	_, _ = tq.Attempt(ctx, b)
@@ -155,9 +157,7 @@ func TestRequeueAndRelease(t *testing.T) {
 
 func TestAReapedLeaseIsReportedByAckAndNotRequeued(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 10})
-	fill(t, "link:a.com:queue", 3)
+	l, c, tq := leasedQueue(t, time.Second, 10, 3)
 	a, b, held := l.New(), l.New(), l.New()
 	for _, lease := range []*throttle.Lease{a, b} {
 		if _, err := tq.Attempt(ctx, lease); err != nil {
@@ -200,9 +200,7 @@ func TestAReapedLeaseIsReportedByAckAndNotRequeued(t *testing.T) {
 
 func TestConcurrentReapersRestoreEachItemOnce(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 1000})
-	fill(t, "link:a.com:queue", 200)
+	l, c, tq := leasedQueue(t, time.Second, 1000, 200)
 	for range 200 {
 		if _, err := tq.Attempt(ctx, l.New()); err != nil {
 			t.Fatal(err)
@@ -266,9 +264,7 @@ func TestDenialsSayHowLongToWait(t *testing.T) {
 
 func TestAttemptNPopsWhatTheWindowAllowsAndLeasesEach(t *testing.T) {
 	ctx := context.Background()
-	l, c := newLeases(t, 30*time.Second)
-	tq := newThrottle(t, "link:a.com:queue", throttle.Config{Window: time.Minute, Limit: 5})
-	fill(t, "link:a.com:queue", 10)
+	l, c, tq := leasedQueue(t, 30*time.Second, 5, 10)
 	lease := l.New()
 	res, err := tq.AttemptN(ctx, lease, 8)
 	if err != nil || res.Status != throttle.Popped || len(res.More) != 4 {

@@ -25,11 +25,19 @@ var shared *harness.ZooKeeper
 
 func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
 
-// sharedZK returns the shared server, skipping (or failing in CI) when
-// ZooKeeper is not installed.
-func sharedZK(t *testing.T) *harness.ZooKeeper {
+// node returns a client of the shared server and a node path unique to
+// the test, ending in leaf.
+func node(t *testing.T, leaf string) (*zk.Conn, string) {
 	t.Helper()
-	return shared
+	return harness.ZooKeeperClient(t, shared.Addr), harness.UniqueNodePath(t) + leaf
+}
+
+// watch starts a watcher of path on the shared server (config), recording
+// what it reports.
+func watch(t *testing.T, path string) (*recorder, *zkwatch.Watcher) {
+	t.Helper()
+	var r recorder
+	return &r, start(t, r.hook(config(shared.Addr, path)))
 }
 
 // put writes data at path, creating it and its parents if needed; it retries

@@ -25,13 +25,10 @@ func config(addr, path string) zkwatch.Config {
 }
 
 func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/myconfig"
+	c, path := node(t, "/myconfig")
 	put(t, c, path, "stuff here")
 
-	var r recorder
-	w := start(t, r.hook(config(z.Addr, path)))
+	r, w := watch(t, path)
 	// ValidInit: the first read is done when New returns.
 	if !w.IsValid() || w.GetFileContents() != "stuff here" {
 		t.Fatalf("after New: valid=%v contents=%q", w.IsValid(), w.GetFileContents())
@@ -50,12 +47,9 @@ func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
 }
 
 func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 	put(t, c, path, "start")
-	var r recorder
-	w := start(t, r.hook(config(z.Addr, path)))
+	r, w := watch(t, path)
 
 	for round := range 20 {
 		// Intermediate values may be coalesced; the last must arrive.
@@ -73,12 +67,10 @@ func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
 }
 
 func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/deep/er/node"
+	c, path := node(t, "/deep/er/node")
 
 	var r recorder
-	cfg := r.hook(config(z.Addr, path))
+	cfg := r.hook(config(shared.Addr, path))
 	cfg.Ensure = true
 	w := start(t, cfg)
 	state(t, w, true, "")
@@ -94,12 +86,9 @@ func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
 }
 
 func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 
-	var r recorder
-	w := start(t, r.hook(config(z.Addr, path)))
+	r, w := watch(t, path)
 	state(t, w, false, "")
 	r.expect(t, nil, nil, []string{zkwatch.MsgInvalidGet})
 
@@ -116,16 +105,14 @@ func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T)
 }
 
 func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	b := harness.UniqueNodePath(t)
+	c, b := node(t, "")
 	put(t, c, b+"/tmp/myconfig", "EVENT TRIGGER config")
 	put(t, c, b+"/tmp/myconfig2", "this is another config")
 	// A trailing newline, as a text editor leaves it, is trimmed.
 	put(t, c, b+"/tmp_pointers/pointer1", b+"/tmp/myconfig\n")
 
 	var r recorder
-	cfg := r.hook(config(z.Addr, b+"/tmp_pointers/pointer1"))
+	cfg := r.hook(config(shared.Addr, b+"/tmp_pointers/pointer1"))
 	cfg.Pointer = true
 	w := start(t, cfg)
 	state(t, w, true, "EVENT TRIGGER config")
@@ -154,15 +141,13 @@ func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
 }
 
 func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	b := harness.UniqueNodePath(t)
+	c, b := node(t, "")
 	ptr := b + "/pointer"
 	put(t, c, b+"/good", "good config")
 	put(t, c, ptr, b+"/good")
 
 	var r recorder
-	cfg := r.hook(config(z.Addr, ptr))
+	cfg := r.hook(config(shared.Addr, ptr))
 	cfg.Pointer = true
 	w := start(t, cfg)
 	state(t, w, true, "good config")
@@ -209,12 +194,10 @@ func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
 }
 
 func TestPollingWithoutHandlers(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/myconfig"
+	c, path := node(t, "/myconfig")
 	put(t, c, path, "My configuration string here. Typically YAML or JSON")
 
-	cfg := config(z.Addr, path)
+	cfg := config(shared.Addr, path)
 	cfg.ValidInit = false
 	w := start(t, cfg)
 	state(t, w, true, "My configuration string here. Typically YAML or JSON")
@@ -269,11 +252,9 @@ func TestNewRejectsAnIncompleteConfig(t *testing.T) {
 }
 
 func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 	put(t, c, path, "v1")
-	p := startProxy(t, z.Addr)
+	p := startProxy(t, shared.Addr)
 	p.Cut()
 
 	var r recorder
@@ -322,11 +303,9 @@ func TestKeepsLastContentsWhileZooKeeperRestartsAndSeesLaterChanges(t *testing.T
 }
 
 func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 	put(t, c, path, "v1")
-	p := startProxy(t, z.Addr)
+	p := startProxy(t, shared.Addr)
 
 	var r recorder
 	w := start(t, r.hook(config(p.Addr(), path)))
@@ -347,12 +326,10 @@ func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
 }
 
 func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	b := harness.UniqueNodePath(t)
+	c, b := node(t, "")
 	put(t, c, b+"/cfg", "v1")
 	put(t, c, b+"/ptr", b+"/cfg")
-	p := startProxy(t, z.Addr)
+	p := startProxy(t, shared.Addr)
 
 	var r recorder
 	cfg := r.hook(config(p.Addr(), b+"/ptr"))
@@ -366,7 +343,7 @@ func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
 	state(t, w, false, "v1")
 	put(t, c, b+"/cfg", "v2")
 	waitFor(t, "the server to expire the session", func() bool {
-		dump, err := fourLetter(z.Addr, "dump")
+		dump, err := fourLetter(shared.Addr, "dump")
 		return err == nil && strings.Contains(dump, "Session") && !strings.Contains(dump, fmt.Sprintf("0x%x", session))
 	})
 	p.Restore()
@@ -383,14 +360,12 @@ func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
 }
 
 func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 	put(t, c, path, "v1")
 
 	before := runtime.NumGoroutine()
 	var r recorder
-	cfg := r.hook(config(z.Addr, path))
+	cfg := r.hook(config(shared.Addr, path))
 	cfg.Pointer = false
 	cfg.ResyncInterval = 0 // default ticker, to see it stop too
 	w, err := zkwatch.New(context.Background(), cfg)
@@ -412,14 +387,12 @@ func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestCancellingTheContextStopsTheWatcher(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	path := harness.UniqueNodePath(t) + "/cfg"
+	c, path := node(t, "/cfg")
 	put(t, c, path, "v1")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := zkwatch.New(ctx, config(z.Addr, path))
+	w, err := zkwatch.New(ctx, config(shared.Addr, path))
 	if err != nil {
 		t.Fatal(err)
 	}

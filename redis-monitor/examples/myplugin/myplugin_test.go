@@ -2,7 +2,6 @@ package myplugin_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -10,15 +9,12 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/examples/myplugin"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestClearDeletesTheQueueAndAnswers(t *testing.T) {
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.Redis(t)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &myplugin.ClearMonitor{}, rdb, nil, nil)
 	for _, m := range []string{`{"url":"http://ebay.com/1"}`, `{"url":"http://ebay.com/2"}`} {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -105,4 +106,17 @@ func (f *Fixture) Process(ctx context.Context, key string) (bool, error) {
 		return true, err
 	}
 	return true, f.Env.Redis.Del(ctx, key).Err()
+}
+
+// ExpectOnlyAnswer fails t unless exactly one answer was published and it
+// is the JSON document want (numbers read as float64, as Published has them).
+func (f *Fixture) ExpectOnlyAnswer(t testing.TB, want string) {
+	t.Helper()
+	var w map[string]any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("the wanted answer: %v", err)
+	}
+	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], w) {
+		t.Fatalf("published %v", got)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"reflect"
 	"testing"
 	"time"
 
@@ -13,19 +11,13 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
 	deadline := f.Clock.Add(time.Minute)
@@ -49,12 +41,8 @@ func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
 	if handled, err := f.Process(ctx, key); !handled || err != nil {
 		t.Fatalf("handled %v, %v after the deadline", handled, err)
 	}
-	var want map[string]any
-	_ = json.Unmarshal([]byte(`{"total_expired": 84, "server_time": 1767323106, "crawlid": "ist234",
-		"spiderid": "link", "appid": "testapp", "action": "expired"}`), &want)
-	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
-		t.Fatalf("published %v", got)
-	}
+	f.ExpectOnlyAnswer(t, `{"total_expired": 84, "server_time": 1767323106, "crawlid": "ist234",
+		"spiderid": "link", "appid": "testapp", "action": "expired"}`)
 	if n := rdb.ZCard(ctx, "link:a.com:queue").Val(); n != 1 {
 		t.Fatalf("%d requests left, want the other crawl's 1", n)
 	}
@@ -64,7 +52,7 @@ func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
 }
 
 func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.Redis(t)
 	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
 	rdb.Set(context.Background(), "timeout:link:a:b", "soon", 0)
 	if _, err := f.Process(context.Background(), "timeout:link:a:b"); err == nil {
@@ -76,10 +64,7 @@ func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
 // counts the purged requests (purged:expire) and records the expire, so the
 // crawl-complete that follows says "expired".
 func TestExpireOfACrawlWithALedgerCountsThePurgeAndEndsIt(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
@@ -101,12 +86,8 @@ func TestExpireOfACrawlWithALedgerCountsThePurgeAndEndsIt(t *testing.T) {
 	if handled, err := f.Process(ctx, key); !handled || err != nil {
 		t.Fatalf("handled %v, %v after the deadline", handled, err)
 	}
-	var want map[string]any
-	_ = json.Unmarshal([]byte(`{"total_expired": 12, "server_time": 1767323106, "crawlid": "ist234",
-		"spiderid": "link", "appid": "testapp", "action": "expired"}`), &want)
-	if got := f.Published(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
-		t.Fatalf("published %v", got)
-	}
+	f.ExpectOnlyAnswer(t, `{"total_expired": 12, "server_time": 1767323106, "crawlid": "ist234",
+		"spiderid": "link", "appid": "testapp", "action": "expired"}`)
 	ps, err := ledger.Read(ctx, rdb, crawl)
 	if err != nil {
 		t.Fatal(err)

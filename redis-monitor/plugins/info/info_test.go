@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -13,21 +12,15 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func setup(t *testing.T) (*plugintest.Fixture, *redis.Client) {
 	t.Helper()
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t)
 	return plugintest.Setup(t, &info.Monitor{}, rdb, nil, nil), rdb
 }
 
@@ -66,6 +59,27 @@ func only(t *testing.T, f *plugintest.Fixture) map[string]any {
 	return got[0]
 }
 
+// ask sets an info request key to uuid, has the plugin process it and
+// returns its one answer.
+func ask(t *testing.T, f *plugintest.Fixture, rdb *redis.Client, key, uuid string) map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	rdb.Set(ctx, key, uuid, 0)
+	if _, err := f.Process(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	return only(t, f)
+}
+
+// assertAnswer fails the test unless got is the JSON document want.
+func assertAnswer(t *testing.T, got map[string]any, want string) {
+	t.Helper()
+	if !reflect.DeepEqual(got, decode(t, want)) {
+		gb, _ := json.MarshalIndent(got, "", " ")
+		t.Fatalf("answer:\n%s", gb)
+	}
+}
+
 func TestAppInfoHasTheSpecsShape(t *testing.T) {
 	f, rdb := setup(t)
 	ctx := context.Background()
@@ -84,7 +98,7 @@ func TestAppInfoHasTheSpecsShape(t *testing.T) {
 	if handled, err := f.Process(ctx, "info:link:testapp"); !handled || err != nil {
 		t.Fatalf("handled %v, %v", handled, err)
 	}
-	want := decode(t, `{
+	assertAnswer(t, only(t, f), `{
 		"server_time": 1767323045, "uuid": "abc12333",
 		"total_pending": 13, "total_domains": 4, "total_crawlids": 2,
 		"spiderid": "link", "appid": "testapp",
@@ -105,10 +119,6 @@ func TestAppInfoHasTheSpecsShape(t *testing.T) {
 			}
 		}
 	}`)
-	if got := only(t, f); !reflect.DeepEqual(got, want) {
-		gb, _ := json.MarshalIndent(got, "", " ")
-		t.Fatalf("answer:\n%s", gb)
-	}
 	if n := rdb.Exists(ctx, "info:link:testapp").Val(); n != 0 {
 		t.Fatal("request key left behind")
 	}
@@ -116,16 +126,11 @@ func TestAppInfoHasTheSpecsShape(t *testing.T) {
 
 func TestCrawlInfoHasTheSpecsShape(t *testing.T) {
 	f, rdb := setup(t)
-	ctx := context.Background()
 	queue(t, rdb, "duckduckgo.com", "testapp", "ABC123", -19, 2, 0)
 	queue(t, rdb, "wikipedia.org", "testapp", "ABC123", -19, 1, 0)
 	queue(t, rdb, "wikipedia.org", "testapp", "other", -19, 5, 0)
-	rdb.Set(ctx, "info:link:testapp:ABC123", "abc12333", 0)
-
-	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
-		t.Fatal(err)
-	}
-	want := decode(t, `{
+	got := ask(t, f, rdb, "info:link:testapp:ABC123", "abc12333")
+	assertAnswer(t, got, `{
 		"server_time": 1767323045, "crawlid": "ABC123",
 		"total_pending": 3, "total_domains": 2,
 		"spiderid": "link", "appid": "testapp",
@@ -135,20 +140,13 @@ func TestCrawlInfoHasTheSpecsShape(t *testing.T) {
 		},
 		"uuid": "abc12333"
 	}`)
-	if got := only(t, f); !reflect.DeepEqual(got, want) {
-		t.Fatalf("answer %v", got)
-	}
 }
 
 func TestCrawlInfoReportsTheCrawlsExpiry(t *testing.T) {
 	f, rdb := setup(t)
 	ctx := context.Background()
 	rdb.Set(ctx, "timeout:link:testapp:ABC123", "1452094703", 0)
-	rdb.Set(ctx, "info:link:testapp:ABC123", "u1", 0)
-	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
-		t.Fatal(err)
-	}
-	got := only(t, f)
+	got := ask(t, f, rdb, "info:link:testapp:ABC123", "u1")
 	if got["expires"] != "1452094703" || got["total_pending"] != 0.0 || len(got["domains"].(map[string]any)) != 0 {
 		t.Fatalf("answer %v", got)
 	}
@@ -225,19 +223,14 @@ func lease(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl) {
 // what became of the rest.
 func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
 	f, rdb := setup(t)
-	ctx := context.Background()
 	c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ABC123"}
 	seed(t, rdb, "duckduckgo.com", c, 4, 19)
 	seed(t, rdb, "wikipedia.org", c, 2, 19)
 	crawlDone(t, rdb, "duckduckgo.com", c, 1, t0.Add(10*time.Second))
 	lease(t, rdb, "duckduckgo.com", c)
 	seed(t, rdb, "wikipedia.org", ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "other"}, 5, 19)
-	rdb.Set(ctx, "info:link:testapp:ABC123", "abc12333", 0)
-
-	if _, err := f.Process(ctx, "info:link:testapp:ABC123"); err != nil {
-		t.Fatal(err)
-	}
-	want := decode(t, `{
+	got := ask(t, f, rdb, "info:link:testapp:ABC123", "abc12333")
+	assertAnswer(t, got, `{
 		"server_time": 1767323045, "crawlid": "ABC123",
 		"total_pending": 4, "total_domains": 2,
 		"spiderid": "link", "appid": "testapp",
@@ -253,10 +246,6 @@ func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
 			"started": 1767323000, "last_activity": 1767323010
 		}
 	}`)
-	if got := only(t, f); !reflect.DeepEqual(got, want) {
-		gb, _ := json.MarshalIndent(got, "", " ")
-		t.Fatalf("answer:\n%s", gb)
-	}
 }
 
 // An appid answer's crawlids stay exactly the original's (crawls with
@@ -264,7 +253,6 @@ func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
 // ledger get their progress in "progress", finished ones too.
 func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
 	f, rdb := setup(t)
-	ctx := context.Background()
 	running := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "running"}
 	finished := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "finished"}
 	seed(t, rdb, "a.com", running, 2, 5)
@@ -273,12 +261,8 @@ func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
 	queue(t, rdb, "a.com", "testapp", "python", 3, 1, 0)                                             // fed by the original: no ledger
 	seed(t, rdb, "a.com", ledger.Crawl{SpiderID: "link", AppID: "otherapp", CrawlID: "x"}, 1, 5)     // another app
 	seed(t, rdb, "a.com", ledger.Crawl{SpiderID: "wandering", AppID: "testapp", CrawlID: "w"}, 1, 5) // another spider
-	rdb.Set(ctx, "info:link:testapp", "u1", 0)
-
-	if _, err := f.Process(ctx, "info:link:testapp"); err != nil {
-		t.Fatal(err)
-	}
-	want := decode(t, `{
+	got := ask(t, f, rdb, "info:link:testapp", "u1")
+	assertAnswer(t, got, `{
 		"server_time": 1767323045, "uuid": "u1",
 		"total_pending": 3, "total_domains": 1, "total_crawlids": 2,
 		"spiderid": "link", "appid": "testapp",
@@ -301,10 +285,6 @@ func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
 			}
 		}
 	}`)
-	if got := only(t, f); !reflect.DeepEqual(got, want) {
-		gb, _ := json.MarshalIndent(got, "", " ")
-		t.Fatalf("answer:\n%s", gb)
-	}
 }
 
 // An app with more crawls than MaxAppProgress gets the progress of its
@@ -323,11 +303,8 @@ func TestAppInfoGivesTheProgressOfTheNewestCrawlsOnly(t *testing.T) {
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rdb.Set(ctx, "info:link:testapp", "u1", 0)
-	if _, err := f.Process(ctx, "info:link:testapp"); err != nil {
-		t.Fatal(err)
-	}
-	progress, _ := only(t, f)["progress"].(map[string]any)
+	got := ask(t, f, rdb, "info:link:testapp", "u1")
+	progress, _ := got["progress"].(map[string]any)
 	if len(progress) != info.MaxAppProgress {
 		t.Fatalf("progress of %d crawls, want %d", len(progress), info.MaxAppProgress)
 	}

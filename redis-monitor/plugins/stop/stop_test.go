@@ -2,10 +2,7 @@ package stop_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"reflect"
 	"testing"
 	"time"
 
@@ -13,19 +10,13 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-var redisServer *harness.Redis
-
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	for d := range 20 {
@@ -41,13 +32,8 @@ func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
 	if _, err := f.Process(ctx, "stop:link:testapp:ABC123"); err != nil {
 		t.Fatal(err)
 	}
-	var want map[string]any
-	_ = json.Unmarshal([]byte(`{"total_purged": 100, "server_time": 1767323045, "crawlid": "ABC123",
-		"uuid": "1ist234", "spiderid": "link", "appid": "testapp", "action": "stop"}`), &want)
-	got := f.Published()
-	if len(got) != 1 || !reflect.DeepEqual(got[0], want) {
-		t.Fatalf("published %v", got)
-	}
+	f.ExpectOnlyAnswer(t, `{"total_purged": 100, "server_time": 1767323045, "crawlid": "ABC123",
+		"uuid": "1ist234", "spiderid": "link", "appid": "testapp", "action": "stop"}`)
 	// The purged requests are gone, the others stay.
 	keys, _ := rdb.Keys(ctx, "link:*:queue").Result()
 	total := 0
@@ -74,7 +60,7 @@ func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
 }
 
 func TestStopNeedsACrawlID(t *testing.T) {
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.Redis(t)
 	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	rdb.Set(context.Background(), "stop:link:testapp", "u", 0)
 	if _, err := f.Process(context.Background(), "stop:link:testapp"); err == nil || len(f.Published()) != 0 {
@@ -87,10 +73,7 @@ func TestStopNeedsACrawlID(t *testing.T) {
 // stop; no completer claims the crawl before the answer is out, and then its
 // crawl-complete says "stopped".
 func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing.T) {
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	rdb := redisServer.TestClient(t)
+	rdb := plugintest.EmptyRedis(t)
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)

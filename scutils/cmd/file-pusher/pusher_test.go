@@ -21,14 +21,15 @@ var shared *harness.ZooKeeper
 
 func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
 
-func sharedZK(t *testing.T) *harness.ZooKeeper {
-	t.Helper()
-	return shared
-}
-
 // base is a node path unique to the test run (-count may repeat a test
 // against the same server), ending with /; call it once per test.
 func base(t *testing.T) string { return harness.UniqueNodePath(t) + "/" }
+
+// clientAndBase is a client of the shared server and base(t).
+func clientAndBase(t *testing.T) (*zk.Conn, string) {
+	t.Helper()
+	return harness.ZooKeeperClient(t, shared.Addr), base(t)
+}
 
 func writeFile(t *testing.T, name, contents string) string {
 	t.Helper()
@@ -48,6 +49,14 @@ func pusher(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 // get returns the node's data; exists is false when there is no node.
+// mustPush runs file-pusher with args and fails the test unless it exits 0.
+func mustPush(t *testing.T, args ...string) {
+	t.Helper()
+	if code, out, errOut := pusher(t, args...); code != 0 {
+		t.Fatalf("file-pusher %q: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+	}
+}
+
 func get(t *testing.T, conn *zk.Conn, path string) (data []byte, exists bool) {
 	t.Helper()
 	data, _, err := conn.Get(path)
@@ -70,12 +79,11 @@ domains:
 `
 
 func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
+	c := harness.ZooKeeperClient(t, shared.Addr)
 	p := base(t) + "crawler/"
 	file := writeFile(t, "example.yml", exampleYAML)
 
-	code, out, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p, "-i", "myconfig")
+	code, out, errOut := pusher(t, "-f", file, "-z", shared.Addr, "-p", p, "-i", "myconfig")
 	if code != 0 || !strings.Contains(out, "creating conf node "+p+"myconfig") {
 		t.Fatalf("first push: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -86,7 +94,7 @@ func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
 	if err := os.WriteFile(file, []byte("domains: {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = pusher(t, "--file", file, "--zoo-keeper", z.Addr, "--path", p, "--id", "myconfig")
+	code, out, errOut = pusher(t, "--file", file, "--zoo-keeper", shared.Addr, "--path", p, "--id", "myconfig")
 	if code != 0 || !strings.Contains(out, "updating conf file "+p+"myconfig") {
 		t.Fatalf("second push: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -96,27 +104,20 @@ func TestPushCreatesTheNodeWithItsParentsThenUpdatesIt(t *testing.T) {
 }
 
 func TestDefaultsPushToScrapyClusterCrawlerAll(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
+	c := harness.ZooKeeperClient(t, shared.Addr)
 	file := writeFile(t, "example.yml", exampleYAML)
-	if code, out, errOut := pusher(t, "-f", file, "-z", z.Addr); code != 0 {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
+	mustPush(t, "-f", file, "-z", shared.Addr)
 	if data, _ := get(t, c, "/scrapy-cluster/crawler/all"); string(data) != exampleYAML {
 		t.Fatalf("/scrapy-cluster/crawler/all holds %q", data)
 	}
 }
 
 func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	p := base(t)
+	c, p := clientAndBase(t)
 	file := writeFile(t, "example.yml", exampleYAML)
-	if code, _, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p); code != 0 {
-		t.Fatalf("push: exit %d: %s", code, errOut)
-	}
+	mustPush(t, "-f", file, "-z", shared.Addr, "-p", p)
 
-	code, out, errOut := pusher(t, "-w", "-z", z.Addr, "-p", p)
+	code, out, errOut := pusher(t, "-w", "-z", shared.Addr, "-p", p)
 	if code != 0 || !strings.Contains(out, "wiped conf node "+p+"all") {
 		t.Fatalf("wipe: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
@@ -125,7 +126,7 @@ func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
 		t.Fatalf("after wipe: exists=%v data=%#v; want an empty (not null) node", exists, data)
 	}
 
-	code, out, _ = pusher(t, "--wipe", "-z", z.Addr, "-p", p, "-i", "never-pushed")
+	code, out, _ = pusher(t, "--wipe", "-z", shared.Addr, "-p", p, "-i", "never-pushed")
 	if code != 0 || !strings.Contains(out, "nothing to wipe") {
 		t.Fatalf("wipe of a missing node: exit %d, stdout %q", code, out)
 	}
@@ -135,11 +136,10 @@ func TestWipeEmptiesTheNodeAndKeepsIt(t *testing.T) {
 }
 
 func TestAWatcherSeesPushesAndWipes(t *testing.T) {
-	z := sharedZK(t)
 	p := base(t)
 	configs := make(chan string, 10)
 	w, err := zkwatch.New(context.Background(), zkwatch.Config{
-		Hosts: []string{z.Addr}, Path: p + "all", Ensure: true, ValidInit: true,
+		Hosts: []string{shared.Addr}, Path: p + "all", Ensure: true, ValidInit: true,
 		OnConfig: func(s string) { configs <- s },
 	})
 	if err != nil {
@@ -157,24 +157,18 @@ func TestAWatcherSeesPushesAndWipes(t *testing.T) {
 		}
 	}
 	file := writeFile(t, "example.yml", exampleYAML)
-	if code, _, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p); code != 0 {
-		t.Fatalf("push: exit %d: %s", code, errOut)
-	}
+	mustPush(t, "-f", file, "-z", shared.Addr, "-p", p)
 	if got := next(); got != exampleYAML {
 		t.Fatalf("watcher got %q after the push", got)
 	}
-	if code, _, errOut := pusher(t, "-w", "-z", z.Addr, "-p", p); code != 0 {
-		t.Fatalf("wipe: exit %d: %s", code, errOut)
-	}
+	mustPush(t, "-w", "-z", shared.Addr, "-p", p)
 	if got := next(); got != "" {
 		t.Fatalf("watcher got %q after the wipe, want empty", got)
 	}
 }
 
 func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	p := base(t)
+	c, p := clientAndBase(t)
 	good := writeFile(t, "good.yml", exampleYAML)
 	port, err := harness.FreePort()
 	if err != nil {
@@ -189,16 +183,16 @@ func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 		wantErr  string
 	}{
 		{"without --zoo-keeper", []string{"-f", good}, exitUsage, "--zoo-keeper is required"},
-		{"without --file or --wipe", []string{"-z", z.Addr, "-p", p}, exitUsage, "--file is required"},
-		{"with an unknown flag", []string{"-z", z.Addr, "-f", good, "--frobnicate"}, exitUsage, "unknown flag"},
-		{"with a stray argument", []string{"-z", z.Addr, "-f", good, "extra"}, exitUsage, "unknown command"},
-		{"with a relative path", []string{"-z", z.Addr, "-f", good, "-p", "relative/"}, exitUsage, "does not start with /"},
-		{"with an empty id", []string{"-z", z.Addr, "-f", good, "-p", p, "-i", ""}, exitUsage, "--id must not be empty"},
-		{"with a missing file", []string{"-z", z.Addr, "-p", p, "-f", filepath.Join(t.TempDir(), "nope.yml")}, exitError, "read the configuration file"},
-		{"with broken YAML", []string{"-z", z.Addr, "-p", p, "-f", writeFile(t, "bad.yml", "domains: [unclosed\n")}, exitError, "not valid YAML"},
-		{"with tabs for indentation", []string{"-z", z.Addr, "-p", p, "-f", writeFile(t, "tabs.yml", "domains:\n\tx.com:\n\t\thits: 1\n")}, exitError, "not valid YAML"},
-		{"with two YAML documents", []string{"-z", z.Addr, "-p", p, "-f", writeFile(t, "two.yml", "a: 1\n---\nb: 2\n")}, exitError, "more than one YAML document"},
-		{"with a file too big for ZooKeeper", []string{"-z", z.Addr, "-p", p, "-f", writeFile(t, "big.yml", "# "+strings.Repeat("x", 1<<20)+"\n")}, exitError, "at most about 1 MiB"},
+		{"without --file or --wipe", []string{"-z", shared.Addr, "-p", p}, exitUsage, "--file is required"},
+		{"with an unknown flag", []string{"-z", shared.Addr, "-f", good, "--frobnicate"}, exitUsage, "unknown flag"},
+		{"with a stray argument", []string{"-z", shared.Addr, "-f", good, "extra"}, exitUsage, "unknown command"},
+		{"with a relative path", []string{"-z", shared.Addr, "-f", good, "-p", "relative/"}, exitUsage, "does not start with /"},
+		{"with an empty id", []string{"-z", shared.Addr, "-f", good, "-p", p, "-i", ""}, exitUsage, "--id must not be empty"},
+		{"with a missing file", []string{"-z", shared.Addr, "-p", p, "-f", filepath.Join(t.TempDir(), "nope.yml")}, exitError, "read the configuration file"},
+		{"with broken YAML", []string{"-z", shared.Addr, "-p", p, "-f", writeFile(t, "bad.yml", "domains: [unclosed\n")}, exitError, "not valid YAML"},
+		{"with tabs for indentation", []string{"-z", shared.Addr, "-p", p, "-f", writeFile(t, "tabs.yml", "domains:\n\tx.com:\n\t\thits: 1\n")}, exitError, "not valid YAML"},
+		{"with two YAML documents", []string{"-z", shared.Addr, "-p", p, "-f", writeFile(t, "two.yml", "a: 1\n---\nb: 2\n")}, exitError, "more than one YAML document"},
+		{"with a file too big for ZooKeeper", []string{"-z", shared.Addr, "-p", p, "-f", writeFile(t, "big.yml", "# "+strings.Repeat("x", 1<<20)+"\n")}, exitError, "at most about 1 MiB"},
 		{"with ZooKeeper unreachable", []string{"-z", dead, "-p", p, "-f", good, "--timeout", "1s"}, exitError, "connect to ZooKeeper " + dead + ": context deadline exceeded (last error: failed to connect to " + dead},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,25 +211,20 @@ func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 }
 
 func TestNoValidatePushesAnyText(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
-	p := base(t)
+	c, p := clientAndBase(t)
 	text := "domains: [not yaml\n"
 	file := writeFile(t, "raw.txt", text)
-	if code, out, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p, "--no-validate"); code != 0 {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
-	}
+	mustPush(t, "-f", file, "-z", shared.Addr, "-p", p, "--no-validate")
 	if data, _ := get(t, c, p+"all"); string(data) != text {
 		t.Fatalf("node holds %q", data)
 	}
 }
 
 func TestPathWithoutTrailingSlashIsJoinedAsWrittenWithANote(t *testing.T) {
-	z := sharedZK(t)
-	c := harness.ZooKeeperClient(t, z.Addr)
+	c := harness.ZooKeeperClient(t, shared.Addr)
 	p := strings.TrimSuffix(base(t), "/")
 	file := writeFile(t, "pointer.txt", "/tmp/myconfig\n")
-	code, _, errOut := pusher(t, "-f", file, "-z", z.Addr, "-p", p, "-i", "pointer1")
+	code, _, errOut := pusher(t, "-f", file, "-z", shared.Addr, "-p", p, "-i", "pointer1")
 	if code != 0 || !strings.Contains(errOut, "does not end with /") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
