@@ -24,6 +24,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
@@ -48,14 +49,48 @@ func handleStartError(tb testing.TB, service string, err error) {
 	tb.Fatalf("start %s: %v", service, err)
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a loopback TCP port nothing listens on now. It picks one
+// below the kernel's ephemeral range (ip_local_port_range) where it can: a
+// port the kernel hands out for ":0" comes from that range, which the
+// outgoing connections of every test running beside it use too, and one of
+// them can take the port before the test's server binds it ("address
+// already in use"). Below the range only another listener can.
 func FreePort() (int, error) {
+	low := ephemeralLow()
+	for range 50 {
+		if low <= minPickedPort {
+			break
+		}
+		port := minPickedPort + rand.IntN(low-minPickedPort)
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// minPickedPort is the lowest port FreePort picks: above the well-known and
+// commonly configured ones.
+const minPickedPort = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0 when
+// it cannot be read (then FreePort asks the kernel for one).
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(raw), &low, &high); err != nil {
+		return 0
+	}
+	return low
 }
 
 // WaitFor polls cond until it holds, and fails tb if timeout passes first.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -232,5 +233,30 @@ func TestBinariesAreBuiltOnceFromTheWorkspaceRoot(t *testing.T) {
 	bins.Remove()
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after Remove: %v", err)
+	}
+}
+
+func TestFreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn(t *testing.T) {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral range to compare with: %v", err)
+	}
+	var low, high int
+	if _, err := fmt.Sscan(string(raw), &low, &high); err != nil {
+		t.Fatalf("ip_local_port_range %q: %v", raw, err)
+	}
+	for range 20 {
+		port, err := harness.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port >= low && low > 10000 {
+			t.Errorf("port %d is in the ephemeral range %d-%d", port, low, high)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatalf("listen on the free port %d: %v", port, err)
+		}
+		l.Close()
 	}
 }
