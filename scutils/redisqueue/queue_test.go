@@ -23,9 +23,7 @@ func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
 
 func client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := server.Client()
-	tb.Cleanup(func() { c.Close() })
-	return c
+	return server.TestClient(tb)
 }
 
 func key(tb testing.TB) string { return "test:" + tb.Name() }

@@ -28,8 +28,7 @@ var flushed sync.Map
 
 func client(tb testing.TB) *redis.Client {
 	tb.Helper()
-	c := server.Client()
-	tb.Cleanup(func() { c.Close() })
+	c := server.TestClient(tb)
 	if _, done := flushed.LoadOrStore(tb, true); !done {
 		if err := c.FlushAll(context.Background()).Err(); err != nil {
 			tb.Fatal(err)
