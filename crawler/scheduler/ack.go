@@ -12,9 +12,11 @@ import (
 )
 
 // ackBatcher acknowledges leases by group commit: a caller finding no ack
-// in flight sends its own at once and then, while others queued up behind
-// it, sends theirs together, one round trip per batch. A lone caller waits
-// one round trip; many concurrent callers share them.
+// in flight waits ackLinger for others to queue up behind it, then sends
+// every queued ack together, one round trip per batch, and again while more
+// queued up meanwhile. A lone caller waits ackLinger and one round trip;
+// a busy crawler sends one round trip per ackLinger instead of one per
+// few pages (each round trip costs Redis more than the writes in it).
 //
 // Each acknowledgement carries what became of its request (a ledger.Tally):
 // the batch's tallies are merged and written in the same MULTI as the
@@ -26,6 +28,7 @@ type ackBatcher struct {
 	rdb    redis.Cmdable
 	ttl    time.Duration // of the ledgers
 	now    func() time.Time
+	linger time.Duration // ackLinger
 	// lost is told the requests whose leases were reaped before their ack,
 	// and whether taking their counts back failed.
 	lost func(ids []string, undoErr error)
@@ -44,6 +47,12 @@ type ackRequest struct {
 // maxAckBatch bounds one acknowledgement round trip.
 const maxAckBatch = 500
 
+// ackLinger is how long the first ack of a batch waits for others. An ack
+// only ends a lease whose page is published already, so it holds up
+// nothing but the ledger's done count (and a crawl's completion) by this
+// much; the lease is renewed meanwhile.
+const ackLinger = 5 * time.Millisecond
+
 func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally) error {
 	req := ackRequest{id: id, tally: tally, done: make(chan error, 1)}
 	b.mu.Lock()
@@ -54,6 +63,9 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally) er
 	}
 	b.sending = true
 	b.mu.Unlock()
+	if b.linger > 0 {
+		time.Sleep(b.linger)
+	}
 	for {
 		b.mu.Lock()
 		batch := b.pending[:min(len(b.pending), maxAckBatch)]

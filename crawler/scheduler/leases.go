@@ -35,10 +35,13 @@ func (s *Scheduler) finish(it *Item) {
 // dropped for good) with what became of it, counted in its crawl's ledger
 // in the same step (tally: usually Published, Dropped or RefusedPopped,
 // and Fetched; nil counts nothing). Concurrent calls share round trips.
-// When it fails the item stays in flight: call Done again, or Release
-// returns it.
+// The item's processing slot goes to the next fetched item at once: the
+// acknowledgement waits for its batch (ackLinger) holding nothing but the
+// lease. When it fails the item stays in flight: call Done again, or
+// Release returns it.
 func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) error {
 	s.finishing(it)
+	s.endProcessing(it)
 	err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID, tally)
 	if err == nil {
 		s.finish(it)
@@ -69,6 +72,18 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 	}
 	s.finish(it)
 	return nil
+}
+
+// endProcessing gives the item's processing slot, if it holds one, to
+// the next fetched item.
+func (s *Scheduler) endProcessing(it *Item) {
+	s.mu.Lock()
+	processing := it.processing
+	it.processing = false
+	s.mu.Unlock()
+	if processing {
+		<-s.processing
+	}
 }
 
 // finishing marks an item whose lease is about to end, so that the renewal

@@ -125,7 +125,7 @@ func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, err
 		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency), processing: make(chan struct{}, cfg.Concurrency),
 	}
-	s.acks = &ackBatcher{leases: leases, rdb: rdb, ttl: cfg.ledgerTTL(), now: time.Now, lost: s.leasesLost}
+	s.acks = &ackBatcher{leases: leases, rdb: rdb, ttl: cfg.ledgerTTL(), now: time.Now, linger: ackLinger, lost: s.leasesLost}
 	return s, nil
 }
 

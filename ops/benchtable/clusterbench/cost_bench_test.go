@@ -83,7 +83,9 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //     (the log line adds Redis's own time in each, commandstats usec, where
 //     a script's includes the commands it runs).
 //
-// Settings: costSettings (defaults otherwise, INFO text logs included).
+// Settings: costSettings (defaults otherwise, INFO text logs included),
+// then CLUSTERBENCH_EXTRA's, space-separated NAME=value pairs, to see what
+// one setting costs (e.g. CLUSTERBENCH_EXTRA=STATS_STATUS_CODES=false).
 // Directly, from the workspace root:
 //
 //	go test -run '^$' -bench CrawlCost -benchtime 1x ./ops/benchtable/clusterbench/
@@ -109,6 +111,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 	waitFor(b, "the test site", 30*time.Second, func() bool { return dialable("127.0.0.1:" + strconv.Itoa(sitePort)) })
 
 	env := append([]string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(rs.Port), "KAFKA_HOSTS=" + broker.addr}, costSettings...)
+	if x := os.Getenv("CLUSTERBENCH_EXTRA"); x != "" {
+		env = append(env, strings.Fields(x)...)
+	}
 	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
 	crawler := startProcess(b, "crawler", crawlerBin, env, "--spider", "link")
 	pids := map[string]int{"crawler": crawler.pid(), "redis-server": redisPid, "broker": broker.proc.pid(),
