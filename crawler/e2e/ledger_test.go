@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 // invariantScript reads, in one atomic step, what a crawl's ledger says is
@@ -29,7 +30,7 @@ import (
 //
 // KEYS[1] ledger, KEYS[2] lease hash; ARGV[1] queue pattern, ARGV[2] appid,
 // ARGV[3] crawlid. Returns {left, queued, leased}.
-var invariantScript = redis.NewScript(`
+var invariantScript = redis.NewScript(throttle.LuaParseRecord + `
 local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done')
 local left = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) - (tonumber(v[3]) or 0)
 local function ours(member)
@@ -46,8 +47,8 @@ for _, q in ipairs(redis.call('KEYS', ARGV[1])) do
 end
 local leased = 0
 for _, rec in ipairs(redis.call('HVALS', KEYS[2])) do
-  local ok, l = pcall(cjson.decode, rec)
-  if ok and ours(l.m) then leased = leased + 1 end
+  local _, _, m = lease_record(rec)
+  if ours(m) then leased = leased + 1 end
 end
 return {left, queued, leased}
 `)

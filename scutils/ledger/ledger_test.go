@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 var redisServer *harness.Redis
@@ -143,11 +144,12 @@ func TestATallyCountsEveryFateAndQueuedPlusInFlightIsWhatIsLeft(t *testing.T) {
 	tl.Merge(&more)
 	pipe := rdb.TxPipeline()
 	tl.Write(ctx, pipe, t0, time.Hour)
-	// Two requests leased by a crawler, one of another crawl.
+	// Two requests leased by a crawler, one in a record of an earlier
+	// version; one of another crawl.
 	for id, m := range map[string]string{
-		"a": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/1\",\"appid\":\"app\",\"crawlid\":\"c1\"}"}`,
+		"a": throttle.Record{Queue: "link:example.com:queue", Score: "-50", Member: `{"url":"http://example.com/1","appid":"app","crawlid":"c1"}`}.String(),
 		"b": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/2\",\"meta\":{\"appid\":\"app\",\"crawlid\":\"c1\"}}"}`,
-		"c": `{"q":"link:example.com:queue","s":"-50","m":"{\"url\":\"http://example.com/3\",\"appid\":\"app\",\"crawlid\":\"other\"}"}`,
+		"c": throttle.Record{Queue: "link:example.com:queue", Score: "-50", Member: `{"url":"http://example.com/3","appid":"app","crawlid":"other"}`}.String(),
 	} {
 		pipe.HSet(ctx, rediskeys.LeaseKey("link")+":items", id, m)
 	}

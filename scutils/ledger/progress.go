@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 // The states of a crawl.
@@ -158,13 +159,11 @@ func Read(ctx context.Context, rdb redis.Cmdable, crawls ...Crawl) ([]*Progress,
 }
 
 // leasedCrawl reads the appid and crawlid of a lease record
-// {"q": queue, "s": score, "m": member}, the member in the flat form or
-// with the crawl fields under "meta".
+// (throttle.Record), the member in the flat form or with the crawl fields
+// under "meta".
 func leasedCrawl(record string) (appID, crawlID string, ok bool) {
-	var lease struct {
-		M string `json:"m"`
-	}
-	if json.Unmarshal([]byte(record), &lease) != nil {
+	lease, ok := throttle.ParseRecord(record)
+	if !ok {
 		return "", "", false
 	}
 	var m struct {
@@ -175,7 +174,7 @@ func leasedCrawl(record string) (appID, crawlID string, ok bool) {
 			CrawlID string `json:"crawlid"`
 		} `json:"meta"`
 	}
-	if json.Unmarshal([]byte(lease.M), &m) != nil {
+	if json.Unmarshal([]byte(lease.Member), &m) != nil {
 		return "", "", false
 	}
 	if m.Meta != nil && m.AppID == "" && m.CrawlID == "" {

@@ -18,7 +18,7 @@ import (
 //
 // A lease is recorded atomically with the pop (Queue.Attempt with a Lease):
 // its id in the sorted set <name> scored by its deadline (Redis server time),
-// and {"q": queue key, "s": score, "m": member} under its id in the hash
+// and its Record (queue key, score, member) under its id in the hash
 // <name>:items. The holder renews its leases well before their deadline
 // (Renew) and acknowledges each when done (Ack), or swaps it for a new
 // queued item in one step (Requeue, for retries). Any process may Reap:
@@ -205,7 +205,7 @@ func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id
 
 // restoreLua puts leased items back in their queues. Mode "expired" takes
 // up to ARGV[2] leases past their deadline; mode "ids" the leases ARGV[2..].
-var restoreScript = redis.NewScript(`
+var restoreScript = redis.NewScript(LuaParseRecord + `
 local ids
 if ARGV[1] == 'expired' then
   local t = redis.call('TIME')
@@ -219,8 +219,8 @@ local n = 0
 for _, id in ipairs(ids) do
   local v = redis.call('HGET', KEYS[2], id)
   if v then
-    local d = cjson.decode(v)
-    redis.call('ZADD', d.q, d.s, d.m)
+    local q, s, m = lease_record(v)
+    redis.call('ZADD', q, s, m)
     n = n + 1
   end
   redis.call('ZREM', KEYS[1], id)

@@ -2,7 +2,6 @@ package throttle_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -45,12 +44,12 @@ func TestAttemptRecordsTheLeaseWithThePop(t *testing.T) {
 	if now := float64(time.Now().Unix()); deadline < now+25 || deadline > now+35 {
 		t.Fatalf("lease deadline %v, want about now+30", deadline)
 	}
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(c.HGet(ctx, hash, lease.ID).Val()), &rec); err != nil {
-		t.Fatal(err)
+	stored := c.HGet(ctx, hash, lease.ID).Val()
+	if want := "16:link:a.com:queue-1\n\"item-1\""; stored != want {
+		t.Fatalf("lease record %q, want %q", stored, want)
 	}
-	if rec["q"] != "link:a.com:queue" || rec["m"] != `"item-1"` || rec["s"] != "-1" {
-		t.Fatalf("lease record %v", rec)
+	if rec, ok := throttle.ParseRecord(stored); !ok || rec != (throttle.Record{Queue: "link:a.com:queue", Score: "-1", Member: `"item-1"`}) {
+		t.Fatalf("lease record %q read as %+v, %v", stored, rec, ok)
 	}
 	if err := l.Ack(ctx, lease.ID); err != nil {
 		t.Fatal(err)

@@ -76,7 +76,9 @@ end
 local lease = tonumber(ARGV[8])
 -- Every write once for the whole batch: one ZADD of the hits, one ZADD and
 -- one HSET of the leases.
+-- Each item's lease record (throttle.Record): "<#queue>:<queue><score>\n<member>".
 local hits_args, lease_args, item_args = {}, {}, {}
+local record_prefix = #KEYS[1] .. ':' .. KEYS[1]
 local deadline = string.format('%.6f', now + lease)
 local out = {3}
 for i, p in ipairs(popped) do
@@ -90,7 +92,7 @@ for i, p in ipairs(popped) do
     lease_args[#lease_args + 1] = deadline
     lease_args[#lease_args + 1] = ARGV[9] .. suffix
     item_args[#item_args + 1] = ARGV[9] .. suffix
-    item_args[#item_args + 1] = cjson.encode({q = KEYS[1], s = p[2], m = p[1]})
+    item_args[#item_args + 1] = record_prefix .. p[2] .. '\n' .. p[1]
   end
   if i == 1 then
     out[2], out[3], out[4] = p[1], '0', p[2]

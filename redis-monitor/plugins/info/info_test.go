@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -212,8 +213,8 @@ func lease(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl) {
 	if err != nil || len(zs) != 1 {
 		t.Fatalf("pop %s: %v %v", queue, zs, err)
 	}
-	record, _ := json.Marshal(map[string]any{"q": queue, "s": fmt.Sprint(zs[0].Score), "m": zs[0].Member})
-	if err := rdb.HSet(ctx, rediskeys.LeaseKey(c.SpiderID)+":items", fmt.Sprint(zs[0].Member), string(record)).Err(); err != nil {
+	record := throttle.Record{Queue: queue, Score: fmt.Sprint(zs[0].Score), Member: fmt.Sprint(zs[0].Member)}
+	if err := rdb.HSet(ctx, rediskeys.LeaseKey(c.SpiderID)+":items", fmt.Sprint(zs[0].Member), record.String()).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
