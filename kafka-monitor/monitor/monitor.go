@@ -453,6 +453,9 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errFlushRejected) {
+			continue // the rest is stored at once, on a new pipeline
+		}
 		m.log.Error("Failed to store requests in Redis; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
 		if !lifecycle.Sleep(ctx, backoff) {
 			return ctx.Err()
@@ -461,6 +464,14 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	}
 }
 
+// errFlushRejected says a Batch's Flush rejected the requests it held: the
+// attempt is given up and the other requests stored again at once.
+var errFlushRejected = errors.New("a plugin's batch refused its requests")
+
+// storeOnce is one attempt at storing reqs: each accepted request's plugin
+// (or, for a plugin.Batcher, its Batch for this pipeline) queues its
+// writes, every Batch is flushed, the stored requests are marked, and the
+// pipeline runs.
 func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	pipe := m.rdb.Pipeline()
 	handled := 0 // reqs[:handled] had Handle run in this attempt
@@ -469,6 +480,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 			notStored(reqs[:handled])
 		}
 	}()
+	var batches pipelineBatches
 	var stored []*kafka.Message
 	for i := range reqs {
 		handled = i + 1
@@ -476,7 +488,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		if r.plugin == nil {
 			continue
 		}
-		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
+		logMsg, err := safeHandle(ctx, r.plugin.Plugin.Name(), batches.handler(r.plugin), r.req, pipe)
 		if plugin.IsReject(err) {
 			*r = m.rejected(*r, logfactory.LevelError, err)
 			continue
@@ -487,6 +499,21 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		r.logMsg = logMsg
 		stored = append(stored, r.msg)
 	}
+	for _, b := range batches {
+		err := safeFlush(ctx, b, pipe)
+		if plugin.IsReject(err) {
+			for i := range reqs {
+				if reqs[i].plugin == b.plugin {
+					notStored(reqs[i : i+1]) // while it has its plugin; the others hear it on return
+					reqs[i] = m.rejected(reqs[i], logfactory.LevelError, err)
+				}
+			}
+			return errFlushRejected
+		}
+		if err != nil {
+			return fmt.Errorf("plugin %s: %w", b.plugin.Plugin.Name(), err)
+		}
+	}
 	if pipe.Len() == 0 {
 		return nil
 	}
@@ -495,15 +522,59 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	return err
 }
 
-// safeHandle runs p.Handle, turning a panic into a rejection of the request:
-// no request can stop the monitor.
-func safeHandle(ctx context.Context, p plugin.Plugin, req plugin.Request, pipe redis.Pipeliner) (msg string, err error) {
+// handler handles a request on a pipeline: a plugin, or its Batch for the
+// pipeline.
+type handler interface {
+	Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error)
+}
+
+// pipelineBatch is a plugin.Batcher's Batch for one pipeline.
+type pipelineBatch struct {
+	plugin *plugin.Loaded
+	batch  plugin.Batch
+}
+
+// pipelineBatches are the Batches of one pipeline, in the order of their
+// first request.
+type pipelineBatches []pipelineBatch
+
+// handler returns what handles p's requests on the pipeline: p's Batch
+// for it (made at the first request) when p is a plugin.Batcher, else p.
+func (bs *pipelineBatches) handler(p *plugin.Loaded) handler {
+	b, ok := p.Plugin.(plugin.Batcher)
+	if !ok {
+		return p.Plugin
+	}
+	for _, pb := range *bs {
+		if pb.plugin == p {
+			return pb.batch
+		}
+	}
+	pb := pipelineBatch{plugin: p, batch: b.NewBatch()}
+	*bs = append(*bs, pb)
+	return pb.batch
+}
+
+// safeHandle runs h.Handle, turning a panic into a rejection of the
+// request: no request can stop the monitor.
+func safeHandle(ctx context.Context, name string, h handler, req plugin.Request, pipe redis.Pipeliner) (msg string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = plugin.Reject("plugin %s panicked: %v\n%s", p.Name(), v, debug.Stack())
+			err = plugin.Reject("plugin %s panicked: %v\n%s", name, v, debug.Stack())
 		}
 	}()
-	return p.Handle(ctx, req, pipe)
+	return h.Handle(ctx, req, pipe)
+}
+
+// safeFlush runs a Batch's Flush, turning a panic into a rejection of the
+// Batch's requests.
+func safeFlush(ctx context.Context, b pipelineBatch, pipe redis.Pipeliner) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = plugin.Reject("plugin %s panicked: %v\n%s", b.plugin.Plugin.Name(), v, debug.Stack())
+		}
+	}()
+	return b.batch.Flush(ctx, pipe)
 }
 
 // notStored tells observing plugins the writes of reqs failed.
