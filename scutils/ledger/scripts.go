@@ -69,24 +69,28 @@ type Seed struct {
 
 // seedsScript is seedScript for many seeds at once: each seed is queued
 // unless its queue held the member already, and each crawl's ledger is
-// written once, counting the seeds of it that were queued.
+// written once, counting the seeds of it that were queued. Seeds go in
+// groups of one queue and one crawl, queued by one ZADD, whose count of
+// members added is the group's count of new seeds.
 //
 // KEYS[1..nq] the queues, then per crawl its NewWorkKeys
 // ARGV[1] stamp, ARGV[2] ttl, ARGV[3] nq, ARGV[4] nc, ARGV[5..4+nc] the
-// crawls' index members, then per seed: queue number, crawl number, score,
-// member. It returns how many seeds were queued.
+// crawls' index members, then per group: queue number, crawl number,
+// number of seeds n, then n pairs of score and member. It returns how
+// many seeds were queued.
 const seedsScript = LuaNewWork + `
 local nq, nc = tonumber(ARGV[3]), tonumber(ARGV[4])
 local counts, queued = {}, 0
-for i = 5 + nc, #ARGV, 4 do
-  if redis.call('ZADD', KEYS[tonumber(ARGV[i])], ARGV[i + 2], ARGV[i + 3]) == 1 then
-    local c = tonumber(ARGV[i + 1])
-    counts[c] = (counts[c] or 0) + 1
-    queued = queued + 1
-  end
+local i = 5 + nc
+while i <= #ARGV do
+  local c, n = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local added = redis.call('ZADD', KEYS[tonumber(ARGV[i])], unpack(ARGV, i + 3, i + 2 + 2 * n))
+  counts[c] = (counts[c] or 0) + added
+  queued = queued + added
+  i = i + 3 + 2 * n
 end
 for c = 1, nc do
-  if counts[c] then
+  if counts[c] and counts[c] > 0 then
     local k = nq + 4 * (c - 1)
     ledger_new_work({KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]}, ARGV[4 + c], 'seeds', counts[c], ARGV[1], ARGV[2])
   end
@@ -95,7 +99,8 @@ return queued
 `
 
 // maxSeedsPerScript bounds one run of seedsScript, so that Redis, which
-// runs nothing else meanwhile, is never held long.
+// runs nothing else meanwhile, is never held long (and a group's members
+// stay within what Lua's unpack takes).
 const maxSeedsPerScript = 1000
 
 // QueueSeeds adds to pipe the queueing of seeds with their counts in their
@@ -120,12 +125,18 @@ func QueueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, now tim
 }
 
 func queueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, stamp string, ttl int64) *redis.Cmd {
+	type group struct {
+		queue, crawl int
+		seeds        []*Seed
+	}
 	queues := map[string]int{}
 	crawls := map[Crawl]int{}
+	groups := map[[2]int]*group{}
 	var queueKeys []string
 	var crawlList []Crawl
-	perSeed := make([]any, 0, 4*len(seeds))
-	for _, s := range seeds {
+	var order []*group
+	for i := range seeds {
+		s := &seeds[i]
 		q, ok := queues[s.Queue]
 		if !ok {
 			q = len(queueKeys) + 1
@@ -138,17 +149,28 @@ func queueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, stamp s
 			crawls[s.Crawl] = c
 			crawlList = append(crawlList, s.Crawl)
 		}
-		perSeed = append(perSeed, q, c, s.Score, s.Member)
+		g := groups[[2]int{q, c}]
+		if g == nil {
+			g = &group{queue: q, crawl: c}
+			groups[[2]int{q, c}] = g
+			order = append(order, g)
+		}
+		g.seeds = append(g.seeds, s)
 	}
 	keys := make([]string, 0, len(queueKeys)+4*len(crawlList))
 	keys = append(keys, queueKeys...)
-	args := make([]any, 0, 4+len(crawlList)+len(perSeed))
+	args := make([]any, 0, 4+len(crawlList)+3*len(order)+2*len(seeds))
 	args = append(args, stamp, ttl, len(queueKeys), len(crawlList))
 	for _, c := range crawlList {
 		keys = append(keys, NewWorkKeys(c)...)
 		args = append(args, c.Member())
 	}
-	args = append(args, perSeed...)
+	for _, g := range order {
+		args = append(args, g.queue, g.crawl, len(g.seeds))
+		for _, s := range g.seeds {
+			args = append(args, s.Score, s.Member)
+		}
+	}
 	return pipe.Eval(ctx, seedsScript, keys, args...)
 }
 
