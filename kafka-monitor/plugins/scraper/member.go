@@ -3,7 +3,9 @@ package scraper
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
@@ -23,61 +25,131 @@ import (
 // values Handle needs are req's own. TestFedEntryIsTheCodecsEntry holds
 // the two to the same result.
 func fedEntry(req plugin.Request) (e entry, ok bool) {
+	var values [len(fedFields)]any
+	var present [len(fedFields)]bool
 	for k, v := range req {
-		switch k {
-		case crawlrequest.FieldURL, crawlrequest.FieldAppID, crawlrequest.FieldCrawlID:
-			s, isString := v.(string)
-			ok = isString && s != "" && utf8.ValidString(s)
-		case crawlrequest.FieldSpiderID:
-			_, ok = v.(string) // present: Decode would name a missing one "link"
-		case crawlrequest.FieldUserAgent, crawlrequest.FieldCookie:
-			_, isString := v.(string)
-			ok = v == nil || isString
-		case crawlrequest.FieldPriority, crawlrequest.FieldMaxDepth, crawlrequest.FieldCurDepth,
-			crawlrequest.FieldRetryTimes, crawlrequest.FieldDomainMaxPages:
-			_, ok = integer(v)
-		case crawlrequest.FieldExpires:
-			ok = v == nil
-			if n, isNumber := v.(json.Number); isNumber && isNumberLiteral(string(n)) {
-				_, err := strconv.ParseFloat(string(n), 64)
-				ok = err == nil
-			}
-		case crawlrequest.FieldAllowedDomains, crawlrequest.FieldAllowRegex, crawlrequest.FieldDenyRegex,
-			crawlrequest.FieldDenyExtensions:
-			ok = stringsOrNull(v)
-		case crawlrequest.FieldAttrs:
-			ok = plainJSON(v)
-		case "ts":
-			n, isNumber := v.(json.Number)
-			ok = isNumber && isNumberLiteral(string(n))
-		default:
-			ok = false
+		i, known := fedIndex[k]
+		if !known || !fedFields[i].check(v) {
+			return entry{}, false
 		}
-		if !ok {
+		values[i], present[i] = v, true
+	}
+	for _, i := range fedRequired {
+		if !present[i] {
+			return entry{}, false // Decode refuses it, or names the spider "link"
+		}
+	}
+	// MarshalPython's member, without sorting the keys: fedFields has them
+	// in its order, and none needs escaping.
+	b := make([]byte, 0, 512)
+	b = append(b, '{')
+	for i, f := range fedFields {
+		if !present[i] {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, f.name...)
+		b = append(b, '"', ':')
+		var err error
+		if b, err = plugin.AppendPython(b, values[i]); err != nil {
 			return entry{}, false
 		}
 	}
-	str := func(k string) string { s, _ := req[k].(string); return s }
-	if str(crawlrequest.FieldURL) == "" || str(crawlrequest.FieldAppID) == "" || str(crawlrequest.FieldCrawlID) == "" {
-		return entry{}, false
-	}
-	if _, has := req[crawlrequest.FieldSpiderID]; !has {
-		return entry{}, false
-	}
-	member, err := plugin.MarshalPython(req)
-	if err != nil {
-		return entry{}, false
-	}
-	priority, _ := integer(req[crawlrequest.FieldPriority])
-	e = entry{
-		member: string(member), score: -float64(priority),
-		crawl: ledger.Crawl{AppID: str(crawlrequest.FieldAppID), CrawlID: str(crawlrequest.FieldCrawlID)},
-	}
-	if n, isNumber := req[crawlrequest.FieldExpires].(json.Number); isNumber {
+	b = append(b, '}')
+	value := func(name string) any { return values[fedIndex[name]] }
+	priority, _ := integer(value(crawlrequest.FieldPriority))
+	appID, _ := value(crawlrequest.FieldAppID).(string)
+	crawlID, _ := value(crawlrequest.FieldCrawlID).(string)
+	e = entry{member: string(b), score: -float64(priority), crawl: ledger.Crawl{AppID: appID, CrawlID: crawlID}}
+	if n, isNumber := value(crawlrequest.FieldExpires).(json.Number); isNumber {
 		f, _ := strconv.ParseFloat(string(n), 64)
 		e.timeout, e.expires = f != 0, string(n)
 	}
 	return e, true
+}
+
+// fedField is a field fedEntry takes, with its check that Decode reads the
+// value without an error (and as req holds it).
+type fedField struct {
+	name  string
+	check func(v any) bool
+}
+
+// fedFields are the fields fedEntry takes, in byte order: the order
+// MarshalPython writes keys in.
+var fedFields = sortedFields([...]fedField{
+	{crawlrequest.FieldURL, nonEmptyString},
+	{crawlrequest.FieldAppID, nonEmptyString},
+	{crawlrequest.FieldCrawlID, nonEmptyString},
+	{crawlrequest.FieldSpiderID, func(v any) bool { _, ok := v.(string); return ok }},
+	{crawlrequest.FieldUserAgent, stringOrNull},
+	{crawlrequest.FieldCookie, stringOrNull},
+	{crawlrequest.FieldPriority, isInteger},
+	{crawlrequest.FieldMaxDepth, isInteger},
+	{crawlrequest.FieldCurDepth, isInteger},
+	{crawlrequest.FieldRetryTimes, isInteger},
+	{crawlrequest.FieldDomainMaxPages, isInteger},
+	{crawlrequest.FieldExpires, floatOrNull},
+	{crawlrequest.FieldAllowedDomains, stringsOrNull},
+	{crawlrequest.FieldAllowRegex, stringsOrNull},
+	{crawlrequest.FieldDenyRegex, stringsOrNull},
+	{crawlrequest.FieldDenyExtensions, stringsOrNull},
+	{crawlrequest.FieldAttrs, plainJSON},
+	{"ts", func(v any) bool { n, ok := v.(json.Number); return ok && isNumberLiteral(string(n)) }},
+})
+
+func sortedFields(fs [18]fedField) [18]fedField {
+	slices.SortFunc(fs[:], func(a, b fedField) int { return strings.Compare(a.name, b.name) })
+	return fs
+}
+
+// fedIndex is each field's place in fedFields.
+var fedIndex = func() map[string]int {
+	m := make(map[string]int, len(fedFields))
+	for i, f := range fedFields {
+		m[f.name] = i
+	}
+	return m
+}()
+
+// fedRequired are the places of the fields fedEntry needs: url, appid and
+// crawlid, which Decode needs, and spiderid, which Decode would fill in.
+var fedRequired = []int{
+	fedIndex[crawlrequest.FieldURL], fedIndex[crawlrequest.FieldAppID],
+	fedIndex[crawlrequest.FieldCrawlID], fedIndex[crawlrequest.FieldSpiderID],
+}
+
+// nonEmptyString: Decode refuses an empty url, appid or crawlid, and reads
+// invalid UTF-8 otherwise than req holds it.
+func nonEmptyString(v any) bool {
+	s, ok := v.(string)
+	return ok && s != "" && utf8.ValidString(s)
+}
+
+func stringOrNull(v any) bool {
+	_, ok := v.(string)
+	return ok || v == nil
+}
+
+func isInteger(v any) bool {
+	_, ok := integer(v)
+	return ok
+}
+
+// floatOrNull: expires is null or a number a float64 holds.
+func floatOrNull(v any) bool {
+	if v == nil {
+		return true
+	}
+	n, ok := v.(json.Number)
+	if !ok || !isNumberLiteral(string(n)) {
+		return false
+	}
+	_, err := strconv.ParseFloat(string(n), 64)
+	return err == nil
 }
 
 // integer reads an integer field as Decode does: null (0), or a number
