@@ -95,7 +95,7 @@ func (d *fastDecoder) object(depth int) (any, bool) {
 		if d.i >= len(d.data) || d.data[d.i] != '"' {
 			return nil, false
 		}
-		key, ok := d.plainString()
+		key, ok := d.key()
 		if !ok {
 			return nil, false
 		}
@@ -156,6 +156,35 @@ func (d *fastDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 	}
+}
+
+// commonKeys are the field names of the built-in requests, shared by
+// every request that has them instead of allocated each time.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"url", "appid", "crawlid", "spiderid", "priority", "maxdepth", "domain_max_pages", "allowed_domains",
+		"allow_regex", "deny_regex", "deny_extensions", "expires", "useragent", "cookie", "attrs",
+		"uuid", "action", "stats", "domain", "hits", "window", "scale",
+	} {
+		m[k] = k
+	}
+	return m
+}()
+
+// key reads an object's key: a string without escapes.
+func (d *fastDecoder) key() (string, bool) {
+	start := d.i + 1
+	for j := start; j < len(d.data) && j-start <= 16; j++ {
+		if d.data[j] == '"' {
+			if k, ok := commonKeys[string(d.data[start:j])]; ok {
+				d.i = j + 1
+				return k, true
+			}
+			break
+		}
+	}
+	return d.plainString()
 }
 
 // plainString reads a string without escapes, of valid UTF-8 and no
