@@ -115,6 +115,9 @@ func Reject(format string, args ...any) error {
 
 // IsReject reports whether err is (or wraps) a *RejectError.
 func IsReject(err error) bool {
+	if err == nil {
+		return false
+	}
 	var r *RejectError
 	return errors.As(err, &r)
 }
