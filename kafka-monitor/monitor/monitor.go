@@ -61,6 +61,7 @@ type Monitor struct {
 
 	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
 	marks     *storedMarks
+	reports   chan outcome // while Run runs: the stored batches for reportLoop
 
 	statsCh   chan statsDelta
 	statsDone chan struct{}
@@ -151,6 +152,17 @@ func (m *Monitor) Run(ctx context.Context) error {
 		go m.dumpLoop(bg, every)
 	}
 	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.settings.String("KAFKA_GROUP"), "id": m.id})
+
+	// Stored batches are reported (logs, stats) beside the next batch's
+	// work; at most one waits, and every one is reported before Run returns.
+	m.reports = make(chan outcome, 1)
+	reported := make(chan struct{})
+	go m.reportLoop(m.reports, reported)
+	defer func() {
+		close(m.reports)
+		<-reported
+		m.reports = nil
+	}()
 
 	// A fetcher fills a channel while a batch is processed; a batch is the
 	// first waiting message plus whatever else is already waiting.
@@ -291,19 +303,56 @@ func (m *Monitor) process(ctx context.Context, batch []kafka.Message, stored fun
 		return err
 	}
 	stored()
-	if workers == 1 {
+	o := outcome{reqs: reqs, skipped: countTrue(already)}
+	if m.reports != nil {
+		m.reports <- o
+	} else {
+		m.report(o)
+	}
+	return nil
+}
+
+// outcome is a stored batch's requests, to be reported.
+type outcome struct {
+	reqs    []request
+	skipped int // how many were skipped as stored before
+}
+
+// reportLoop reports the outcomes sent on reports, in order, until it is
+// closed: Run has a batch's logs written and stats recorded while the next
+// batch is validated and stored.
+func (m *Monitor) reportLoop(reports <-chan outcome, done chan<- struct{}) {
+	defer close(done)
+	for o := range reports {
+		m.report(o)
+	}
+}
+
+// report tells observing plugins their requests were stored, logs each
+// request's result (the batch split among GOMAXPROCS goroutines), hands
+// the counts to the stats writer and the metrics, and then counts the
+// requests as processed.
+func (m *Monitor) report(o outcome) {
+	reqs := o.reqs
+	workers := min(runtime.GOMAXPROCS(0), (len(reqs)+minChunk-1)/minChunk)
+	if workers <= 1 {
 		m.logOutcomes(reqs)
 	} else {
-		parts(func(_ int, part []request, _ []kafka.Message) { m.logOutcomes(part) })
+		chunk := (len(reqs) + workers - 1) / workers
+		var wg sync.WaitGroup
+		for w := range workers {
+			part := reqs[w*chunk : min((w+1)*chunk, len(reqs))]
+			wg.Go(func() { m.logOutcomes(part) })
+		}
+		wg.Wait()
 	}
-	if n := countTrue(already); n > 0 {
+	if o.skipped > 0 {
 		m.log.Info("Skipped requests stored before; they were delivered again after a monitor stopped or a rebalance",
-			logfactory.Extra{"messages": n})
+			logfactory.Extra{"messages": o.skipped})
 	}
 	m.recordStats(reqs)
 	m.metrics.count(reqs)
 	m.processed.Add(int64(len(reqs)))
-	return nil
 }
 
 // storedBefore reports which messages of batch are marked as stored,
