@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -247,6 +248,28 @@ func TestQueueSeedsSplitsLongBatchesAndNeedsNoLoadedScript(t *testing.T) {
 	}
 	if p := mustRead(t, rdb, crawl); p.Seeds != 2500 || p.Queued != 2500 {
 		t.Errorf("progress %+v, want 2500 seeds queued", p)
+	}
+}
+
+// A script is not undone when it fails half-way: a key of the wrong type
+// must fail it before its first write, or seeds queued before the failure
+// would never be counted (a retry finds them queued).
+func TestQueueSeedsWritesNothingWhenAKeyHasTheWrongType(t *testing.T) {
+	for _, bad := range []string{"link:example.net:queue", crawl.Key(), rediskeys.LedgerAppCrawlsKey("app2")} {
+		t.Run(bad, func(t *testing.T) {
+			rdb := client(t)
+			if err := rdb.Set(ctx, bad, "x", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			pipe := rdb.Pipeline()
+			ledger.QueueSeeds(ctx, pipe, seedsOfTwoCrawls(), t0, time.Hour)
+			if _, err := pipe.Exec(ctx); err == nil || !strings.Contains(err.Error(), "WRONGTYPE "+bad) {
+				t.Fatalf("exec = %v, want WRONGTYPE naming %s", err, bad)
+			}
+			if keys := rdb.Keys(ctx, "*").Val(); len(keys) != 1 {
+				t.Errorf("Redis holds %v, want only the wrong key", keys)
+			}
+		})
 	}
 }
 

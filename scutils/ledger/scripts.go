@@ -71,7 +71,10 @@ type Seed struct {
 // unless its queue held the member already, and each crawl's ledger is
 // written once, counting the seeds of it that were queued. Seeds go in
 // groups of one queue and one crawl, queued by one ZADD, whose count of
-// members added is the group's count of new seeds.
+// members added is the group's count of new seeds. A script's writes are
+// not undone when it fails half-way, so every key's type is checked
+// before the first write: a key of another type fails the whole script,
+// with nothing queued and nothing counted.
 //
 // KEYS[1..nq] the queues, then per crawl its NewWorkKeys
 // ARGV[1] stamp, ARGV[2] ttl, ARGV[3] nq, ARGV[4] nc, ARGV[5..4+nc] the
@@ -80,6 +83,16 @@ type Seed struct {
 // many seeds were queued.
 const seedsScript = LuaNewWork + `
 local nq, nc = tonumber(ARGV[3]), tonumber(ARGV[4])
+for k = 1, nq + 4 * nc do
+  local want = 'zset'
+  if k > nq and (k - nq) % 4 == 1 then
+    want = 'hash'
+  end
+  local t = redis.call('TYPE', KEYS[k])['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[k] .. ' holds a ' .. t .. ', not a ' .. want .. ': no seed queued')
+  end
+end
 local counts, queued = {}, 0
 local i = 5 + nc
 while i <= #ARGV do
