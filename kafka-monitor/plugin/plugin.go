@@ -52,7 +52,7 @@ type Plugin interface {
 	// pipeline for a whole batch of requests and runs Handle again if Redis
 	// failed, so Handle must only queue writes that may be repeated.
 	// Return Reject(...) for a request that can never be handled; any other
-	// error is retried.
+	// error is retried. (A Batcher's requests go to its Batch instead.)
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
 }
 

@@ -479,31 +479,19 @@ func TestABatchQueuesAPipelinesRequestsWithOneScript(t *testing.T) {
 	}
 
 	received := subscribe(t, c, "link")
-	h = newHandler(t, c)
-	pipe := c.Pipeline()
-	b := h.NewBatch()
-	for _, raw := range raws {
-		if _, err := b.Handle(ctx, request(t, raw), pipe); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := pipe.Len(); n != 0 {
-		t.Fatalf("the batch queued %d commands before Flush, want none", n)
-	}
-	if err := b.Flush(ctx, pipe); err != nil {
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	var scripts int
-	for _, cmd := range pipe.Cmds() {
-		if cmd.Name() == "eval" || cmd.Name() == "evalsha" {
-			scripts++
-		}
+	reqs := make([]plugin.Request, len(raws))
+	for i, raw := range raws {
+		reqs[i] = request(t, raw)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := plugintest.HandleBatch(t, newHandler(t, c), c, reqs); err != nil {
 		t.Fatal(err)
 	}
-	if scripts != 1 {
-		t.Errorf("the pipeline ran %d scripts for %d requests, want 1", scripts, len(raws))
+	info := c.Info(ctx, "commandstats").Val()
+	if !strings.Contains(info, "cmdstat_eval:calls=1,") || strings.Contains(info, "cmdstat_evalsha:") {
+		t.Errorf("the pipeline ran other than one script for %d requests:\n%s", len(raws), info)
 	}
 	if got := queues(); !reflect.DeepEqual(got, oneByOne) {
 		t.Errorf("after the batch Redis holds\n%v\nwant as after the requests one by one\n%v", got, oneByOne)
