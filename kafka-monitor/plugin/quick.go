@@ -47,11 +47,18 @@ var typeNames = map[string]typeSet{
 
 // compileQuick compiles a schema document (as DecodeJSON reads it); ok is
 // false when it uses a keyword or a form quickSchema does not know.
-func compileQuick(doc map[string]any) (q *quickSchema, ok bool) {
+func compileQuick(doc map[string]any) (q *quickSchema, ok bool) { return compileQuickSub(doc, true) }
+
+// compileQuickSub compiles a schema (root) or one of its subschemas.
+func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 	q = &quickSchema{minLen: -1, maxLen: -1}
 	for k, v := range doc {
 		switch k {
-		case "$schema", "title", "description", "default":
+		case "title", "description", "default":
+		case "$schema":
+			if !root || v != "http://json-schema.org/draft-04/schema#" {
+				return nil, false
+			}
 		case "type":
 			if q.types, ok = compileTypes(v); !ok {
 				return nil, false
@@ -67,7 +74,7 @@ func compileQuick(doc map[string]any) (q *quickSchema, ok bool) {
 				if !isObject {
 					return nil, false
 				}
-				if q.props[name], ok = compileQuick(subDoc); !ok {
+				if q.props[name], ok = compileQuickSub(subDoc, false); !ok {
 					return nil, false
 				}
 			}
@@ -131,7 +138,7 @@ func compileQuick(doc map[string]any) (q *quickSchema, ok bool) {
 			if !isObject {
 				return nil, false
 			}
-			if q.items, ok = compileQuick(sub); !ok {
+			if q.items, ok = compileQuickSub(sub, false); !ok {
 				return nil, false
 			}
 		default:

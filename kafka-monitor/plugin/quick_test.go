@@ -141,6 +141,8 @@ func TestSchemasWithOtherKeywordsHaveNoQuickCheck(t *testing.T) {
 		`{"enum":[1,2]}`,
 		`{"$ref":"#/definitions/x","definitions":{"x":{}}}`,
 		`{"type":"array","items":[{"type":"string"}]}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`,
+		`{"type":"object","properties":{"a":{"$schema":"http://json-schema.org/draft-04/schema#"}}}`,
 	} {
 		s, err := CompileSchema("test", []byte(doc))
 		if err != nil {
