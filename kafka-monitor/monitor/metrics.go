@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,12 +72,13 @@ func (mt *metrics) count(reqs []request) {
 	}
 }
 
-// write times one attempt to store requests and counts its failure.
+// write times one attempt to store requests and counts its failure (not a
+// plugin's Batch refusing its requests: Redis did not fail).
 func (mt *metrics) write(attempt func() error) error {
 	start := time.Now()
 	err := attempt()
 	mt.writeDuration.Observe(time.Since(start).Seconds())
-	if err != nil {
+	if err != nil && !errors.Is(err, errFlushRejected) {
 		mt.writeErrors.Inc()
 	}
 	return err

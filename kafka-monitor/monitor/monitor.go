@@ -61,6 +61,7 @@ type Monitor struct {
 
 	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
 	marks     *storedMarks
+	reports   chan outcome // while Run runs: the stored batches for reportLoop
 
 	statsCh   chan statsDelta
 	statsDone chan struct{}
@@ -151,6 +152,17 @@ func (m *Monitor) Run(ctx context.Context) error {
 		go m.dumpLoop(bg, every)
 	}
 	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.settings.String("KAFKA_GROUP"), "id": m.id})
+
+	// Stored batches are reported (logs, stats) beside the next batch's
+	// work; at most one waits, and every one is reported before Run returns.
+	m.reports = make(chan outcome, 1)
+	reported := make(chan struct{})
+	go m.reportLoop(m.reports, reported)
+	defer func() {
+		close(m.reports)
+		<-reported
+		m.reports = nil
+	}()
 
 	// A fetcher fills a channel while a batch is processed; a batch is the
 	// first waiting message plus whatever else is already waiting.
@@ -291,19 +303,56 @@ func (m *Monitor) process(ctx context.Context, batch []kafka.Message, stored fun
 		return err
 	}
 	stored()
-	if workers == 1 {
+	o := outcome{reqs: reqs, skipped: countTrue(already)}
+	if m.reports != nil {
+		m.reports <- o
+	} else {
+		m.report(o)
+	}
+	return nil
+}
+
+// outcome is a stored batch's requests, to be reported.
+type outcome struct {
+	reqs    []request
+	skipped int // how many were skipped as stored before
+}
+
+// reportLoop reports the outcomes sent on reports, in order, until it is
+// closed: Run has a batch's logs written and stats recorded while the next
+// batch is validated and stored.
+func (m *Monitor) reportLoop(reports <-chan outcome, done chan<- struct{}) {
+	defer close(done)
+	for o := range reports {
+		m.report(o)
+	}
+}
+
+// report tells observing plugins their requests were stored, logs each
+// request's result (the batch split among GOMAXPROCS goroutines), hands
+// the counts to the stats writer and the metrics, and then counts the
+// requests as processed.
+func (m *Monitor) report(o outcome) {
+	reqs := o.reqs
+	workers := min(runtime.GOMAXPROCS(0), (len(reqs)+minChunk-1)/minChunk)
+	if workers <= 1 {
 		m.logOutcomes(reqs)
 	} else {
-		parts(func(_ int, part []request, _ []kafka.Message) { m.logOutcomes(part) })
+		chunk := (len(reqs) + workers - 1) / workers
+		var wg sync.WaitGroup
+		for w := range workers {
+			part := reqs[w*chunk : min((w+1)*chunk, len(reqs))]
+			wg.Go(func() { m.logOutcomes(part) })
+		}
+		wg.Wait()
 	}
-	if n := countTrue(already); n > 0 {
+	if o.skipped > 0 {
 		m.log.Info("Skipped requests stored before; they were delivered again after a monitor stopped or a rebalance",
-			logfactory.Extra{"messages": n})
+			logfactory.Extra{"messages": o.skipped})
 	}
 	m.recordStats(reqs)
 	m.metrics.count(reqs)
 	m.processed.Add(int64(len(reqs)))
-	return nil
 }
 
 // storedBefore reports which messages of batch are marked as stored,
@@ -453,6 +502,9 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 		if err == nil {
 			return nil
 		}
+		if errors.Is(err, errFlushRejected) {
+			continue // the rest is stored at once, on a new pipeline
+		}
 		m.log.Error("Failed to store requests in Redis; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
 		if !lifecycle.Sleep(ctx, backoff) {
 			return ctx.Err()
@@ -461,6 +513,14 @@ func (m *Monitor) store(ctx context.Context, reqs []request) error {
 	}
 }
 
+// errFlushRejected says a Batch's Flush rejected the requests it held: the
+// attempt is given up and the other requests stored again at once.
+var errFlushRejected = errors.New("a plugin's batch refused its requests")
+
+// storeOnce is one attempt at storing reqs: each accepted request's plugin
+// (or, for a plugin.Batcher, its Batch for this pipeline) queues its
+// writes, every Batch is flushed, the stored requests are marked, and the
+// pipeline runs.
 func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	pipe := m.rdb.Pipeline()
 	handled := 0 // reqs[:handled] had Handle run in this attempt
@@ -469,6 +529,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 			notStored(reqs[:handled])
 		}
 	}()
+	var batches pipelineBatches
 	var stored []*kafka.Message
 	for i := range reqs {
 		handled = i + 1
@@ -476,7 +537,7 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		if r.plugin == nil {
 			continue
 		}
-		logMsg, err := safeHandle(ctx, r.plugin.Plugin, r.req, pipe)
+		logMsg, err := safeHandle(ctx, r.plugin.Plugin.Name(), batches.handler(r.plugin), r.req, pipe)
 		if plugin.IsReject(err) {
 			*r = m.rejected(*r, logfactory.LevelError, err)
 			continue
@@ -487,6 +548,21 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 		r.logMsg = logMsg
 		stored = append(stored, r.msg)
 	}
+	for _, b := range batches {
+		err := safeFlush(ctx, b, pipe)
+		if plugin.IsReject(err) {
+			for i := range reqs {
+				if reqs[i].plugin == b.plugin {
+					notStored(reqs[i : i+1]) // while it has its plugin; the others hear it on return
+					reqs[i] = m.rejected(reqs[i], logfactory.LevelError, err)
+				}
+			}
+			return errFlushRejected
+		}
+		if err != nil {
+			return fmt.Errorf("plugin %s: %w", b.plugin.Plugin.Name(), err)
+		}
+	}
 	if pipe.Len() == 0 {
 		return nil
 	}
@@ -495,15 +571,59 @@ func (m *Monitor) storeOnce(ctx context.Context, reqs []request) (err error) {
 	return err
 }
 
-// safeHandle runs p.Handle, turning a panic into a rejection of the request:
-// no request can stop the monitor.
-func safeHandle(ctx context.Context, p plugin.Plugin, req plugin.Request, pipe redis.Pipeliner) (msg string, err error) {
+// handler handles a request on a pipeline: a plugin, or its Batch for the
+// pipeline.
+type handler interface {
+	Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error)
+}
+
+// pipelineBatch is a plugin.Batcher's Batch for one pipeline.
+type pipelineBatch struct {
+	plugin *plugin.Loaded
+	batch  plugin.Batch
+}
+
+// pipelineBatches are the Batches of one pipeline, in the order of their
+// first request.
+type pipelineBatches []pipelineBatch
+
+// handler returns what handles p's requests on the pipeline: p's Batch
+// for it (made at the first request) when p is a plugin.Batcher, else p.
+func (bs *pipelineBatches) handler(p *plugin.Loaded) handler {
+	b, ok := p.Plugin.(plugin.Batcher)
+	if !ok {
+		return p.Plugin
+	}
+	for _, pb := range *bs {
+		if pb.plugin == p {
+			return pb.batch
+		}
+	}
+	pb := pipelineBatch{plugin: p, batch: b.NewBatch()}
+	*bs = append(*bs, pb)
+	return pb.batch
+}
+
+// safeHandle runs h.Handle, turning a panic into a rejection of the
+// request: no request can stop the monitor.
+func safeHandle(ctx context.Context, name string, h handler, req plugin.Request, pipe redis.Pipeliner) (msg string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = plugin.Reject("plugin %s panicked: %v\n%s", p.Name(), v, debug.Stack())
+			err = plugin.Reject("plugin %s panicked: %v\n%s", name, v, debug.Stack())
 		}
 	}()
-	return p.Handle(ctx, req, pipe)
+	return h.Handle(ctx, req, pipe)
+}
+
+// safeFlush runs a Batch's Flush, turning a panic into a rejection of the
+// Batch's requests.
+func safeFlush(ctx context.Context, b pipelineBatch, pipe redis.Pipeliner) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = plugin.Reject("plugin %s panicked: %v\n%s", b.plugin.Plugin.Name(), v, debug.Stack())
+		}
+	}()
+	return b.batch.Flush(ctx, pipe)
 }
 
 // notStored tells observing plugins the writes of reqs failed.

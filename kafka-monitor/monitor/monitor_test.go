@@ -18,6 +18,7 @@ import (
 	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
@@ -331,6 +332,20 @@ func TestRedisOutageLosesNoRequest(t *testing.T) {
 	for i := range n {
 		if !seen[fmt.Sprintf("c%d", i)] {
 			t.Fatalf("request c%d lost", i)
+		}
+	}
+	// Each queued in the same step as its count, whatever was retried.
+	crawls := make([]ledger.Crawl, n)
+	for i := range crawls {
+		crawls[i] = ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: fmt.Sprintf("c%d", i)}
+	}
+	ps, err := ledger.Read(ctx, c.rdb, crawls...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p == nil || p.Seeds != 1 {
+			t.Fatalf("c%d's ledger %+v, want its one seed counted once", i, p)
 		}
 	}
 }

@@ -52,7 +52,7 @@ type Plugin interface {
 	// pipeline for a whole batch of requests and runs Handle again if Redis
 	// failed, so Handle must only queue writes that may be repeated.
 	// Return Reject(...) for a request that can never be handled; any other
-	// error is retried.
+	// error is retried. (A Batcher's requests go to its Batch instead.)
 	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
 }
 
@@ -76,6 +76,32 @@ type StoreObserver interface {
 	NotStored(req Request)
 }
 
+// Batcher is implemented by plugins that write the requests of one
+// pipeline together, in fewer commands than a set per request (the
+// scraper queues a pipeline's crawl requests with one script). For each
+// pipeline (each attempt at storing a share of a batch) the monitor asks
+// for a new Batch, has it handle that pipeline's requests of the plugin
+// instead of calling Handle, and then calls its Flush, once, before it
+// runs the pipeline. A pipeline given up before Flush (another request's
+// Handle failed) is dropped with its Batch: nothing noted only in the Batch
+// is written, and the requests are handled again, on a new pipeline with a
+// new Batch. Handle itself must still write a request on its own (a Batch
+// of one, flushed), for callers that are not the monitor.
+type Batcher interface {
+	NewBatch() Batch
+}
+
+// Batch gathers the writes of one pipeline's requests for a Batcher.
+type Batch interface {
+	// Handle is Plugin.Handle for one request of the pipeline tx: it may
+	// queue writes on tx at once or note them for Flush. A request it
+	// rejects must leave nothing noted.
+	Handle(ctx context.Context, req Request, tx redis.Pipeliner) (logMessage string, err error)
+	// Flush queues on tx the writes noted by Handle. Its error is retried
+	// as Handle's: the pipeline is dropped and stored again from scratch.
+	Flush(ctx context.Context, tx redis.Pipeliner) error
+}
+
 // RejectError marks a request a plugin refuses for good: it is logged,
 // counted as a failure and its message committed.
 type RejectError struct{ Reason string }
@@ -89,6 +115,9 @@ func Reject(format string, args ...any) error {
 
 // IsReject reports whether err is (or wraps) a *RejectError.
 func IsReject(err error) bool {
+	if err == nil {
+		return false
+	}
 	var r *RejectError
 	return errors.As(err, &r)
 }

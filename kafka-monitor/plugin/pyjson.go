@@ -26,6 +26,18 @@ func MarshalPython(v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
+// AppendPython appends v to b as MarshalPython writes it.
+func AppendPython(b []byte, v any) ([]byte, error) {
+	if out, ok := appendJSON(b, v); ok {
+		return out, nil
+	}
+	j, err := MarshalPython(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, j...), nil
+}
+
 // appendJSON writes the types DecodeJSON produces (with keys sorted, as
 // encoding/json) without reflection; ok is false for any other type or a
 // non-finite float.

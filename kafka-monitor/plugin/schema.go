@@ -20,6 +20,8 @@ type Schema struct {
 	name     string
 	compiled *jsonschema.Schema
 	doc      map[string]any
+	quick    *quickSchema // nil when the schema has keywords it does not know
+	defaults []propertyDefault
 }
 
 // CompileSchema compiles a Draft 4 JSON Schema (a "$schema" in the document
@@ -43,7 +45,11 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	return &Schema{name: name, compiled: compiled, doc: obj}, nil
+	quick, ok := compileQuick(obj)
+	if !ok {
+		quick = nil
+	}
+	return &Schema{name: name, compiled: compiled, doc: obj, quick: quick, defaults: compileDefaults(obj)}, nil
 }
 
 // Name is the name the schema was compiled under.
@@ -56,6 +62,15 @@ func (s *Schema) Name() string { return s.name }
 // the document is an error. Unlike Python, NaN and Infinity literals are not
 // JSON and are rejected.
 func DecodeJSON(data []byte) (any, error) {
+	if v, ok := decodeFast(data); ok {
+		return v, nil
+	}
+	return decodeStd(data)
+}
+
+// decodeStd is DecodeJSON by encoding/json, for every document decodeFast
+// leaves to it.
+func decodeStd(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any
@@ -92,8 +107,17 @@ func pythonNumbers(v any) any {
 	return v
 }
 
-// Validate reports why v (as DecodeJSON returns it) does not match, in one line.
+// Validate reports why v (as DecodeJSON returns it) does not match, in one
+// line. A request the quick check recognises as valid skips the validator.
 func (s *Schema) Validate(v any) error {
+	if s.quick != nil && s.quick.accepts(v) {
+		return nil
+	}
+	return s.validate(v)
+}
+
+// validate is Validate by the validator alone.
+func (s *Schema) validate(v any) error {
 	if err := s.compiled.Validate(v); err != nil {
 		var verr *jsonschema.ValidationError
 		if errors.As(err, &verr) {
@@ -189,22 +213,45 @@ func wantsIntegerOnly(t any) bool {
 // ApplyDefaults sets every property the schema gives a default for and obj
 // lacks, recursively into nested objects, as the original's validator
 // extension does. Defaults are copied, so requests never share them.
-func (s *Schema) ApplyDefaults(obj map[string]any) { applyDefaults(s.doc, obj) }
+func (s *Schema) ApplyDefaults(obj map[string]any) { applyDefaults(s.defaults, obj) }
 
-func applyDefaults(schema map[string]any, obj map[string]any) {
+// propertyDefault is a property's default (when it has one) and the
+// defaults within it, for an object.
+type propertyDefault struct {
+	name       string
+	value      any
+	hasDefault bool
+	nested     []propertyDefault
+}
+
+// compileDefaults lists the defaults of a schema's properties, and of
+// their properties: the properties with neither are left out.
+func compileDefaults(schema map[string]any) []propertyDefault {
 	props, _ := schema["properties"].(map[string]any)
+	var out []propertyDefault
 	for name, raw := range props {
 		sub, ok := raw.(map[string]any)
 		if !ok {
 			continue
 		}
-		if _, present := obj[name]; !present {
-			if def, has := sub["default"]; has {
-				obj[name] = deepCopy(def)
-			}
+		def, has := sub["default"]
+		pd := propertyDefault{name: name, value: def, hasDefault: has, nested: compileDefaults(sub)}
+		if has || len(pd.nested) > 0 {
+			out = append(out, pd)
 		}
-		if child, ok := obj[name].(map[string]any); ok {
-			applyDefaults(sub, child)
+	}
+	return out
+}
+
+func applyDefaults(defaults []propertyDefault, obj map[string]any) {
+	for _, d := range defaults {
+		v, present := obj[d.name]
+		if !present && d.hasDefault {
+			v = deepCopy(d.value)
+			obj[d.name] = v
+		}
+		if child, ok := v.(map[string]any); ok && len(d.nested) > 0 {
+			applyDefaults(d.nested, child)
 		}
 	}
 }

@@ -3,8 +3,11 @@ package ledger_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,6 +125,152 @@ func TestASeedFedTwiceIsQueuedAndCountedOnce(t *testing.T) {
 	}
 	if ttl := rdb.TTL(ctx, crawl.Key()).Val(); ttl <= 0 || ttl > time.Hour {
 		t.Errorf("ledger ttl %v, want within an hour", ttl)
+	}
+}
+
+// everything is every key in Redis with its content: sorted sets as
+// "member @ score" in rank order, hashes as maps, and whether each key
+// expires within the hour.
+func everything(t *testing.T, rdb *redis.Client) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, k := range rdb.Keys(ctx, "*").Val() {
+		switch typ := rdb.Type(ctx, k).Val(); typ {
+		case "zset":
+			var zs []string
+			for _, z := range rdb.ZRangeWithScores(ctx, k, 0, -1).Val() {
+				zs = append(zs, fmt.Sprintf("%v @ %v", z.Member, z.Score))
+			}
+			out[k] = zs
+		case "hash":
+			out[k] = rdb.HGetAll(ctx, k).Val()
+		default:
+			out[k] = typ
+		}
+		ttl := rdb.TTL(ctx, k).Val()
+		out["expiry of "+k] = ttl > 0 && ttl <= time.Hour
+	}
+	return out
+}
+
+// seedsOfTwoCrawls are seeds of two crawls in three queues, with a member
+// given twice.
+func seedsOfTwoCrawls() []ledger.Seed {
+	other := ledger.Crawl{SpiderID: "link", AppID: "app2", CrawlID: "c2"}
+	return []ledger.Seed{
+		{Queue: "link:example.com:queue", Score: -50, Member: `{"n":1}`, Crawl: crawl},
+		{Queue: "link:example.org:queue", Score: -1, Member: `{"n":2}`, Crawl: crawl},
+		{Queue: "link:example.com:queue", Score: -7, Member: `{"n":3}`, Crawl: other},
+		{Queue: "link:example.com:queue", Score: -50, Member: `{"n":1}`, Crawl: crawl},
+		{Queue: "link:example.net:queue", Score: -100, Member: `{"n":4}`, Crawl: other},
+		{Queue: "link:example.com:queue", Score: -2, Member: `{"n":5}`, Crawl: crawl},
+	}
+}
+
+func TestQueueSeedsLeavesWhatQueueSeedLeavesForEachSeed(t *testing.T) {
+	rdb := client(t)
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	seeds := seedsOfTwoCrawls()
+	pipe := rdb.Pipeline()
+	for _, s := range seeds {
+		ledger.QueueSeed(ctx, pipe, s.Queue, s.Score, s.Member, s.Crawl, t0, time.Hour)
+	}
+	mustExec(t, pipe)
+	oneByOne := everything(t, rdb)
+
+	rdb = client(t)
+	pipe = rdb.Pipeline()
+	cmds := ledger.QueueSeeds(ctx, pipe, seeds, t0, time.Hour)
+	mustExec(t, pipe)
+	if len(cmds) != 1 || cmds[0].Val() != int64(5) {
+		t.Fatalf("QueueSeeds ran %d scripts, the first queueing %v; want 1 queueing 5 (one member given twice)", len(cmds), cmds[0].Val())
+	}
+	if batched := everything(t, rdb); !reflect.DeepEqual(batched, oneByOne) {
+		t.Fatalf("QueueSeeds left\n%v\nQueueSeed for each seed left\n%v", batched, oneByOne)
+	}
+	if p := mustRead(t, rdb, crawl); p.Seeds != 3 || p.Queued != 3 {
+		t.Errorf("progress %+v, want 3 seeds, 3 queued", p)
+	}
+}
+
+// A batch stored again (its pipeline's reply was lost) queues and counts
+// nothing more, and a crawl with no new seed is left as it was.
+func TestQueueSeedsAgainCountsNothingTwice(t *testing.T) {
+	rdb := client(t)
+	seeds := seedsOfTwoCrawls()
+	for _, at := range []time.Time{t0, t0.Add(time.Minute)} {
+		pipe := rdb.Pipeline()
+		ledger.QueueSeeds(ctx, pipe, seeds, at, time.Hour)
+		mustExec(t, pipe)
+	}
+	first := everything(t, rdb)
+	pipe := rdb.Pipeline()
+	more := append(seeds[:1:1], ledger.Seed{Queue: "link:example.com:queue", Score: -1, Member: `{"n":6}`, Crawl: crawl})
+	cmds := ledger.QueueSeeds(ctx, pipe, more, t0.Add(time.Hour), time.Hour)
+	mustExec(t, pipe)
+	if cmds[0].Val() != int64(1) {
+		t.Fatalf("queued %v, want only the new seed", cmds[0].Val())
+	}
+	p := mustRead(t, rdb, crawl)
+	if p.Seeds != 4 || p.Queued != 4 || p.LastActivity != float64(t0.Add(time.Hour).Unix()) || p.Started != float64(t0.Unix()) {
+		t.Errorf("progress %+v, want 4 seeds, all queued, started at t0 and active an hour later", p)
+	}
+	other := ledger.Crawl{SpiderID: "link", AppID: "app2", CrawlID: "c2"}
+	if h := rdb.HGetAll(ctx, other.Key()).Val(); !reflect.DeepEqual(h, first[other.Key()]) {
+		t.Errorf("the other crawl's ledger became %v without a new seed, want %v", h, first[other.Key()])
+	}
+}
+
+func TestQueueSeedsSplitsLongBatchesAndNeedsNoLoadedScript(t *testing.T) {
+	rdb := client(t)
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // the shared server's later tests rely on them
+		if err := ledger.LoadScripts(ctx, rdb); err != nil {
+			t.Error(err)
+		}
+	})
+	seeds := make([]ledger.Seed, 2500)
+	for i := range seeds {
+		seeds[i] = ledger.Seed{Queue: fmt.Sprintf("link:d%d.com:queue", i%7), Score: -1, Member: fmt.Sprintf(`{"n":%d}`, i), Crawl: crawl}
+	}
+	pipe := rdb.Pipeline()
+	cmds := ledger.QueueSeeds(ctx, pipe, seeds, t0, time.Hour)
+	mustExec(t, pipe)
+	var queued int64
+	for _, c := range cmds {
+		queued += c.Val().(int64)
+	}
+	if len(cmds) != 3 || queued != 2500 {
+		t.Fatalf("%d scripts queued %d, want 3 scripts (at most 1000 seeds each) queueing 2500", len(cmds), queued)
+	}
+	if p := mustRead(t, rdb, crawl); p.Seeds != 2500 || p.Queued != 2500 {
+		t.Errorf("progress %+v, want 2500 seeds queued", p)
+	}
+}
+
+// A script is not undone when it fails half-way: a key of the wrong type
+// must fail it before its first write, or seeds queued before the failure
+// would never be counted (a retry finds them queued).
+func TestQueueSeedsWritesNothingWhenAKeyHasTheWrongType(t *testing.T) {
+	for _, bad := range []string{"link:example.net:queue", crawl.Key(), rediskeys.LedgerAppCrawlsKey("app2")} {
+		t.Run(bad, func(t *testing.T) {
+			rdb := client(t)
+			if err := rdb.Set(ctx, bad, "x", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			pipe := rdb.Pipeline()
+			ledger.QueueSeeds(ctx, pipe, seedsOfTwoCrawls(), t0, time.Hour)
+			if _, err := pipe.Exec(ctx); err == nil || !strings.Contains(err.Error(), "WRONGTYPE "+bad) {
+				t.Fatalf("exec = %v, want WRONGTYPE naming %s", err, bad)
+			}
+			if keys := rdb.Keys(ctx, "*").Val(); len(keys) != 1 {
+				t.Errorf("Redis holds %v, want only the wrong key", keys)
+			}
+		})
 	}
 }
 

@@ -58,6 +58,135 @@ func QueueSeed(ctx context.Context, pipe redis.Pipeliner, queue string, score fl
 	return seedScript.Run(ctx, pipe, keys, score, member, c.Member(), Stamp(now), ttlSeconds(ttl))
 }
 
+// Seed is one seed request for QueueSeeds: its member, queued at Score in
+// Queue, and the crawl it counts for.
+type Seed struct {
+	Queue  string
+	Score  float64
+	Member string
+	Crawl  Crawl
+}
+
+// seedsScript is seedScript for many seeds at once: each seed is queued
+// unless its queue held the member already, and each crawl's ledger is
+// written once, counting the seeds of it that were queued. Seeds go in
+// groups of one queue and one crawl, queued by one ZADD, whose count of
+// members added is the group's count of new seeds. A script's writes are
+// not undone when it fails half-way, so every key's type is checked
+// before the first write: a key of another type fails the whole script,
+// with nothing queued and nothing counted.
+//
+// KEYS[1..nq] the queues, then per crawl its NewWorkKeys
+// ARGV[1] stamp, ARGV[2] ttl, ARGV[3] nq, ARGV[4] nc, ARGV[5..4+nc] the
+// crawls' index members, then per group: queue number, crawl number,
+// number of seeds n, then n pairs of score and member. It returns how
+// many seeds were queued.
+const seedsScript = LuaNewWork + `
+local nq, nc = tonumber(ARGV[3]), tonumber(ARGV[4])
+for k = 1, nq + 4 * nc do
+  local want = 'zset'
+  if k > nq and (k - nq) % 4 == 1 then
+    want = 'hash'
+  end
+  local t = redis.call('TYPE', KEYS[k])['ok']
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE ' .. KEYS[k] .. ' holds a ' .. t .. ', not a ' .. want .. ': no seed queued')
+  end
+end
+local counts, queued = {}, 0
+local i = 5 + nc
+while i <= #ARGV do
+  local c, n = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local added = redis.call('ZADD', KEYS[tonumber(ARGV[i])], unpack(ARGV, i + 3, i + 2 + 2 * n))
+  counts[c] = (counts[c] or 0) + added
+  queued = queued + added
+  i = i + 3 + 2 * n
+end
+for c = 1, nc do
+  if counts[c] and counts[c] > 0 then
+    local k = nq + 4 * (c - 1)
+    ledger_new_work({KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4]}, ARGV[4 + c], 'seeds', counts[c], ARGV[1], ARGV[2])
+  end
+end
+return queued
+`
+
+// maxSeedsPerScript bounds one run of seedsScript, so that Redis, which
+// runs nothing else meanwhile, is never held long (and a group's members
+// stay within what Lua's unpack takes).
+const maxSeedsPerScript = 1000
+
+// QueueSeeds adds to pipe the queueing of seeds with their counts in their
+// crawls' ledgers, as QueueSeed does for each, in one atomic script per
+// up to 1000 seeds instead of one per seed: a seed is counted in the same
+// step as its queue write, and one whose member its queue held already
+// (fed twice, or a batch stored again) is neither queued nor counted. Each
+// command's result is how many of its seeds were queued.
+//
+// The script is sent whole (EVAL, not EVALSHA): it runs once per many
+// seeds, and so never fails with NOSCRIPT on a Redis restarted without its
+// script cache while the pipeline's other writes succeed.
+func QueueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, now time.Time, ttl time.Duration) []*redis.Cmd {
+	var cmds []*redis.Cmd
+	stamp, ttlArg := Stamp(now), ttlSeconds(ttl)
+	for len(seeds) > 0 {
+		chunk := seeds[:min(len(seeds), maxSeedsPerScript)]
+		seeds = seeds[len(chunk):]
+		cmds = append(cmds, queueSeeds(ctx, pipe, chunk, stamp, ttlArg))
+	}
+	return cmds
+}
+
+func queueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, stamp string, ttl int64) *redis.Cmd {
+	type group struct {
+		queue, crawl int
+		seeds        []*Seed
+	}
+	queues := map[string]int{}
+	crawls := map[Crawl]int{}
+	groups := map[[2]int]*group{}
+	var queueKeys []string
+	var crawlList []Crawl
+	var order []*group
+	for i := range seeds {
+		s := &seeds[i]
+		q, ok := queues[s.Queue]
+		if !ok {
+			q = len(queueKeys) + 1
+			queues[s.Queue] = q
+			queueKeys = append(queueKeys, s.Queue)
+		}
+		c, ok := crawls[s.Crawl]
+		if !ok {
+			c = len(crawlList) + 1
+			crawls[s.Crawl] = c
+			crawlList = append(crawlList, s.Crawl)
+		}
+		g := groups[[2]int{q, c}]
+		if g == nil {
+			g = &group{queue: q, crawl: c}
+			groups[[2]int{q, c}] = g
+			order = append(order, g)
+		}
+		g.seeds = append(g.seeds, s)
+	}
+	keys := make([]string, 0, len(queueKeys)+4*len(crawlList))
+	keys = append(keys, queueKeys...)
+	args := make([]any, 0, 4+len(crawlList)+3*len(order)+2*len(seeds))
+	args = append(args, stamp, ttl, len(queueKeys), len(crawlList))
+	for _, c := range crawlList {
+		keys = append(keys, NewWorkKeys(c)...)
+		args = append(args, c.Member())
+	}
+	for _, g := range order {
+		args = append(args, g.queue, g.crawl, len(g.seeds))
+		for _, s := range g.seeds {
+			args = append(args, s.Score, s.Member)
+		}
+	}
+	return pipe.Eval(ctx, seedsScript, keys, args...)
+}
+
 // purgeScript removes members of one crawl from a queue and counts those
 // removed as purged, in one step. The count is kept only where the crawl
 // has a ledger (a crawl fed by the original's Kafka Monitor has none).

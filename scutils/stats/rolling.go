@@ -55,12 +55,13 @@ func (r *rollingSet) queue(ctx context.Context, pipe redis.Pipeliner, n int) {
 		pfadd = make([]any, 2, 2+n)
 		pfadd[0], pfadd[1] = "pfadd", r.lifetimeKey
 	}
-	score := ""
+	var score any // one value for every hit (an any made once, not per hit)
 	for range n {
-		s, member := newHit(now)
-		if score == "" {
+		s, hit := newHit(now)
+		if score == nil {
 			score = formatScore(s)
 		}
+		var member any = hit
 		zadd = append(zadd, score, member)
 		if pfadd != nil {
 			pfadd = append(pfadd, member)

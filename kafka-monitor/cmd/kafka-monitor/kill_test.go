@@ -15,6 +15,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 // startMonitor runs `kafka-monitor run` with args as a process, killed
@@ -110,6 +111,13 @@ func TestAKilledMonitorLosesNoSeedAndStoresFewTwice(t *testing.T) {
 		}
 		if json.Unmarshal([]byte(line), &entry) == nil && strings.HasPrefix(entry.Message, "Skipped requests stored before") {
 			skipped += entry.Messages
+		}
+	}
+	// Whatever the kill cut short, each crawl counts the seeds its queue holds.
+	for i := range seeds {
+		c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: fmt.Sprintf("seed-%d", i)}
+		if counted := rdb.HGet(ctx, c.Key(), ledger.FieldSeeds).Val(); counted != strconv.Itoa(got[c.CrawlID]) {
+			t.Errorf("seed-%d: queued %d times, counted %q times in its ledger", i, got[c.CrawlID], counted)
 		}
 	}
 	t.Logf("%d seeds stored by the killed monitor, %d delivered again and skipped, %d stored again", storedByFirst, skipped, twice)

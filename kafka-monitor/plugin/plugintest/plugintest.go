@@ -2,7 +2,8 @@
 // monitor runs it, against a real Redis: set up with an Env, requests
 // decoded and validated (plugin.Validate: the schema with its defaults
 // filled in, then the plugin's Validator), Handle on a pipeline that is
-// then executed, and the plugin told whether its writes were stored.
+// then executed (or, for a plugin.Batcher, several requests through one
+// Batch: HandleBatch), and the plugin told whether its writes were stored.
 package plugintest
 
 import (
@@ -122,6 +123,41 @@ func Handle(t testing.TB, p plugin.Plugin, c redis.Cmdable, req plugin.Request) 
 	}
 	if obs, ok := p.(plugin.StoreObserver); ok {
 		obs.Stored(req)
+	}
+	return nil
+}
+
+// HandleBatch runs reqs on one new pipeline of c the way the monitor runs
+// a share of a batch: through one Batch when p is a plugin.Batcher (then
+// its Flush), else p.Handle for each; then it executes the pipeline and
+// tells an observing plugin each request was stored. The first Handle or
+// Flush error is returned (nothing is executed then); an Exec error fails
+// the test.
+func HandleBatch(t testing.TB, p plugin.Plugin, c redis.Cmdable, reqs []plugin.Request) error {
+	t.Helper()
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	handle, flush := p.Handle, func() error { return nil }
+	if b, ok := p.(plugin.Batcher); ok {
+		batch := b.NewBatch()
+		handle = batch.Handle
+		flush = func() error { return batch.Flush(ctx, pipe) }
+	}
+	for _, req := range reqs {
+		if _, err := handle(ctx, req, pipe); err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatalf("exec: %v", err)
+	}
+	if obs, ok := p.(plugin.StoreObserver); ok {
+		for _, req := range reqs {
+			obs.Stored(req)
+		}
 	}
 	return nil
 }

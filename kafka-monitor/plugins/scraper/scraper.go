@@ -10,7 +10,6 @@ import (
 	_ "embed"
 	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,7 +17,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -36,17 +34,14 @@ const AnnounceInterval = 10 * time.Second
 func init() { plugin.Register(Key, func() plugin.Plugin { return &Handler{} }) }
 
 // Handler queues crawl requests. It must be Setup before it handles one.
+// As a plugin.Batcher it queues all the crawl requests of a pipeline with
+// one script (ledger.QueueSeeds).
 type Handler struct {
 	mu        sync.Mutex
 	announced map[string]time.Time // queue key -> when its announcement was stored
 	pending   map[string]bool      // announced on a pipeline not stored yet
 
-	rdb *redis.Client
 	ttl time.Duration // LEDGER_TTL
-	// reload says the ledger's scripts must be loaded before the next
-	// write: they could not be at Setup, or a write failed, possibly with
-	// NOSCRIPT (Redis restarted without its script cache).
-	reload atomic.Bool
 }
 
 // Name is the stats name.
@@ -55,62 +50,127 @@ func (h *Handler) Name() string { return "ScraperHandler" }
 // Schema is the crawl request schema.
 func (h *Handler) Schema() []byte { return schema }
 
-// Setup reads LEDGER_TTL and loads the ledger's scripts into Redis. When
-// Redis cannot be reached yet, the first request loads them.
-func (h *Handler) Setup(ctx context.Context, env plugin.Env) error {
+// Setup reads LEDGER_TTL.
+func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
 	ttl, err := ledger.TTLFromSettings(env.Settings)
 	if err != nil {
 		return err
 	}
-	h.rdb, h.ttl = env.Redis, ttl
-	if err := ledger.LoadScripts(ctx, env.Redis); err != nil {
-		h.reload.Store(true)
-		env.Logger.Warning("Could not load the ledger scripts; the first request will", logfactory.Extra{"error": err.Error()})
-	}
+	h.ttl = ttl
 	return nil
 }
 
 // Handle queues the request at <spiderid>:<domain>:queue with score
 // -priority, and counts it as a seed of its crawl's ledger in the same
-// script (ledger.QueueSeed: a request queued already is neither queued nor
-// counted again, so a retried batch counts nothing twice). The member is
-// the request as the original writes it (every field the schema has,
-// defaults filled in, keys sorted), read and written with the shared crawl
-// request codec, so the Kafka Monitor queues nothing a crawler cannot read.
+// script (ledger.QueueSeeds: a request queued already is neither queued
+// nor counted again, so a retried batch counts nothing twice). The member
+// is the request as the original writes it (every field the schema has,
+// defaults filled in, keys sorted), as the shared crawl request codec
+// reads and writes it, so the Kafka Monitor queues nothing a crawler
+// cannot read (see entryOf). It is a Batch of one request; the monitor
+// handles a pipeline's requests with one Batch (NewBatch).
 func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
+	b := h.NewBatch()
+	msg, err := b.Handle(ctx, req, tx)
+	if err != nil {
+		return "", err
+	}
+	return msg, b.Flush(ctx, tx)
+}
+
+// NewBatch returns a Batch that queues the crawl requests of one pipeline
+// with one script, then their timeout keys, then the announcements of new
+// queues: each request's queue write precedes its timeout and its
+// announcement, as when Handle queues it alone.
+func (h *Handler) NewBatch() plugin.Batch { return &batch{h: h} }
+
+// batch is the Handler's plugin.Batch.
+type batch struct {
+	h        *Handler
+	seeds    []ledger.Seed
+	timeouts [][2]string // key, value
+	announce [][2]string // channel, queue key
+}
+
+// Handle notes the request's writes.
+func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner) (string, error) {
+	e, err := entryOf(req)
+	if err != nil {
+		return "", err
+	}
+	b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl})
+	if e.timeout {
+		b.timeouts = append(b.timeouts, [2]string{rediskeys.TimeoutKey(e.crawl.SpiderID, e.crawl.AppID, e.crawl.CrawlID), e.expires})
+	}
+	if b.h.announceDue(e.queue) {
+		b.announce = append(b.announce, [2]string{rediskeys.QueueChannel(e.crawl.SpiderID), e.queue})
+	}
+	return "Added crawl to Redis", nil
+}
+
+// Flush queues the noted writes on tx.
+func (b *batch) Flush(ctx context.Context, tx redis.Pipeliner) error {
+	ledger.QueueSeeds(ctx, tx, b.seeds, time.Now(), b.h.ttl)
+	for _, t := range b.timeouts {
+		tx.Set(ctx, t[0], t[1], 0)
+	}
+	for _, a := range b.announce {
+		tx.Publish(ctx, a[0], a[1])
+	}
+	return nil
+}
+
+// entry is what Handle writes for one request.
+type entry struct {
+	queue  string // the queue key
+	member string
+	score  float64
+	crawl  ledger.Crawl // the spider is the one fed
+	// timeout says the crawl expires: its timeout key holds expires as
+	// written, whatever its size.
+	timeout bool
+	expires string
+}
+
+// entryOf is what Handle writes for req, or the Reject saying why it
+// cannot be queued.
+func entryOf(req plugin.Request) (entry, error) {
 	key, spider, err := queueKey(req)
 	if err != nil {
-		return "", plugin.Reject("%v", err)
+		return entry{}, plugin.Reject("%v", err)
 	}
+	e, ok := fedEntry(req)
+	if !ok {
+		if e, err = codecEntry(req); err != nil {
+			return entry{}, err
+		}
+	}
+	e.queue, e.crawl.SpiderID = key, spider
+	return e, nil
+}
+
+// codecEntry is entryOf's member, score, crawl ids and timeout as the
+// shared crawl request codec reads and writes req (the queue and the
+// spider are left to entryOf).
+func codecEntry(req plugin.Request) (entry, error) {
 	fed, err := plugin.MarshalPython(req)
 	if err != nil {
-		return "", plugin.Reject("encode request: %v", err)
+		return entry{}, plugin.Reject("encode request: %v", err)
 	}
 	r, err := crawlrequest.Decode(fed)
 	if err != nil {
-		return "", plugin.Reject("%v", err)
+		return entry{}, plugin.Reject("%v", err)
 	}
 	member, err := r.Encode()
 	if err != nil {
-		return "", plugin.Reject("encode request: %v", err)
+		return entry{}, plugin.Reject("encode request: %v", err)
 	}
-	if h.reload.Load() {
-		if err := ledger.LoadScripts(ctx, h.rdb); err != nil {
-			return "", err // Redis is away: the monitor retries
-		}
-		h.reload.Store(false)
-	}
-	crawl := ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID}
-	ledger.QueueSeed(ctx, tx, key, r.Score(), string(member), crawl, time.Now(), h.ttl)
-	if r.Expires != 0 {
-		// The timeout key holds expires as written, whatever its size.
-		expires, _ := req[crawlrequest.FieldExpires].(json.Number)
-		tx.Set(ctx, rediskeys.TimeoutKey(spider, r.AppID, r.CrawlID), string(expires), 0)
-	}
-	if h.announceDue(key) {
-		tx.Publish(ctx, rediskeys.QueueChannel(spider), key)
-	}
-	return "Added crawl to Redis", nil
+	expires, _ := req[crawlrequest.FieldExpires].(json.Number)
+	return entry{
+		member: string(member), score: r.Score(),
+		crawl:   ledger.Crawl{AppID: r.AppID, CrawlID: r.CrawlID},
+		timeout: r.Expires != 0, expires: string(expires),
+	}, nil
 }
 
 // queueKey is the request's queue key and spider. The spider is the one
@@ -141,10 +201,8 @@ func (h *Handler) announceDue(key string) bool {
 }
 
 // NotStored forgets a pending announcement whose write failed, so the
-// retry announces the queue again, and has the retry load the ledger's
-// scripts first (the write may have failed with NOSCRIPT).
+// retry announces the queue again.
 func (h *Handler) NotStored(req plugin.Request) {
-	h.reload.Store(true)
 	h.mu.Lock()
 	none := len(h.pending) == 0
 	h.mu.Unlock()

@@ -424,10 +424,10 @@ func TestHandleCountsTheSeedInItsCrawlsLedgerWithTheQueueWrite(t *testing.T) {
 	}
 }
 
-// A Redis restarted without its script cache answers the pipeline's
-// EVALSHA with NOSCRIPT: the monitor retries the batch, and the retry loads
-// the scripts and stores the request, counted once.
-func TestHandleLoadsTheLedgerScriptsAgainAfterNoscript(t *testing.T) {
+// A Redis restarted without its script cache has nothing to answer
+// NOSCRIPT for: the script goes whole with the queue writes, so the
+// request is stored and counted at the first attempt.
+func TestHandleStoresTheRequestOnARedisThatLostItsScripts(t *testing.T) {
 	c := harness.StartRedis(t).TestClient(t)
 	ctx := context.Background()
 	h := newHandler(t, c)
@@ -435,14 +435,6 @@ func TestHandleLoadsTheLedgerScriptsAgainAfterNoscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123"}`)
-	pipe := c.Pipeline()
-	if _, err := h.Handle(ctx, req, pipe); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pipe.Exec(ctx); !ledger.IsNoScript(err) {
-		t.Fatalf("exec after SCRIPT FLUSH = %v, want NOSCRIPT", err)
-	}
-	h.NotStored(req)
 	if err := handle(t, h, c, req); err != nil {
 		t.Fatal(err)
 	}
@@ -451,6 +443,88 @@ func TestHandleLoadsTheLedgerScriptsAgainAfterNoscript(t *testing.T) {
 	}
 	if got := c.HGet(ctx, ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "abc123"}.Key(), ledger.FieldSeeds).Val(); got != "1" {
 		t.Errorf("seeds = %q, want 1", got)
+	}
+}
+
+// The monitor hands a pipeline's crawl requests to one Batch: they are
+// queued by one script, each counted once, as if handled one by one.
+func TestABatchQueuesAPipelinesRequestsWithOneScript(t *testing.T) {
+	r := harness.StartRedis(t)
+	c := r.TestClient(t)
+	ctx := context.Background()
+	raws := []string{
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"c1","priority":9,"expires":1893456000}`,
+		`{"url":"http://example.org/2","appid":"testapp","crawlid":"c1"}`,
+		`{"url":"http://example.com/3","appid":"other","crawlid":"c2","spiderid":"wandering"}`,
+		`{"url":"http://example.com/1","appid":"testapp","crawlid":"c1","priority":9,"expires":1893456000}`, // the same member again
+	}
+	queues := func() map[string]any {
+		out := dump(t, c)
+		for k := range out {
+			if strings.HasPrefix(k, "ledger:") {
+				delete(out, k)
+			}
+		}
+		return out
+	}
+	h := newHandler(t, c)
+	for _, raw := range raws {
+		if err := handle(t, h, c, request(t, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	oneByOne := queues()
+	if err := r.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	received := subscribe(t, c, "link")
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]plugin.Request, len(raws))
+	for i, raw := range raws {
+		reqs[i] = request(t, raw)
+	}
+	if err := plugintest.HandleBatch(t, newHandler(t, c), c, reqs); err != nil {
+		t.Fatal(err)
+	}
+	info := c.Info(ctx, "commandstats").Val()
+	if !strings.Contains(info, "cmdstat_eval:calls=1,") || strings.Contains(info, "cmdstat_evalsha:") {
+		t.Errorf("the pipeline ran other than one script for %d requests:\n%s", len(raws), info)
+	}
+	if got := queues(); !reflect.DeepEqual(got, oneByOne) {
+		t.Errorf("after the batch Redis holds\n%v\nwant as after the requests one by one\n%v", got, oneByOne)
+	}
+	ps, err := ledger.Read(ctx, c, ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "c1"},
+		ledger.Crawl{SpiderID: "wandering", AppID: "other", CrawlID: "c2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0] == nil || ps[0].Seeds != 2 || ps[1] == nil || ps[1].Seeds != 1 {
+		t.Errorf("progress %+v and %+v, want 2 seeds (the member given twice counted once) and 1", ps[0], ps[1])
+	}
+	if got, want := received(), []string{"link:example.com:queue", "link:example.org:queue"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("announced %v, want %v", got, want)
+	}
+}
+
+// A pipeline given up before Flush (another request's Handle failed)
+// writes nothing of what its Batch noted.
+func TestABatchDroppedBeforeFlushWritesNothing(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	ctx := context.Background()
+	pipe := c.Pipeline()
+	b := newHandler(t, c).NewBatch()
+	if _, err := b.Handle(ctx, request(t, `{"url":"http://example.com","appid":"testapp","crawlid":"c1","expires":1893456000}`), pipe); err != nil {
+		t.Fatal(err)
+	}
+	pipe.Set(ctx, "other", "1", 0) // so that the pipeline runs
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := dump(t, c); !reflect.DeepEqual(got, map[string]any{"other": "1"}) {
+		t.Errorf("Redis holds %v, want only the other write", got)
 	}
 }
 
