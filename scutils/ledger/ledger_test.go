@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"reflect"
@@ -128,25 +129,12 @@ func TestASeedFedTwiceIsQueuedAndCountedOnce(t *testing.T) {
 	}
 }
 
-// everything is every key in Redis with its content: sorted sets as
-// "member @ score" in rank order, hashes as maps, and whether each key
-// expires within the hour.
+// everything is every key in Redis with its content (harness.RedisContents)
+// and whether each key expires within the hour.
 func everything(t *testing.T, rdb *redis.Client) map[string]any {
 	t.Helper()
-	out := map[string]any{}
-	for _, k := range rdb.Keys(ctx, "*").Val() {
-		switch typ := rdb.Type(ctx, k).Val(); typ {
-		case "zset":
-			var zs []string
-			for _, z := range rdb.ZRangeWithScores(ctx, k, 0, -1).Val() {
-				zs = append(zs, fmt.Sprintf("%v @ %v", z.Member, z.Score))
-			}
-			out[k] = zs
-		case "hash":
-			out[k] = rdb.HGetAll(ctx, k).Val()
-		default:
-			out[k] = typ
-		}
+	out := harness.RedisContents(t, rdb)
+	for k := range maps.Clone(out) {
 		ttl := rdb.TTL(ctx, k).Val()
 		out["expiry of "+k] = ttl > 0 && ttl <= time.Hour
 	}

@@ -44,33 +44,10 @@ func handle(t *testing.T, h plugin.Plugin, c *redis.Client, req plugin.Request) 
 	return plugintest.Handle(t, h, c, req)
 }
 
-// dump is everything in Redis: strings by value, sorted sets as
-// "member @ score" in rank order, hashes as maps.
+// dump is everything in Redis (harness.RedisContents).
 func dump(t *testing.T, c *redis.Client) map[string]any {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := c.Keys(ctx, "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	for _, k := range keys {
-		switch typ := c.Type(ctx, k).Val(); typ {
-		case "string":
-			out[k] = c.Get(ctx, k).Val()
-		case "zset":
-			var zs []string
-			for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
-				zs = append(zs, fmt.Sprintf("%v @ %v", z.Member, z.Score))
-			}
-			out[k] = zs
-		case "hash":
-			out[k] = c.HGetAll(ctx, k).Val()
-		default:
-			out[k] = typ
-		}
-	}
-	return out
+	return harness.RedisContents(t, c)
 }
 
 // queueKeys are the keys in Redis but the crawl ledger's (checked on their own).
