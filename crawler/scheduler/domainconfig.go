@@ -46,7 +46,7 @@ func (s *Scheduler) configure(d *domain) {
 	switch {
 	case d.blocked:
 		s.setNext(d, never)
-	case d.next.Equal(never) && d.inflight < s.cfg.PerDomain:
+	case d.next.Equal(never) && d.fetching < s.cfg.PerDomain:
 		s.setNext(d, s.now())
 	}
 }

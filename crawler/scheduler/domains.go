@@ -20,8 +20,9 @@ type domain struct {
 	next      time.Time
 	lastPop   time.Time
 	backoff   time.Duration
-	inflight  int  // items being fetched (CONCURRENT_REQUESTS_PER_DOMAIN)
-	blocked   bool // blacklisted, or a throttle of 0 hits
+	fetching  int     // items being fetched (CONCURRENT_REQUESTS_PER_DOMAIN)
+	ahead     []*Item // popped ahead of the fetches, leased, waiting for Next
+	blocked   bool    // blacklisted, or a throttle of 0 hits
 	index     int
 }
 
@@ -39,11 +40,14 @@ func (h *domainHeap) Pop() any {
 	return d
 }
 
-// never is a time no domain is due at (blocked or at its in-flight cap).
+// never is a time no domain is due at (blocked with nothing popped ahead,
+// or at its cap of fetches).
 var never = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (s *Scheduler) setNext(d *domain, t time.Time) {
-	if d.blocked {
+	// Items popped before a block are handed out still, as items being
+	// fetched are finished.
+	if d.blocked && len(d.ahead) == 0 {
 		t = never
 	}
 	d.next = t
@@ -59,7 +63,7 @@ func (s *Scheduler) reschedule(d *domain, t time.Time) {
 }
 
 func (s *Scheduler) forget(d *domain) {
-	if d.inflight > 0 {
+	if d.fetching > 0 || len(d.ahead) > 0 {
 		return
 	}
 	delete(s.domains, d.key)

@@ -29,14 +29,6 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 }
 
 func (s *Scheduler) next(ctx context.Context) (*Item, error) {
-	s.mu.Lock()
-	if len(s.popped) > 0 {
-		it := s.popped[0]
-		s.popped = s.popped[1:]
-		s.mu.Unlock()
-		return it, nil
-	}
-	s.mu.Unlock()
 	errDelay := 100 * time.Millisecond
 	for {
 		s.mu.Lock()
@@ -50,6 +42,11 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 			} else if !top.next.Equal(never) {
 				wait = top.next.Sub(now)
 			}
+		}
+		if d != nil && len(d.ahead) > 0 {
+			it := s.handOut(d, now)
+			s.mu.Unlock()
+			return it, nil
 		}
 		s.mu.Unlock()
 		if d == nil {
@@ -82,6 +79,24 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 			return item, nil
 		}
 	}
+}
+
+// handOut starts the fetch of d's first item popped ahead; s.mu is held.
+// d is due again at once unless its fetches are at their cap
+// (CONCURRENT_REQUESTS_PER_DOMAIN).
+func (s *Scheduler) handOut(d *domain, now time.Time) *Item {
+	it := d.ahead[0]
+	d.ahead[0] = nil
+	d.ahead = d.ahead[1:]
+	s.ahead--
+	it.fetching = true
+	d.fetching++
+	if d.fetching >= s.cfg.PerDomain {
+		s.setNext(d, never)
+	} else {
+		s.setNext(d, now)
+	}
+	return it
 }
 
 // Fetched tells the scheduler that the item's download is over: its request
@@ -121,28 +136,30 @@ func (s *Scheduler) endFetch(it *Item) bool {
 		return false
 	}
 	it.fetching = false
-	it.dom.inflight--
-	if it.dom.next.Equal(never) && !it.dom.blocked {
+	it.dom.fetching--
+	if it.dom.next.Equal(never) && (!it.dom.blocked || len(it.dom.ahead) > 0) {
 		s.setNext(it.dom, s.now())
 	}
 	return true
 }
 
-// attempt tries one throttled, leased pop from d. When the throttle and
-// the free request slots allow, it pops several items in the same step;
-// the first is returned and the others wait in s.ready to be handed out by
-// the next calls (they are leased and renewed meanwhile).
+// attempt tries one throttled, leased pop from d, whose items popped ahead
+// are all handed out. When the throttle allows, it pops more than the one
+// it returns, in the same step: up to CONCURRENT_REQUESTS_PER_DOMAIN
+// ahead of d's fetches (and CONCURRENT_REQUESTS ahead in all), kept in
+// d.ahead, leased and renewed, for the next calls to hand out as d's
+// fetches end. One round trip then serves several pages of a busy domain.
+// (A moderated throttle pops one at a time: see throttle.Queue.AttemptN.)
 func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	s.mu.Lock()
 	q, blocked := d.q, d.blocked
-	// Our own slot is held; the others free now can take the extra items.
-	want := 1 + min(cap(s.slots)-len(s.slots)-len(s.popped), s.cfg.PerDomain-d.inflight-1, maxBatchPop-1)
+	want := 1 + max(0, min(2*s.cfg.PerDomain-d.fetching-1, s.cfg.Concurrency-s.ahead, maxBatchPop-1))
 	s.mu.Unlock()
 	if blocked || q == nil { // blocked since it was picked
 		return nil, nil
 	}
 	lease := s.leases.New()
-	res, err := q.AttemptN(ctx, lease, max(want, 1))
+	res, err := q.AttemptN(ctx, lease, want)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +182,6 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 		return nil, nil
 	}
 	d.lastPop, d.backoff = now, 0
-	var items []*Item
 	add := func(raw, leaseID string) {
 		s.stats.Popped++
 		req, derr := crawlrequest.Decode([]byte(raw))
@@ -184,26 +200,21 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 			go func() { _ = s.acks.ack(context.WithoutCancel(ctx), leaseID, tally) }()
 			return
 		}
-		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d, fetching: true,
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d,
 			crawl: ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: req.AppID, CrawlID: req.CrawlID}}
 		s.inflight[leaseID] = item
-		d.inflight++
-		items = append(items, item)
+		d.ahead = append(d.ahead, item)
+		s.ahead++
 	}
 	add(res.Raw, lease.ID)
 	for _, more := range res.More {
 		add(more.Raw, more.LeaseID)
 	}
-	if d.inflight >= s.cfg.PerDomain {
-		s.setNext(d, never)
-	} else {
+	if len(d.ahead) == 0 {
 		s.setNext(d, now)
-	}
-	if len(items) == 0 {
 		return nil, nil
 	}
-	s.popped = append(s.popped, items[1:]...)
-	return items[0], nil
+	return s.handOut(d, now), nil
 }
 
 // maxBatchPop bounds the items one pop takes from a domain.

@@ -65,8 +65,8 @@ type Item struct {
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
 	// fetching: the item holds a request slot and its domain's (from the
-	// pop to Fetched); processing: a processing slot (from Fetched to the
-	// end). Guarded by Scheduler.mu.
+	// hand-out by Next to Fetched); processing: a processing slot (from
+	// Fetched to the end). Guarded by Scheduler.mu.
 	fetching, processing bool
 }
 
@@ -91,8 +91,8 @@ type Scheduler struct {
 	ready    domainHeap
 	config   domainconfig.Document
 	ip       string
-	inflight map[string]*Item // by lease id
-	popped   []*Item          // popped by a batch, not yet handed out (in inflight too)
+	inflight map[string]*Item // leased to this crawler, by lease id
+	ahead    int              // of them, popped ahead and not handed out yet (in their domains' ahead)
 	wake     chan struct{}
 	// slots are the requests being fetched (CONCURRENT_REQUESTS), from
 	// Next to Fetched; processing the fetched ones being parsed, published
