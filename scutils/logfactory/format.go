@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/sirupsen/logrus"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
 )
@@ -26,10 +25,6 @@ const (
 	// '%Y-%m-%dT%H:%M:%S.%fZ'): UTC with microseconds.
 	jsonTimeLayout = "2006-01-02T15:04:05.000000Z"
 
-	// loggerKey is the entry field that carries the logger name to the
-	// formatter; it is also the JSON key of the name.
-	loggerKey = "logger"
-
 	// clashPrefix is put before an extra field whose key is one of the
 	// fields every line carries, as logrus does for its own clashes.
 	clashPrefix = "fields."
@@ -39,96 +34,131 @@ const (
 	maxDepth = 32
 )
 
-// reservedKeys are the fields every JSON line carries.
-var reservedKeys = map[string]bool{"message": true, loggerKey: true, "timestamp": true, "level": true}
+// isReserved reports whether k is one of the fields every JSON line
+// carries.
+func isReserved(k string) bool {
+	switch k {
+	case "message", "logger", "timestamp", "level":
+		return true
+	}
+	return false
+}
 
-// formatter renders logrus entries in the original's text or JSON layout.
-// Entry.Data holds the extras (clashing keys already renamed) plus the logger
-// name under loggerKey.
+// line is one log line to format: the extras as the caller gave them.
+type line struct {
+	time  time.Time
+	level Level
+	name  string
+	msg   string
+	extra Extra
+}
+
+// field is one extra as written: its key (renamed when it clashes with a
+// field every line carries) and its value.
+type field struct {
+	key   string
+	value any
+	rank  int8 // text lines only: textRank
+}
+
+// lineBuffer is what formatting a line needs, kept in a pool.
+type lineBuffer struct {
+	buf    bytes.Buffer
+	fields []field
+}
+
+// formatter renders lines in the original's text or JSON layout.
 type formatter struct {
 	json         bool
 	includeExtra bool
 	textFields   bool
 }
 
-// Format implements logrus.Formatter.
-func (f *formatter) Format(e *logrus.Entry) ([]byte, error) {
-	b := e.Buffer
-	if b == nil {
-		b = new(bytes.Buffer)
+// format writes ln into lb.buf, ending with a newline.
+func (f *formatter) format(lb *lineBuffer, ln *line) {
+	var fields []field
+	if len(ln.extra) > 0 && (f.json || f.includeExtra || f.textFields) {
+		lb.fields = sortedFields(lb.fields[:0], ln.extra, f.textFields && !f.json && !f.includeExtra)
+		fields = lb.fields
 	}
-	name, _ := e.Data[loggerKey].(string)
-	level := levelFromLogrus(e.Level).String()
-	keys := extraKeys(e.Data)
 	if f.json {
-		f.formatJSON(b, e, name, level, keys)
+		f.formatJSON(&lb.buf, ln, fields)
 	} else {
-		f.formatText(b, e, name, level, keys)
+		f.formatText(&lb.buf, ln, fields)
 	}
-	return b.Bytes(), nil
 }
 
-// extraKeys lists the extra fields of an entry in sorted order: Go maps have
-// no order, and a stable one keeps lines comparable.
-func extraKeys(data logrus.Fields) []string {
-	if len(data) <= 1 {
-		return nil
-	}
-	keys := make([]string, 0, len(data)-1)
-	for k := range data {
-		if k != loggerKey {
-			keys = append(keys, k)
+// sortedFields appends extra's fields to dst in key order (Go maps have no
+// order, and a stable one keeps lines comparable), or, with leadingFirst,
+// leadingTextKeys first in their order and then the others in key order.
+// A clashing key is renamed "fields.<key>" (again while that too is
+// taken).
+func sortedFields(dst []field, extra Extra, leadingFirst bool) []field {
+	for k, v := range extra {
+		key := k
+		for isReserved(key) || (key != k && hasKey(extra, key)) {
+			key = clashPrefix + key
 		}
+		var rank int8
+		if leadingFirst {
+			rank = textRank(key)
+		}
+		dst = append(dst, field{key, v, rank})
 	}
-	sort.Strings(keys)
-	return keys
+	slices.SortFunc(dst, func(a, b field) int {
+		if a.rank != b.rank {
+			return int(a.rank) - int(b.rank)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return dst
 }
 
-func (f *formatter) formatText(b *bytes.Buffer, e *logrus.Entry, name, level string, keys []string) {
-	b.WriteString(e.Time.Local().Format(textTimeLayout))
+func (f *formatter) formatText(b *bytes.Buffer, ln *line, fields []field) {
+	b.Write(ln.time.Local().AppendFormat(b.AvailableBuffer(), textTimeLayout))
 	b.WriteString(" [")
-	b.WriteString(name)
+	b.WriteString(ln.name)
 	b.WriteString("] ")
-	b.WriteString(level)
+	b.WriteString(ln.level.String())
 	b.WriteString(": ")
-	b.WriteString(e.Message)
+	b.WriteString(ln.msg)
 	switch {
-	case len(keys) == 0:
+	case len(fields) == 0:
 	case f.includeExtra:
 		// str(dict) of the extras, as the original appends them.
 		b.WriteString(" {")
-		for i, k := range keys {
+		for i, fd := range fields {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writePyString(b, k)
+			writePyString(b, fd.key)
 			b.WriteString(": ")
-			writePyRepr(b, normalize(e.Data[k], 0, false))
+			writePyRepr(b, normalize(fd.value, 0, false))
 		}
 		b.WriteByte('}')
 	case f.textFields:
-		writeTextFields(b, e.Data, keys)
+		writeTextFields(b, fields)
 	}
 	b.WriteByte('\n')
 }
 
-func (f *formatter) formatJSON(b *bytes.Buffer, e *logrus.Entry, name, level string, keys []string) {
+func (f *formatter) formatJSON(b *bytes.Buffer, ln *line, fields []field) {
 	// Python's json.dumps separators (", " and ": ") so lines look like the
 	// original's; any JSON reader (Logstash's json codec) accepts both.
 	b.WriteString(`{"message": `)
-	writeJSONString(b, e.Message)
+	writeJSONString(b, ln.msg)
 	b.WriteString(`, "logger": `)
-	writeJSONString(b, name)
+	writeJSONString(b, ln.name)
 	b.WriteString(`, "timestamp": "`)
-	b.WriteString(e.Time.UTC().Format(jsonTimeLayout))
+	b.Write(ln.time.UTC().AppendFormat(b.AvailableBuffer(), jsonTimeLayout))
 	b.WriteString(`", "level": "`)
-	b.WriteString(level)
+	b.WriteString(ln.level.String())
 	b.WriteByte('"')
-	for _, k := range keys {
+	for _, fd := range fields {
 		b.WriteString(", ")
-		writeJSONString(b, k)
+		writeJSONString(b, fd.key)
 		b.WriteString(": ")
-		writeJSONValue(b, e.Data[k])
+		writeJSONValue(b, fd.value)
 	}
 	b.WriteString("}\n")
 }
@@ -162,6 +192,10 @@ func writeJSONValue(b *bytes.Buffer, v any) {
 				return
 			}
 		}
+	}
+	if enc, ok := appendSimpleJSON(nil, v, 0); ok {
+		writeSpaced(b, enc)
+		return
 	}
 	enc, err := marshalJSON(v)
 	if err != nil {
@@ -440,7 +474,7 @@ func writePyRepr(b *bytes.Buffer, v any) {
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		b.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {

@@ -3,8 +3,6 @@ package logfactory
 import (
 	"fmt"
 	"strings"
-
-	"github.com/sirupsen/logrus"
 )
 
 // Level is a log level, ordered from the most verbose (LevelDebug) to the
@@ -48,41 +46,6 @@ func ParseLevel(s string) (Level, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown log level %q (want DEBUG, INFO, WARNING, ERROR or CRITICAL)", s)
-}
-
-// logrusLevel maps a level onto logrus. CRITICAL becomes FatalLevel, which is
-// safe because we only ever call Entry.Log: logrus exits or panics only from
-// its Fatal* and Panic* methods.
-func (l Level) logrusLevel() logrus.Level {
-	switch l {
-	case LevelDebug:
-		return logrus.DebugLevel
-	case LevelInfo:
-		return logrus.InfoLevel
-	case LevelWarning:
-		return logrus.WarnLevel
-	case LevelError:
-		return logrus.ErrorLevel
-	default:
-		return logrus.FatalLevel
-	}
-}
-
-// levelFromLogrus is the inverse of logrusLevel; levels we never use map onto
-// their nearest neighbour.
-func levelFromLogrus(l logrus.Level) Level {
-	switch l {
-	case logrus.TraceLevel, logrus.DebugLevel:
-		return LevelDebug
-	case logrus.InfoLevel:
-		return LevelInfo
-	case logrus.WarnLevel:
-		return LevelWarning
-	case logrus.ErrorLevel:
-		return LevelError
-	default:
-		return LevelCritical
-	}
 }
 
 // parseLevelExpr turns a callback level expression into the set of levels it

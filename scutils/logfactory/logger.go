@@ -10,8 +10,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-
-	"github.com/sirupsen/logrus"
 )
 
 // Defaults of Config, as the components' settings define them.
@@ -105,7 +103,9 @@ type Logger struct {
 
 // core is what a logger and its children share.
 type core struct {
-	lg     *logrus.Logger
+	outMu  sync.Mutex // one whole line per Write, never interleaved
+	out    io.Writer
+	format formatter
 	level  Level
 	now    func() time.Time
 	closer io.Closer // the rotating file, nil for stdout and Output
@@ -179,14 +179,8 @@ func New(cfg Config) (*Logger, error) {
 
 	l := &Logger{
 		core: &core{
-			lg: &logrus.Logger{
-				Out:       out,
-				Formatter: &formatter{json: cfg.JSON, includeExtra: cfg.IncludeExtra, textFields: cfg.TextFields},
-				Hooks:     make(logrus.LevelHooks),
-				Level:     level.logrusLevel(),
-				// Never reached (we call no Fatal method); a safety net.
-				ExitFunc: func(int) {},
-			},
+			out:          out,
+			format:       formatter{json: cfg.JSON, includeExtra: cfg.IncludeExtra, textFields: cfg.TextFields},
 			level:        level,
 			now:          now,
 			closer:       closer,
@@ -277,7 +271,8 @@ func (l *Logger) Critical(msg string, extra ...Extra) { l.Log(LevelCritical, msg
 //
 // Extra keys that clash with the fields every line carries (message, logger,
 // timestamp, level) never replace them: the extra is written under
-// "fields.<key>", as logrus does. Callbacks see the extras unrenamed.
+// "fields.<key>", as logrus writes its own clashes. Callbacks see the extras
+// unrenamed.
 func (l *Logger) Log(lvl Level, msg string, extra ...Extra) {
 	c := l.core
 	if lvl < c.level {
@@ -285,26 +280,34 @@ func (l *Logger) Log(lvl Level, msg string, extra ...Extra) {
 	}
 	lvl = min(lvl, LevelCritical)
 	merged := l.merge(extra)
-
-	if !c.printsExtras {
-		entry := &logrus.Entry{Logger: c.lg, Data: logrus.Fields{loggerKey: l.name}, Time: c.now()}
-		entry.Log(lvl.logrusLevel(), msg)
-		c.fire(lvl, msg, merged)
-		return
-	}
-	data := make(logrus.Fields, len(merged)+1)
-	for k, v := range merged {
-		key := k
-		for reservedKeys[key] || (key != k && hasKey(merged, key)) {
-			key = clashPrefix + key
-		}
-		data[key] = v
-	}
-	data[loggerKey] = l.name
-	entry := &logrus.Entry{Logger: c.lg, Data: data, Time: c.now()}
-	entry.Log(lvl.logrusLevel(), msg)
-
+	c.write(&line{time: c.now(), level: lvl, name: l.name, msg: msg, extra: merged})
 	c.fire(lvl, msg, merged)
+}
+
+// linePool holds the buffers lines are formatted in.
+var linePool = sync.Pool{New: func() any { return new(lineBuffer) }}
+
+// maxPooledLine bounds the buffers kept for reuse: a rare huge line (a
+// JSON line carries every field whole) is not kept around.
+const maxPooledLine = 64 << 10
+
+// write formats ln and writes it in one Write. A failed write is reported
+// on stderr: there is nowhere else to say it.
+func (c *core) write(ln *line) {
+	lb := linePool.Get().(*lineBuffer)
+	lb.buf.Reset()
+	c.format.format(lb, ln)
+	c.outMu.Lock()
+	_, err := c.out.Write(lb.buf.Bytes())
+	c.outMu.Unlock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "Failed to write to log:", err)
+	}
+	if lb.buf.Cap() <= maxPooledLine {
+		clear(lb.fields)
+		lb.fields = lb.fields[:0]
+		linePool.Put(lb)
+	}
 }
 
 // merge combines the fixed fields and the call's extras without copying when
@@ -466,8 +469,8 @@ func toFloat(v reflect.Value) float64 {
 
 // Close closes the log file; for stdout and Output it does nothing. Close
 // the root logger once, after the last line: loggers made with Named and
-// With share the file, and lines written after Close are lost (logrus
-// reports the failed write on stderr).
+// With share the file, and lines written after Close are lost (each failed
+// write is reported on stderr).
 func (l *Logger) Close() error {
 	if l.core.closer == nil {
 		return nil

@@ -61,7 +61,7 @@ func openRotatingFile(dir, file string, maxBytes int64, backups int) (*rotatingF
 }
 
 // Write appends p, first rotating when p would take the file past maxBytes.
-// Callers write whole lines (logrus does, under its lock), so a line is never
+// Callers write whole lines (the logger does, under its lock), so a line is never
 // split across files.
 func (r *rotatingFile) Write(p []byte) (int, error) {
 	r.mu.Lock()

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -29,48 +31,36 @@ const (
 // what a reader looks for first. The other fields follow in key order.
 var leadingTextKeys = []string{"url", "appid", "crawlid", "spiderid", "uuid", "reason", "error"}
 
+// textRank is where a field goes in a text line: a leading key's place in
+// leadingTextKeys, or len(leadingTextKeys) for the others (which follow in
+// key order).
+func textRank(k string) int8 {
+	if i := slices.Index(leadingTextKeys, k); i >= 0 {
+		return int8(i)
+	}
+	return int8(len(leadingTextKeys))
+}
+
 // writeTextFields appends the extras as logfmt key=value pairs, each after
-// a space: well-known keys first, then the others sorted (keys is sorted).
-func writeTextFields(b *bytes.Buffer, data map[string]any, keys []string) {
+// a space, in their order (leading keys first: see sortedFields).
+func writeTextFields(b *bytes.Buffer, fields []field) {
 	start, omitted := b.Len(), 0
-	write := func(k string) {
+	for _, fd := range fields {
 		mark := b.Len()
 		b.WriteByte(' ')
-		writeTextKey(b, k)
+		writeTextKey(b, fd.key)
 		b.WriteByte('=')
-		writeTextValue(b, data[k])
+		writeTextValue(b, fd.value)
 		if b.Len()-start > maxTextFieldsBytes {
 			b.Truncate(mark)
 			omitted++
 		}
-	}
-	leading := 0
-	for _, k := range leadingTextKeys {
-		if _, ok := data[k]; ok {
-			write(k)
-			leading++
-		}
-	}
-	for _, k := range keys {
-		if leading > 0 && isLeadingTextKey(k) {
-			continue
-		}
-		write(k)
 	}
 	if omitted > 0 {
 		b.WriteString(" ...(")
 		b.WriteString(strconv.Itoa(omitted))
 		b.WriteString(" more fields)")
 	}
-}
-
-func isLeadingTextKey(k string) bool {
-	for _, l := range leadingTextKeys {
-		if k == l {
-			return true
-		}
-	}
-	return false
 }
 
 // writeTextKey writes a key as logfmt allows it: characters that would end
@@ -192,6 +182,9 @@ func textFloat(f float64) string {
 // compactJSON encodes a nested value without spaces. A value encoding/json
 // refuses is encoded in its normalized form, as in JSON lines.
 func compactJSON(v any) []byte {
+	if enc, ok := appendSimpleJSON(nil, v, 0); ok {
+		return enc
+	}
 	enc, err := marshalJSON(v)
 	if err != nil {
 		enc, err = marshalJSON(normalize(v, 0, true))
@@ -200,6 +193,98 @@ func compactJSON(v any) []byte {
 		}
 	}
 	return enc
+}
+
+// appendSimpleJSON appends v as marshalJSON encodes it, for the values
+// decoded requests hold (lists and maps of text, booleans, integers and
+// nulls); ok is false for anything else, for which marshalJSON is the
+// judge: a float, a string needing escapes, another type.
+func appendSimpleJSON(b []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > maxDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case string:
+		for i := 0; i < len(x); i++ {
+			if c := x[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return b, false
+			}
+		}
+		b = append(b, '"')
+		b = append(b, x...)
+		return append(b, '"'), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case json.Number:
+		if !isPlainInteger(string(x)) {
+			return b, false
+		}
+		return append(b, x...), true
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case []string:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, ok = appendSimpleJSON(b, k, depth+1); !ok {
+				return b, false
+			}
+			b = append(b, ':')
+			if b, ok = appendSimpleJSON(b, x[k], depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	}
+	return b, false
+}
+
+// isPlainInteger reports whether s is an integer as JSON writes one:
+// an optional minus, then 0 or digits not starting with 0.
+func isPlainInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // needsQuote reports whether a logfmt value must be quoted.
