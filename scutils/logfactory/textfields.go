@@ -227,27 +227,9 @@ func appendSimpleJSON(b []byte, v any, depth int) (_ []byte, ok bool) {
 		}
 		return append(b, x...), true
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendSimpleList(b, x, depth)
 	case []string:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, ']'), true
+		return appendSimpleList(b, x, depth)
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -270,6 +252,19 @@ func appendSimpleJSON(b []byte, v any, depth int) (_ []byte, ok bool) {
 		return append(b, '}'), true
 	}
 	return b, false
+}
+
+func appendSimpleList[T any](b []byte, xs []T, depth int) (_ []byte, ok bool) {
+	b = append(b, '[')
+	for i, e := range xs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
 }
 
 // isPlainInteger reports whether s is an integer as JSON writes one:
