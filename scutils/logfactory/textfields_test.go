@@ -152,6 +152,37 @@ func TestBareTextIsTheOriginalFormatByteForByte(t *testing.T) {
 	}
 }
 
+func TestEveryLineHasItsOwnKeysInOrderWhateverCameBefore(t *testing.T) {
+	for _, format := range []struct {
+		name string
+		cfg  Config
+	}{{"text", Config{TextFields: true}}, {"json", Config{JSON: true}}} {
+		l, buf := newBuffered(t, format.cfg)
+		lines := []Extra{
+			{"url": "u", "zeta": 1, "alpha": 2},
+			{"url": "u", "zeta": 1, "alpha": 2}, // the same keys again
+			{"url": "u", "zeta": 1, "beta": 2},  // as many, one other
+			{"url": "u", "zeta": 1, "message": 2},
+			{"url": "u", "zeta": 1, "fields.message": 2},
+			{"url": "u", "zeta": 1, "alpha": 2},
+		}
+		var want strings.Builder
+		for _, extra := range lines {
+			l.Info("m", extra)
+			// What a logger that never saw another line writes.
+			fresh, freshBuf := newBuffered(t, format.cfg)
+			fresh.Info("m", extra)
+			want.WriteString(freshBuf.String())
+		}
+		if got := buf.String(); got != want.String() {
+			t.Errorf("%s lines:\n got %q\nwant %q", format.name, got, want.String())
+		}
+		if !strings.Contains(buf.String(), "beta") || !strings.Contains(buf.String(), "fields.message") {
+			t.Errorf("%s lines lost a field:\n%s", format.name, buf.String())
+		}
+	}
+}
+
 func TestTextFieldsAreOnByDefaultAndPrefixedForTheCrawler(t *testing.T) {
 	if !DefaultConfig().TextFields {
 		t.Error("DefaultConfig().TextFields is false")
