@@ -90,9 +90,14 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	s.mu.Unlock()
 	keys := []string{rediskeys.BlacklistKey(s.cfg.SpiderID), rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID)}
 	var queues, channels []string // queue keys and their announce channels, by queue number - 1
-	var limitKeys []string
-	var reqArgs []any
-	var queueOf []int // each request's queue number - 1
+	var limitKeys []string        // pairs of page limit counters, by limit pair number - 1
+	type group struct {
+		queue, ledger int
+		score         float64
+		dmax, limits  int
+	}
+	var groups []group
+	var reqArgs []any // fingerprint, member, group number of each request
 	for _, r := range reqs {
 		dom, err := rediskeys.DomainOfURL(r.URL)
 		if err != nil {
@@ -117,25 +122,39 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 		}
 		limits := 0
 		if r.DomainMaxPages > 0 || s.cfg.GlobalPageLimit > 0 {
-			limitKeys = append(limitKeys, rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID), rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
-			limits = len(limitKeys) / 2
+			dmaxKey := rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID)
+			for p := 0; p < len(limitKeys); p += 2 {
+				if limitKeys[p] == dmaxKey {
+					limits = p/2 + 1
+				}
+			}
+			if limits == 0 {
+				limitKeys = append(limitKeys, dmaxKey, rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID))
+				limits = len(limitKeys) / 2
+			}
 		}
-		reqArgs = append(reqArgs, fingerprint.Of(r.URL), member, r.Score(), q, ledgerOf(r), r.DomainMaxPages, limits)
-		queueOf = append(queueOf, q-1)
+		g := group{queue: q, ledger: ledgerOf(r), score: r.Score(), dmax: r.DomainMaxPages, limits: limits}
+		gi := slices.Index(groups, g) + 1
+		if gi == 0 {
+			groups = append(groups, g)
+			gi = len(groups)
+		}
+		reqArgs = append(reqArgs, fingerprint.Of(r.URL), member, gi)
 	}
-	if len(queueOf) == 0 && len(refusals) == 0 {
+	if len(groups) == 0 && len(refusals) == 0 {
 		return out, nil
 	}
+	n := len(reqArgs) / 3
 	keys = append(keys, queues...)
 	for _, c := range ledgers {
 		keys = append(keys, ledger.NewWorkKeys(c)...)
 	}
 	keys = append(keys, limitKeys...)
-	args := make([]any, 0, 11+len(ledgers)+len(channels)+len(reqArgs)+3*len(refusals))
+	args := make([]any, 0, 12+len(ledgers)+len(channels)+5*len(groups)+len(reqArgs)+3*len(refusals))
 	args = append(args,
 		parent.AppID+"||"+parent.CrawlID, seconds(s.cfg.DupeTimeout), seconds(s.cfg.DomainMaxPageTimeout),
 		s.cfg.GlobalPageLimit, seconds(s.cfg.GlobalPageTimeout), fingerprint.Of(parent.URL),
-		ledger.Stamp(s.now()), seconds(s.cfg.ledgerTTL()), len(queues), len(ledgers), len(queueOf),
+		ledger.Stamp(s.now()), seconds(s.cfg.ledgerTTL()), len(queues), len(ledgers), len(groups), n,
 	)
 	for _, c := range ledgers {
 		args = append(args, c.Member())
@@ -143,31 +162,33 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	for _, c := range channels {
 		args = append(args, c)
 	}
+	for _, g := range groups {
+		args = append(args, g.queue, g.ledger, g.score, g.dmax, g.limits)
+	}
 	args = append(args, reqArgs...)
 	for _, r := range refusals {
 		args = append(args, r.ledger, string(r.reason), r.n)
 	}
-	codes, err := enqueueScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
+	counts, err := enqueueScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return out, fmt.Errorf("queue follow-up requests: %w", err)
 	}
-	if len(codes) == 1 && codes[0] == -1 {
-		out.refuse(ledger.RefusedCrawlBlacklisted, len(queueOf))
+	if len(counts) == 1 && counts[0] == -1 {
+		out.refuse(ledger.RefusedCrawlBlacklisted, n)
 		return out, nil
 	}
+	if len(counts) != 3*len(groups) {
+		return out, fmt.Errorf("queue follow-up requests: %d counts for %d groups", len(counts), len(groups))
+	}
 	known := make([]bool, len(queues)) // queues this scheduler was told of
-	for i, c := range codes {
-		switch c {
-		case 0:
-			out.Queued++
-			if q := queueOf[i]; !known[q] && strings.HasPrefix(queues[q], s.cfg.SpiderID+":") {
-				known[q] = true
-				s.addDomain(queues[q])
-			}
-		case 1:
-			out.refuse(ledger.RefusedDuplicate, 1)
-		default:
-			out.refuse(ledger.RefusedPageLimit, 1)
+	for i, g := range groups {
+		queued := int(counts[3*i])
+		out.Queued += queued
+		out.refuse(ledger.RefusedDuplicate, int(counts[3*i+1]))
+		out.refuse(ledger.RefusedPageLimit, int(counts[3*i+2]))
+		if q := g.queue - 1; queued > 0 && !known[q] && strings.HasPrefix(queues[q], s.cfg.SpiderID+":") {
+			known[q] = true
+			s.addDomain(queues[q])
 		}
 	}
 	return out, nil
