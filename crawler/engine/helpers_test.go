@@ -243,7 +243,7 @@ func (e *env) drained(t testing.TB, spiderID string) {
 		// back to its queue in one step.
 		pipe := e.rdb.TxPipeline()
 		keys := pipe.Keys(ctx, spiderID+":*:queue")
-		leases := pipe.ZCard(ctx, rediskeys.LeaseKey(spiderID))
+		leases := pipe.HLen(ctx, rediskeys.LeaseKey(spiderID)+":items")
 		if _, err := pipe.Exec(ctx); err != nil {
 			return false
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -206,43 +207,38 @@ func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 // upkeepWarmUp bounds the time upkeepClient waits for Redis.
 const upkeepWarmUp = 5 * time.Second
 
-// renew renews the leases of every request in flight once, through upkeep.
+// renew renews the leases of every request in flight once, through upkeep:
+// one write, the deadline of this crawler's lease owner.
 func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.inflight))
-	for id := range s.inflight {
-		ids = append(ids, id)
-	}
-	s.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
+	owner := s.leases.Owner()
 	began := time.Now()
-	missing, err := s.leases.RenewOn(ctx, upkeep, ids...)
+	held, err := s.leases.RenewOn(ctx, upkeep)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error(), "leases": len(ids)})
+			s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error()})
 		}
 		return
 	}
 	if took := time.Since(began); took > s.cfg.LeaseTTL/2 {
 		s.slowRenewal(took)
 	}
-	// A lease acknowledged while the renewal ran is missing too; only one
-	// still in flight and not being acknowledged expired. Renewals that
-	// overlap find the same ones: each is reported once.
+	if held {
+		return
+	}
+	// Rare: Redis unreachable, or this process stalled, for longer than
+	// LEASE_TIMEOUT: the owner was reaped with all its leases. Done counts
+	// them as lost; the pops from now on lease under a new owner. Those
+	// acknowledged meanwhile are not counted here.
 	s.mu.Lock()
 	expired := 0
-	for _, id := range missing {
-		if it := s.inflight[id]; it != nil && !it.ending && !it.lapsed {
+	for id, it := range s.inflight {
+		if strings.HasPrefix(id, owner+":") && !it.ending && !it.lapsed {
 			it.lapsed = true
 			expired++
 		}
 	}
 	s.mu.Unlock()
 	if expired > 0 {
-		// Rare: Redis unreachable, or this process stalled, for longer
-		// than LEASE_TIMEOUT; Done counts them as lost.
 		s.log.Warning("Some leases expired and went back to their queues; their pages may be crawled twice",
 			logfactory.Extra{"expired": expired})
 	}

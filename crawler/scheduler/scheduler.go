@@ -12,7 +12,8 @@
 //     serving the other domains meanwhile; empty domains are retried with a
 //     growing back-off (and at once when announced).
 //   - Crash safety: a popped request is leased to this crawler atomically
-//     with the pop (throttle.Leases at leases:<spiderid>) and renewed while
+//     with the pop (throttle.Leases at leases:<spiderid>:items, the
+//     crawler's deadline at leases:<spiderid>:owners) and renewed while
 //     in flight. Done acknowledges it once its result is in Kafka; Retry
 //     swaps it for its retry; Release returns it on shutdown. Every crawler
 //     reaps expired leases back to their queues, so a crawler killed with

@@ -442,7 +442,7 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := next(t, f.sched, 5*time.Second)
-	if err := f.rdb.ZScore(ctx, "leases:link", a.LeaseID()).Err(); err != nil {
+	if held, err := f.rdb.HExists(ctx, "leases:link:items", a.LeaseID()).Result(); err != nil || !held {
 		t.Fatalf("a is processed, its lease should be held: %v", err)
 	}
 	// Four fetched items are processed at most (CONCURRENT_REQUESTS):

@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,24 +20,43 @@ import (
 // that none is lost when the process holding it dies (the original drops
 // whatever a crashed crawler had popped).
 //
-// A lease is recorded atomically with the pop (Queue.Attempt with a Lease):
-// its id in the sorted set <name> scored by its deadline (Redis server time),
-// and its Record (queue key, score, member) under its id in the hash
-// <name>:items. The holder renews its leases well before their deadline
-// (Renew) and acknowledges each when done (Ack), or swaps it for a new
-// queued item in one step (Requeue, for retries). Any process may Reap:
-// leases past their deadline are put back in their queues with their old
-// score, atomically, so a lease is either still leased or queued again,
-// never both and never neither. A holder that dies therefore loses its items
-// for at most the lease TTL plus the reapers' interval.
+// A lease belongs to an owner, one per holder (a crawler process), and is
+// recorded atomically with the pop (Queue.Attempt with a Lease): its
+// Record (queue key, score, member) under its id "<owner>:<n>" in the hash
+// <name>:items. The owner, not each lease, has a deadline: its entry in
+// the sorted set <name>:owners, scored by Redis server time in whole epoch
+// seconds, rounded up. The holder renews it (Renew) well before it passes,
+// which keeps all of its leases, and acknowledges each lease when its item
+// is done (Ack), or swaps it for a new queued item in one step (Requeue,
+// for retries). Any process may Reap: the leases of an owner past its
+// deadline are put back in their queues with their old score, atomically,
+// so a lease is either still leased or queued again, never both and never
+// neither. A holder that dies therefore loses its items for at most the
+// lease TTL (and up to a second) plus the reapers' interval.
 //
-// Leases work with priority queues (sorted sets) only.
+// Each lease costs Redis one hash field written with the pop and deleted
+// with the acknowledgement, and a renewal one sorted-set write whatever
+// the number of leases: the per-lease deadlines of earlier versions cost
+// Redis a scan of the whole (small, flat-encoded) sorted set on every pop,
+// acknowledgement and renewal.
+//
+// An owner found reaped (a renewal or a pop says so: Redis or the holder
+// was away longer than the TTL) has lost every lease it held; the holder
+// goes on under a new owner, and the acknowledgements of the old leases
+// report them lost.
+//
+// Leases work with priority queues (sorted sets) only. Leases of earlier
+// versions (one entry per lease in the sorted set <name>) are reaped too.
 type Leases struct {
-	rdb        redis.Cmdable
-	zset, hash string
-	ttl        time.Duration
-	owner      string
-	seq        atomic.Uint64
+	rdb               redis.Cmdable
+	legacy, hash, own string // <name>, <name>:items, <name>:owners
+	ttl               time.Duration
+	ttlArg            string
+	seq               atomic.Uint64
+
+	mu         sync.Mutex
+	owner      string // the current owner id
+	registered bool   // the owner's entry was written
 }
 
 // NewLeases returns the leases kept at key name (e.g. "leases:link") with
@@ -42,70 +65,137 @@ func NewLeases(rdb redis.Cmdable, name string, ttl time.Duration) (*Leases, erro
 	if ttl < time.Second {
 		return nil, fmt.Errorf("leases %s: ttl must be at least a second, got %s", name, ttl)
 	}
+	return &Leases{rdb: rdb, legacy: name, hash: name + ":items", own: name + ":owners", ttl: ttl,
+		ttlArg: strconv.FormatFloat(ttl.Seconds(), 'f', -1, 64), owner: newOwner()}, nil
+}
+
+func newOwner() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return &Leases{rdb: rdb, zset: name, hash: name + ":items", ttl: ttl, owner: hex.EncodeToString(b[:])}, nil
+	return hex.EncodeToString(b[:])
 }
 
 // Lease names one lease for Queue.Attempt.
 type Lease struct {
 	leases *Leases
-	ID     string
+	// ID is the lease's id, "<owner>:<n>". Attempt may change it: when
+	// the owner it was made for was found reaped, the pop goes to a new
+	// owner.
+	ID string
 }
 
-// New returns a fresh lease id, unique across processes.
+// New returns a fresh lease id of the current owner, unique across
+// processes.
 func (l *Leases) New() *Lease {
-	return &Lease{leases: l, ID: l.owner + ":" + strconv.FormatUint(l.seq.Add(1), 10)}
+	l.mu.Lock()
+	owner := l.owner
+	l.mu.Unlock()
+	return &Lease{leases: l, ID: owner + ":" + strconv.FormatUint(l.seq.Add(1), 10)}
 }
 
 // TTL is the leases' time to live without renewal.
 func (l *Leases) TTL() time.Duration { return l.ttl }
 
-// Keys returns the sorted set and the hash the leases are kept in.
-func (l *Leases) Keys() (zset, hash string) { return l.zset, l.hash }
+// Keys returns the sorted set of the owners' deadlines and the hash of the
+// leases' records.
+func (l *Leases) Keys() (owners, hash string) { return l.own, l.hash }
 
-var renewScript = redis.NewScript(`
-local t = redis.call('TIME')
-local deadline = string.format('%.6f', tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1]))
-local missing = {}
-for i = 2, #ARGV do
-  if redis.call('ZADD', KEYS[1], 'XX', 'CH', deadline, ARGV[i]) == 0 and not redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-    missing[#missing + 1] = ARGV[i]
-  end
+// Owner returns the current owner id, the first part of new lease ids.
+func (l *Leases) Owner() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.owner
+}
+
+// ownerOf is the owner part of a lease id: "<owner>:<n>", or
+// "<owner>:<n>:<m>" for the items after the first of one pop (an owner is
+// hex digits).
+func ownerOf(id string) string {
+	if i := strings.IndexByte(id, ':'); i >= 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// ownerScript writes an owner's deadline, now + ARGV[1] seconds: with
+// ARGV[3] "register" whether or not it has one, with "renew" only when it
+// has one (it returns 0 for an owner reaped meanwhile).
+//
+// KEYS[1] owners; ARGV[1] ttl, ARGV[2] owner, ARGV[3] mode
+var ownerScript = redis.NewScript(`
+if ARGV[3] == 'renew' and not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
+  return 0
 end
-return missing`)
+local t = redis.call('TIME')
+local deadline = string.format('%d', math.ceil(tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])))
+redis.call('ZADD', KEYS[1], deadline, ARGV[2])
+return 1`)
 
-// Renew pushes the deadline of the given leases to now + TTL. It returns
-// the ids that were no longer leased: acknowledged meanwhile, or reaped
-// (their items are queued again and may be crawled twice).
-func (l *Leases) Renew(ctx context.Context, ids ...string) (missing []string, err error) {
-	return l.RenewOn(ctx, l.rdb, ids...)
+// register writes the current owner's entry unless it was written
+// already; Queue.Attempt calls it before a pop with a lease.
+func (l *Leases) register(ctx context.Context) error {
+	l.mu.Lock()
+	owner, done := l.owner, l.registered
+	l.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := ownerScript.Run(ctx, l.rdb, []string{l.own}, l.ttlArg, owner, "register").Err(); err != nil {
+		return fmt.Errorf("register lease owner %s: %w", owner, err)
+	}
+	l.mu.Lock()
+	if l.owner == owner {
+		l.registered = true
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// replaceOwner starts a new owner after owner was found reaped (unless
+// another call replaced it already); the new one is registered by the
+// next pop.
+func (l *Leases) replaceOwner(owner string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.owner == owner {
+		l.owner, l.registered = newOwner(), false
+	}
+}
+
+// Renew pushes the deadline of the current owner, and so of all its
+// leases, to now + TTL. held is false when the owner had been reaped (its
+// leases are queued again, and may be crawled twice); the leases made from
+// now on belong to a new owner.
+func (l *Leases) Renew(ctx context.Context) (held bool, err error) {
+	return l.RenewOn(ctx, l.rdb)
 }
 
 // RenewOn is Renew through rdb instead of the leases' own client: a holder
 // that keeps connections for its renewals alone never has a renewal wait for
 // a connection behind its other commands (pops, acknowledgements), which
 // under load can take longer than the TTL.
-func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter, ids ...string) (missing []string, err error) {
-	if len(ids) == 0 {
-		return nil, nil
+func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter) (held bool, err error) {
+	l.mu.Lock()
+	owner, registered := l.owner, l.registered
+	l.mu.Unlock()
+	if !registered {
+		return true, nil // nothing leased under this owner yet
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, strconv.FormatFloat(l.ttl.Seconds(), 'f', -1, 64))
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	missing, err = renewScript.Run(ctx, rdb, []string{l.zset}, args...).StringSlice()
+	n, err := ownerScript.Run(ctx, rdb, []string{l.own}, l.ttlArg, owner, "renew").Int()
 	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+		return false, fmt.Errorf("renew leases: %w", err)
 	}
-	return missing, nil
+	if n == 0 {
+		l.replaceOwner(owner)
+		return false, nil
+	}
+	return true, nil
 }
 
 // LoadRenewScript puts the renewal script in Redis's script cache through
 // rdb, so that a renewal takes one round trip even the first time.
 func (l *Leases) LoadRenewScript(ctx context.Context, rdb redis.Scripter) error {
-	if err := renewScript.Load(ctx, rdb).Err(); err != nil {
+	if err := ownerScript.Load(ctx, rdb).Err(); err != nil {
 		return fmt.Errorf("load the lease renewal script: %w", err)
 	}
 	return nil
@@ -121,18 +211,24 @@ func (l *Leases) Ack(ctx context.Context, ids ...string) error {
 // also (when not nil): what the acknowledgement records (a crawl ledger's
 // counts of what became of the items) is written in the same step as the
 // leases end. It returns the ids that were no longer leased at that step:
-// their deadline passed and a reaper put their items back in their queues
-// (they may be crawled again), so whatever also recorded for them is the
-// caller's to take back.
+// their owner's deadline passed and a reaper put their items back in their
+// queues (they may be crawled again), so whatever also recorded for them is
+// the caller's to take back.
 func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ...string) (lost []string, err error) {
 	if len(ids) == 0 && also == nil {
 		return nil, nil
 	}
 	pipe := l.rdb.TxPipeline()
 	var held *redis.FloatSliceCmd
+	var owners []string
 	if len(ids) > 0 {
-		held = pipe.ZMScore(ctx, l.zset, ids...)
-		l.ack(ctx, pipe, ids)
+		for _, id := range ids {
+			if o := ownerOf(id); !slices.Contains(owners, o) {
+				owners = append(owners, o)
+			}
+		}
+		held = pipe.ZMScore(ctx, l.own, owners...)
+		pipe.HDel(ctx, l.hash, ids...)
 	}
 	if also != nil {
 		also(pipe)
@@ -143,37 +239,30 @@ func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ..
 	if held == nil {
 		return nil, nil
 	}
-	// ZMSCORE answers 0 for a missing member (go-redis reads nil as 0); a
-	// lease's score is its deadline, never 0.
-	for i, score := range held.Val() {
-		if score == 0 {
-			lost = append(lost, ids[i])
+	// ZMSCORE answers 0 for a missing member (go-redis reads nil as 0); an
+	// owner's score is its deadline, never 0. A reaper takes all of an
+	// owner's leases at once, and a reaped owner gets no new ones.
+	scores := held.Val()
+	for _, id := range ids {
+		for i, o := range owners {
+			if o == ownerOf(id) && i < len(scores) && scores[i] == 0 {
+				lost = append(lost, id)
+			}
 		}
 	}
 	return lost, nil
-}
-
-func (l *Leases) ack(ctx context.Context, pipe redis.Pipeliner, ids []string) {
-	members := make([]any, len(ids))
-	fields := make([]string, len(ids))
-	for i, id := range ids {
-		members[i], fields[i] = id, id
-	}
-	pipe.ZRem(ctx, l.zset, members...)
-	pipe.HDel(ctx, l.hash, fields...)
 }
 
 // requeueScript swaps a lease for a new queued item, only while the lease
 // is held: a lease already reaped had its item put back in its queue, and
 // queueing the retry as well would crawl it twice.
 //
-// KEYS[1] lease sorted set, KEYS[2] lease hash, KEYS[3] queue
+// KEYS[1] lease hash, KEYS[2] queue
 // ARGV[1] lease id, ARGV[2] score, ARGV[3] member
 var requeueScript = redis.NewScript(`
-local held = redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
+local held = redis.call('HDEL', KEYS[1], ARGV[1])
 if held == 1 then
-  redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 end
 return held`)
 
@@ -186,13 +275,13 @@ func (l *Leases) Requeue(ctx context.Context, id, queue, member string, score fl
 
 // RequeueWith is Requeue with also run in the same MULTI (as for AckWith).
 // It reports whether the lease was still held; when it was not (reaped
-// after its deadline, its item queued again by the reaper), member is not
-// queued.
+// after its owner's deadline, its item queued again by the reaper), member
+// is not queued.
 func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id, queue, member string, score float64) (held bool, err error) {
 	pipe := l.rdb.TxPipeline()
 	// The script's source, not its hash: a MULTI cannot fall back to it
 	// when Redis lost its script cache.
-	res := requeueScript.Eval(ctx, pipe, []string{l.zset, l.hash, queue}, id, strconv.FormatFloat(score, 'f', -1, 64), member)
+	res := requeueScript.Eval(ctx, pipe, []string{l.hash, queue}, id, strconv.FormatFloat(score, 'f', -1, 64), member)
 	if also != nil {
 		also(pipe)
 	}
@@ -203,8 +292,39 @@ func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id
 	return n == 1, nil
 }
 
-// restoreLua puts leased items back in their queues. Mode "expired" takes
-// up to ARGV[2] leases past their deadline; mode "ids" the leases ARGV[2..].
+// reapScript puts the leases of owners past their deadline back in their
+// queues, up to ARGV[1] owners, and removes the owners; it returns how many
+// items it restored. The leases of an owner are the fields "<owner>:*" of
+// the records hash.
+//
+// KEYS[1] owners, KEYS[2] records hash
+var reapScript = redis.NewScript(LuaParseRecord + `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local owners = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now), 'LIMIT', 0, tonumber(ARGV[1]))
+local n = 0
+for _, owner in ipairs(owners) do
+  local cursor = '0'
+  repeat
+    local page = redis.call('HSCAN', KEYS[2], cursor, 'MATCH', owner .. ':*', 'COUNT', 1000)
+    cursor = page[1]
+    local fields = page[2]
+    for i = 1, #fields, 2 do
+      local q, s, m = lease_record(fields[i + 1])
+      redis.call('ZADD', q, s, m)
+      redis.call('HDEL', KEYS[2], fields[i])
+      n = n + 1
+    end
+  until cursor == '0'
+  redis.call('ZREM', KEYS[1], owner)
+end
+return n`)
+
+// restoreScript puts leased items back in their queues. Mode "expired"
+// takes up to ARGV[2] leases of the earlier form (one sorted-set entry per
+// lease, KEYS[1]) past their deadline; mode "ids" the leases ARGV[2..].
+//
+// KEYS[1] the earlier form's sorted set, KEYS[2] records hash
 var restoreScript = redis.NewScript(LuaParseRecord + `
 local ids
 if ARGV[1] == 'expired' then
@@ -228,14 +348,20 @@ for _, id in ipairs(ids) do
 end
 return n`)
 
-// Reap puts up to max expired leases back in their queues and returns how
-// many items it restored. Run it periodically from every process.
+// Reap puts the leases of up to max owners past their deadline (holders
+// that died) back in their queues, and up to max leases of the earlier
+// form past theirs, and returns how many items it restored. Run it
+// periodically from every process.
 func (l *Leases) Reap(ctx context.Context, max int) (int, error) {
-	n, err := restoreScript.Run(ctx, l.rdb, []string{l.zset, l.hash}, "expired", max).Int()
+	n, err := reapScript.Run(ctx, l.rdb, []string{l.own, l.hash}, max).Int()
 	if err != nil {
 		return 0, fmt.Errorf("reap leases: %w", err)
 	}
-	return n, nil
+	old, err := restoreScript.Run(ctx, l.rdb, []string{l.legacy, l.hash}, "expired", max).Int()
+	if err != nil {
+		return n, fmt.Errorf("reap leases of the earlier form: %w", err)
+	}
+	return n + old, nil
 }
 
 // Release puts the given leases' items back in their queues now (a holder
@@ -249,7 +375,7 @@ func (l *Leases) Release(ctx context.Context, ids ...string) (int, error) {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	n, err := restoreScript.Run(ctx, l.rdb, []string{l.zset, l.hash}, args...).Int()
+	n, err := restoreScript.Run(ctx, l.rdb, []string{l.legacy, l.hash}, args...).Int()
 	if err != nil {
 		return 0, fmt.Errorf("release leases: %w", err)
 	}
@@ -257,4 +383,7 @@ func (l *Leases) Release(ctx context.Context, ids ...string) (int, error) {
 }
 
 // Count returns how many leases are held across all processes.
-func (l *Leases) Count(ctx context.Context) (int64, error) { return l.rdb.ZCard(ctx, l.zset).Result() }
+func (l *Leases) Count(ctx context.Context) (int64, error) { return l.rdb.HLen(ctx, l.hash).Result() }
+
+// errOwnerReaped is a pop's answer when the lease's owner was reaped.
+var errOwnerReaped = errors.New("lease owner reaped")

@@ -2,6 +2,8 @@ package throttle_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,10 +41,16 @@ func TestAttemptRecordsTheLeaseWithThePop(t *testing.T) {
 	if err != nil || res.Status != throttle.Popped || res.Raw != `"item-1"` || res.Score != -1 {
 		t.Fatalf("attempt %+v, %v", res, err)
 	}
-	zset, hash := l.Keys()
-	deadline := c.ZScore(ctx, zset, lease.ID).Val()
-	if now := float64(time.Now().Unix()); deadline < now+25 || deadline > now+35 {
-		t.Fatalf("lease deadline %v, want about now+30", deadline)
+	owners, hash := l.Keys()
+	if owners != "leases:link:owners" || hash != "leases:link:items" {
+		t.Fatalf("keys %s, %s", owners, hash)
+	}
+	if !strings.HasPrefix(lease.ID, l.Owner()+":") {
+		t.Fatalf("lease id %s is not one of the owner %s", lease.ID, l.Owner())
+	}
+	deadline := c.ZScore(ctx, owners, l.Owner()).Val()
+	if now := float64(time.Now().Unix()); deadline < now+29 || deadline > now+32 || deadline != math.Trunc(deadline) {
+		t.Fatalf("owner deadline %v, want now+30 in whole seconds, rounded up", deadline)
 	}
 	stored := c.HGet(ctx, hash, lease.ID).Val()
 	if want := "16:link:a.com:queue-1\n\"item-1\""; stored != want {
@@ -111,10 +119,10 @@ func TestRenewKeepsLeasesAlive(t *testing.T) {
 	if _, err := tq.Attempt(ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	for range 6 { // 1.5 s, past the TTL
+	for range 10 { // 2.5 s, past the TTL and its rounding up
 		time.Sleep(250 * time.Millisecond)
-		if missing, err := l.Renew(ctx, lease.ID); err != nil || len(missing) != 0 {
-			t.Fatalf("renew: missing %v, %v", missing, err)
+		if held, err := l.Renew(ctx); err != nil || !held {
+			t.Fatalf("renew: held %v, %v", held, err)
 		}
 		if n, _ := l.Reap(ctx, 100); n != 0 {
 			t.Fatal("a renewed lease was reaped")
@@ -123,13 +131,22 @@ func TestRenewKeepsLeasesAlive(t *testing.T) {
 	if c.ZCard(ctx, "link:a.com:queue").Val() != 0 {
 		t.Fatal("item back in the queue while leased")
 	}
-	// Renewing a lease that is gone reports it and does not bring it back.
-	_ = l.Ack(ctx, lease.ID)
-	if missing, _ := l.Renew(ctx, lease.ID); len(missing) != 1 || missing[0] != lease.ID {
-		t.Fatalf("renew of an acked lease: missing %v", missing)
+	// An owner reaped meanwhile is reported, and the leases made after go
+	// to a new owner.
+	owner := l.Owner()
+	owners, _ := l.Keys()
+	c.ZAdd(ctx, owners, redis.Z{Score: 1, Member: owner}) // its deadline long past
+	if n, err := l.Reap(ctx, 100); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v", n, err)
 	}
-	if n, _ := l.Count(ctx); n != 0 {
-		t.Fatal("renew resurrected an acked lease")
+	if held, err := l.Renew(ctx); err != nil || held {
+		t.Fatalf("renew of a reaped owner: held %v, %v", held, err)
+	}
+	if l.Owner() == owner || strings.HasPrefix(l.New().ID, owner+":") {
+		t.Fatal("the leases after a reap are still the reaped owner's")
+	}
+	if lost, err := l.AckWith(ctx, nil, lease.ID); err != nil || len(lost) != 1 {
+		t.Fatalf("ack of a reaped lease: lost %v, %v", lost, err)
 	}
 }
 
@@ -205,7 +222,8 @@ func TestConcurrentReapersRestoreEachItemOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // let every lease expire
+	// Let every lease expire: a deadline is whole seconds, rounded up.
+	time.Sleep(2100 * time.Millisecond)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	total := 0

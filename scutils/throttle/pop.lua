@@ -4,31 +4,42 @@
 -- step, so a popper that dies before finishing the item cannot lose it.
 --
 -- KEYS[1] queue, KEYS[2] window sorted set, KEYS[3] moderation time key
--- KEYS[4] lease sorted set, KEYS[5] lease hash (only used with a lease)
+-- KEYS[4] lease owners sorted set, KEYS[5] lease records hash (only used
+-- with a lease)
 -- ARGV[1] window seconds        ARGV[2] limit (pops per window)
 -- ARGV[3] moderation seconds, 0 = not moderated
 -- ARGV[4] "1" when this client's elastic catch-up may break moderation
 -- ARGV[5] elastic buffer        ARGV[6] pop command: ZPOPMIN, RPOP or LPOP
 -- ARGV[7] unique hit id: the window member (members must differ for
 --         concurrent pops; readers only count them, the score is the time)
--- ARGV[8] lease seconds, 0 = no lease   ARGV[9] lease id
+-- ARGV[8] "1" with a lease, "0" without   ARGV[9] lease id
 -- ARGV[10] most items to pop (priority queues, unmoderated throttles only;
 --          as many as the window still allows)
+-- ARGV[11] the lease's owner (the lease id's first part)
+-- ARGV[12] the window's (and moderation key's) expiry: 2 windows, at
+--          least a second
 --
 -- Returns {status, item, wait, score, item2, score2, ...}: status 0 =
 -- denied by window, 1 = denied by moderation, 2 = allowed but queue empty,
--- 3 = popped. wait (a string, seconds) is how long a denial will last at
--- least; score (a string) is the popped item's score in a priority queue.
+-- 3 = popped, 4 = the lease's owner was reaped (nothing popped: the
+-- popper must go on under a new owner). wait (a string, seconds) is how
+-- long a denial will last at least; score (a string) is the popped item's
+-- score in a priority queue.
 -- Items after the first are leased as "<lease id>:<n>" (n from 2) and
 -- their hits are "<hit id>:<n>".
 -- Times are the Redis server's clock, so every crawler shares one clock.
+local leased = ARGV[8] == '1'
+if leased and not redis.call('ZSCORE', KEYS[4], ARGV[11]) then
+  return {4, false, '0'}
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local window = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local moderation = tonumber(ARGV[3])
-local ttl = math.max(1, math.floor(window * 2))
-local stamp = string.format('%.6f', now)
+local ttl = ARGV[12]
+-- now as "<seconds>.<microseconds>", from TIME's text (no sprintf)
+local stamp = t[1] .. '.' .. string.rep('0', 6 - #t[2]) .. t[2]
 
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
 local hits = redis.call('ZCARD', KEYS[2])
@@ -73,24 +84,21 @@ if #popped == 0 then
   return {2, false, '0'}
 end
 
-local lease = tonumber(ARGV[8])
--- Every write once for the whole batch: one ZADD of the hits, one ZADD and
--- one HSET of the leases.
--- Each item's lease record (throttle.Record): "<#queue>:<queue><score>\n<member>".
-local hits_args, lease_args, item_args = {}, {}, {}
+-- Every write once for the whole batch: one ZADD of the hits, one HSET
+-- of the lease records, each "<#queue>:<queue><score>\n<member>"
+-- (throttle.Record). The owner's deadline covers every lease it holds.
+-- The ids of items after the first end in ":<n>"; written out up to 32
+-- (Lua formats a number with sprintf).
+local suffixes = setmetatable({'',':2',':3',':4',':5',':6',':7',':8',':9',':10',':11',':12',':13',':14',':15',':16',':17',':18',':19',':20',':21',':22',':23',':24',':25',':26',':27',':28',':29',':30',':31',':32'},
+  {__index = function(_, i) return ':' .. i end})
+local hits_args, item_args = {}, {}
 local record_prefix = #KEYS[1] .. ':' .. KEYS[1]
-local deadline = string.format('%.6f', now + lease)
 local out = {3}
 for i, p in ipairs(popped) do
-  local suffix = ''
-  if i > 1 then
-    suffix = ':' .. i
-  end
+  local suffix = suffixes[i]
   hits_args[#hits_args + 1] = stamp
   hits_args[#hits_args + 1] = ARGV[7] .. suffix
-  if lease > 0 then
-    lease_args[#lease_args + 1] = deadline
-    lease_args[#lease_args + 1] = ARGV[9] .. suffix
+  if leased then
     item_args[#item_args + 1] = ARGV[9] .. suffix
     item_args[#item_args + 1] = record_prefix .. p[2] .. '\n' .. p[1]
   end
@@ -102,8 +110,7 @@ for i, p in ipairs(popped) do
   end
 end
 redis.call('ZADD', KEYS[2], unpack(hits_args))
-if lease > 0 then
-  redis.call('ZADD', KEYS[4], unpack(lease_args))
+if leased then
   redis.call('HSET', KEYS[5], unpack(item_args))
 end
 redis.call('EXPIRE', KEYS[2], ttl)

@@ -44,7 +44,9 @@ func TestLeaseRecordsReadBackInEitherForm(t *testing.T) {
 func TestReleasePutsBackRecordsOfEitherForm(t *testing.T) {
 	ctx := context.Background()
 	l, c := newLeases(t, 30*time.Second)
-	zset, hash := l.Keys()
+	// Earlier versions kept a deadline per lease in the sorted set named
+	// by the leases ("leases:link"); the records hash is the same.
+	zset, hash := "leases:link", "leases:link:items"
 	member := `{"url":"http://a.com/1","appid":"app","crawlid":"c1","note":"a/b \"q\"\n"}`
 	records := map[string]string{
 		"new": throttle.Record{Queue: "link:a.com:queue", Score: "-7", Member: member}.String(),
@@ -66,5 +68,11 @@ func TestReleasePutsBackRecordsOfEitherForm(t *testing.T) {
 	}
 	if c.HLen(ctx, hash).Val() != 0 || c.ZCard(ctx, zset).Val() != 0 {
 		t.Fatal("released leases left")
+	}
+	// A lease of an earlier version past its deadline is reaped.
+	c.ZAdd(ctx, zset, redis.Z{Score: 1, Member: "dead"})
+	c.HSet(ctx, hash, "dead", records["old"])
+	if n, err := l.Reap(ctx, 10); err != nil || n != 1 || c.ZCard(ctx, "link:b.com:queue").Val() != 1 || c.HLen(ctx, hash).Val() != 0 {
+		t.Fatalf("reaped %d, %v; want the earlier version's lease back in its queue", n, err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -115,7 +116,9 @@ type Queue[T any] struct {
 	hitPrefix  string
 	// The script's fixed arguments, formatted once.
 	windowArg, limitArg, moderationArg, bufferArg string
-	hitSeq                                        atomic.Uint64
+	// expiryArg is the window key's expiry: two windows, at least 1 s.
+	expiryArg string
+	hitSeq    atomic.Uint64
 	// kickIn counts this client's pops up to Limit; elastic catch-up starts
 	// only after it reaches Limit, as the original.
 	kickIn atomic.Int64
@@ -159,6 +162,7 @@ func New[T any](rdb redis.Cmdable, q *redisqueue.Queue[T], cfg Config) (*Queue[T
 	t.limitArg = strconv.Itoa(cfg.Limit)
 	t.moderationArg = strconv.FormatFloat(t.moderation.Seconds(), 'f', -1, 64)
 	t.bufferArg = strconv.Itoa(cfg.ElasticBuffer)
+	t.expiryArg = strconv.FormatInt(max(1, int64(math.Floor(2*cfg.Window.Seconds()))), 10)
 	// Window members must be unique per pop across every process.
 	var id [8]byte
 	_, _ = rand.Read(id[:])
@@ -254,23 +258,41 @@ func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
 // the window still allows, from a priority queue with an unmoderated
 // throttle (otherwise one). Every item is a hit and, with a lease, leased.
 func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
+	res, err := t.attemptN(ctx, lease, n)
+	if err == errOwnerReaped {
+		// Redis or this process was away longer than the lease TTL: every
+		// lease of the owner was reaped. Go on under a new owner.
+		lease.leases.replaceOwner(ownerOf(lease.ID))
+		lease.ID = lease.leases.New().ID
+		res, err = t.attemptN(ctx, lease, n)
+	}
+	if err == errOwnerReaped {
+		err = fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
+	}
+	return res, err
+}
+
+func (t *Queue[T]) attemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
 	elastic := "0"
 	if t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit) {
 		elastic = "1"
 	}
 	hitID := t.hitPrefix + strconv.FormatUint(t.hitSeq.Add(1), 10)
 	keys := []string{t.queue.Key(), t.windowKey, t.moderKey}
-	leaseTTL, leaseID := "0", ""
+	leased, leaseID, owner := "0", "", ""
 	if lease != nil {
-		keys = append(keys, lease.leases.zset, lease.leases.hash)
-		leaseTTL = strconv.FormatFloat(lease.leases.ttl.Seconds(), 'f', -1, 64)
-		leaseID = lease.ID
+		if err := lease.leases.register(ctx); err != nil {
+			return Result{}, err
+		}
+		owners, hash := lease.leases.Keys()
+		keys = append(keys, owners, hash)
+		leased, leaseID, owner = "1", lease.ID, ownerOf(lease.ID)
 	} else {
 		// Unused, but Redis Cluster needs every key declared.
 		keys = append(keys, t.queue.Key(), t.queue.Key())
 	}
 	res, err := popScript.Run(ctx, t.rdb, keys,
-		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leaseTTL, leaseID, max(n, 1),
+		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leased, leaseID, max(n, 1), owner, t.expiryArg,
 	).Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
@@ -279,6 +301,9 @@ func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, e
 		return Result{}, fmt.Errorf("throttled pop from %s: unexpected reply %v", t.queue.Key(), res)
 	}
 	code, _ := res[0].(int64)
+	if code == ownerReaped {
+		return Result{}, errOwnerReaped
+	}
 	out := Result{Status: Status(code)}
 	if out.Status != Popped {
 		wait, _ := strconv.ParseFloat(fmt.Sprint(res[2]), 64)
@@ -303,3 +328,7 @@ func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, e
 	}
 	return out, nil
 }
+
+// ownerReaped is the pop script's status for a lease whose owner was
+// reaped.
+const ownerReaped = 4
