@@ -129,6 +129,39 @@ func TestASeedFedTwiceIsQueuedAndCountedOnce(t *testing.T) {
 	}
 }
 
+// A seed queued after the crawl completed makes it run again, started as
+// before, and it completes again once done; seeds of a running crawl leave
+// its start and its index as they are.
+func TestASeedAfterTheCrawlCompletedRunsItAgain(t *testing.T) {
+	rdb := client(t)
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	seed(t, rdb, crawl, `{"n":1}`)
+	seed(t, rdb, crawl, `{"n":2}`)
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Published(crawl, false); tl.Published(crawl, false) })
+	c := ledger.NewCompleter(rdb, "a", time.Hour)
+	if fs := finishAll(t, c); len(fs) != 1 {
+		t.Fatalf("completions %+v, want 1", fs)
+	}
+	started := rdb.HGet(ctx, crawl.Key(), ledger.FieldStarted).Val()
+	seed(t, rdb, crawl, `{"n":3}`)
+	p := mustRead(t, rdb, crawl)
+	if p.State != ledger.StateRunning || p.Seeds != 3 || p.Queued != 1 || rdb.HExists(ctx, crawl.Key(), ledger.FieldCompleted).Val() {
+		t.Fatalf("progress after a new seed %+v, want running with 1 queued", p)
+	}
+	if got := rdb.HGet(ctx, crawl.Key(), ledger.FieldStarted).Val(); got != started {
+		t.Fatalf("started %s, want %s as before", got, started)
+	}
+	if m := rdb.ZRange(ctx, rediskeys.LedgerActiveKey, 0, -1).Val(); len(m) != 1 || m[0] != crawl.Member() {
+		t.Fatalf("active %v", m)
+	}
+	write(t, rdb, time.Now(), func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	if fs := finishAll(t, c); len(fs) != 1 {
+		t.Fatalf("second completions %+v, want 1", fs)
+	}
+}
+
 // everything is every key in Redis with its content (harness.RedisContents)
 // and whether each key expires within the hour.
 func everything(t *testing.T, rdb *redis.Client) map[string]any {

@@ -19,16 +19,22 @@ import (
 // with keys = {ledger, active, crawls, app crawls} (NewWorkKeys, passed in
 // KEYS), member = Crawl.Member(), field FieldSeeds or FieldEnqueued, stamp =
 // Stamp(now) and ttl in seconds. It does what Tally.Write does for new work.
+//
+// A crawl in the active set was started, indexed and not completed when
+// it entered it (a completion takes it out in the same step), so only a
+// crawl entering the active set is (re)started and indexed: four writes
+// fewer for each page of a running crawl.
 const LuaNewWork = `
 local function ledger_new_work(keys, member, field, n, stamp, ttl)
   redis.call('HINCRBY', keys[1], field, n)
   redis.call('HSET', keys[1], 'last_activity', stamp)
-  redis.call('HSETNX', keys[1], 'started', stamp)
-  redis.call('HDEL', keys[1], 'completed')
   redis.call('EXPIRE', keys[1], ttl)
-  redis.call('ZADD', keys[2], stamp, member)
-  redis.call('ZADD', keys[3], 'NX', stamp, member)
-  redis.call('ZADD', keys[4], 'NX', stamp, member)
+  if redis.call('ZADD', keys[2], stamp, member) == 1 then
+    redis.call('HSETNX', keys[1], 'started', stamp)
+    redis.call('HDEL', keys[1], 'completed')
+    redis.call('ZADD', keys[3], 'NX', stamp, member)
+    redis.call('ZADD', keys[4], 'NX', stamp, member)
+  end
 end
 `
 
