@@ -68,19 +68,15 @@ if moderation > 0 or ARGV[6] ~= 'ZPOPMIN' then
 end
 want = math.max(1, math.min(want, limit - hits))
 
-local popped = {}
+-- res holds the items and their scores: {item, score, item2, score2, ...}
+local res
 if ARGV[6] == 'ZPOPMIN' then
-  local res = redis.call('ZPOPMIN', KEYS[1], want)
-  for i = 1, #res, 2 do
-    popped[#popped + 1] = {res[i], res[i + 1]}
-  end
+  res = redis.call('ZPOPMIN', KEYS[1], want)
 else
   local item = redis.call(ARGV[6], KEYS[1])
-  if item then
-    popped[1] = {item, '0'}
-  end
+  res = item and {item, '0'} or {}
 end
-if #popped == 0 then
+if #res == 0 then
   return {2, false, '0'}
 end
 
@@ -93,20 +89,11 @@ local suffixes = setmetatable({'',':2',':3',':4',':5',':6',':7',':8',':9',':10',
   {__index = function(_, i) return ':' .. i end})
 local hits_args, item_args = {}, {}
 local record_prefix = #KEYS[1] .. ':' .. KEYS[1]
-local out = {3}
-for i, p in ipairs(popped) do
-  local suffix = suffixes[i]
-  hits_args[#hits_args + 1] = stamp
-  hits_args[#hits_args + 1] = ARGV[7] .. suffix
+for i = 1, #res, 2 do
+  local suffix = suffixes[(i + 1) / 2]
+  hits_args[i], hits_args[i + 1] = stamp, ARGV[7] .. suffix
   if leased then
-    item_args[#item_args + 1] = ARGV[9] .. suffix
-    item_args[#item_args + 1] = record_prefix .. p[2] .. '\n' .. p[1]
-  end
-  if i == 1 then
-    out[2], out[3], out[4] = p[1], '0', p[2]
-  else
-    out[#out + 1] = p[1]
-    out[#out + 1] = p[2]
+    item_args[i], item_args[i + 1] = ARGV[9] .. suffix, record_prefix .. res[i + 1] .. '\n' .. res[i]
   end
 end
 redis.call('ZADD', KEYS[2], unpack(hits_args))
@@ -117,4 +104,7 @@ redis.call('EXPIRE', KEYS[2], ttl)
 if moderation > 0 then
   redis.call('SET', KEYS[3], stamp, 'EX', ttl)
 end
-return out
+-- {3, item, '0', score, item2, score2, ...}
+table.insert(res, 1, 3)
+table.insert(res, 3, '0')
+return res
