@@ -306,21 +306,6 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}, extra)
 	e.counters.Pages.Add(1)
-	if len(out.Requests) > 0 || len(out.Refused) > 0 {
-		if !e.untilDone(ctx, "queue follow-up requests", func() error {
-			n, err := e.sched.Enqueue(ctx, req, out.Requests, out.Refused)
-			if err == nil && e.log.Enabled(logfactory.LevelDebug) {
-				fields := logfactory.Extra{"url": req.URL, "queued": n.Queued}
-				for r, c := range n.Refused {
-					fields["refused_"+string(r)] = c
-				}
-				e.log.Debug("Queued follow-up requests", fields)
-			}
-			return err
-		}) {
-			return
-		}
-	}
 	published, cut := 0, false
 	var failed error
 	for _, page := range out.Pages {
@@ -355,7 +340,19 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		tally.Dropped(crawl, ledger.DroppedNoResult)
 		e.metrics.drop(ledger.DroppedNoResult)
 	}
-	e.done(ctx, item, tally)
+	// The follow-ups are queued in the step that ends the lease: after
+	// the results are out, once however often the page is crawled.
+	e.untilDone(ctx, "acknowledge a request and queue its follow-up requests", func() error {
+		n, err := e.sched.Finish(ctx, item, tally, out.Requests, out.Refused)
+		if err == nil && (len(out.Requests) > 0 || len(out.Refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
+			fields := logfactory.Extra{"url": req.URL, "queued": n.Queued}
+			for r, c := range n.Refused {
+				fields["refused_"+string(r)] = c
+			}
+			e.log.Debug("Queued follow-up requests", fields)
+		}
+		return err
+	})
 }
 
 // noResponseReason is the ledger's reason for giving up a request that got

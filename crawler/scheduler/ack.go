@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -18,20 +19,24 @@ import (
 // a busy crawler sends one round trip per ackLinger instead of one per
 // few pages (each round trip costs Redis more than the writes in it).
 //
-// Each acknowledgement carries what became of its request (a ledger.Tally):
-// the batch's tallies are merged and written in the same MULTI as the
-// leases end, so the crawl ledger's done moves in the same step as the
-// lease it counts. A lease found reaped at that step (its request queued
-// again, to be counted when it is done again) has its tally taken back.
+// Each acknowledgement carries what became of its request (a ledger.Tally)
+// and its page's follow-up requests: one run of the finish script
+// (finish.lua) ends the batch's leases, queues their follow-ups and counts
+// all of it in the crawls' ledgers, so the ledger's done moves in the same
+// step as the lease it counts and the page's follow-ups are queued exactly
+// when its lease ends. A lease found reaped at that step (its request
+// queued again, to be counted and followed when it is done again) is
+// reported lost, and neither its counts nor its follow-ups are written.
 type ackBatcher struct {
 	leases *throttle.Leases
-	rdb    redis.Cmdable
-	ttl    time.Duration // of the ledgers
+	rdb    redis.Scripter
+	cfg    Config
 	now    func() time.Time
 	linger time.Duration // ackLinger
-	// lost is told the requests whose leases were reaped before their ack,
-	// and whether taking their counts back failed.
-	lost func(ids []string, undoErr error)
+	// lost is told the requests whose leases were reaped before their ack.
+	lost func(ids []string)
+	// enqueued turns a page's result into what became of its follow-ups.
+	enqueued func(f *followUps, res []int64) (Enqueued, error)
 
 	mu      sync.Mutex
 	pending []ackRequest
@@ -39,9 +44,16 @@ type ackBatcher struct {
 }
 
 type ackRequest struct {
-	id    string
-	tally *ledger.Tally
-	done  chan error
+	id     string
+	tally  *ledger.Tally
+	follow *followUps // nil: none
+	again  bool       // an earlier acknowledgement of it failed
+	done   chan ackResult
+}
+
+type ackResult struct {
+	enqueued Enqueued
+	err      error
 }
 
 // maxAckBatch bounds one acknowledgement round trip.
@@ -49,17 +61,18 @@ const maxAckBatch = 500
 
 // ackLinger is how long the first ack of a batch waits for others. An ack
 // only ends a lease whose page is published already, so it holds up
-// nothing but the ledger's done count (and a crawl's completion) by this
-// much; the lease is renewed meanwhile.
+// nothing but the ledger's done count (and a crawl's completion) and its
+// page's follow-ups by this much; the lease is renewed meanwhile.
 const ackLinger = 5 * time.Millisecond
 
-func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally) error {
-	req := ackRequest{id: id, tally: tally, done: make(chan error, 1)}
+func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, follow *followUps, again bool) (Enqueued, error) {
+	req := ackRequest{id: id, tally: tally, follow: follow, again: again, done: make(chan ackResult, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
 	if b.sending {
 		b.mu.Unlock()
-		return <-req.done
+		r := <-req.done
+		return r.enqueued, r.err
 	}
 	b.sending = true
 	b.mu.Unlock()
@@ -74,46 +87,60 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally) er
 			b.sending = false
 			b.pending = nil
 			b.mu.Unlock()
-			return <-req.done
+			r := <-req.done
+			return r.enqueued, r.err
 		}
 		b.mu.Unlock()
-		err := b.send(ctx, batch)
-		for _, r := range batch {
-			r.done <- err
-		}
+		b.send(ctx, batch)
 	}
 }
 
-// send acknowledges one batch with its counts.
-func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) error {
-	ids := make([]string, len(batch))
-	var merged ledger.Tally
+// send acknowledges one batch, and tells each waiting caller its result.
+func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
+	var fb finishBatch
+	places := make([]int, len(batch)) // each ack's place among its kind
 	for i, r := range batch {
-		ids[i] = r.id
-		merged.Merge(r.tally)
+		places[i] = fb.ack(r.id, throttle.OwnerOf(r.id), r.tally, r.again)
 	}
-	now := b.now()
-	lost, err := b.leases.AckWith(ctx, func(pipe redis.Pipeliner) { merged.Write(ctx, pipe, now, b.ttl) }, ids...)
-	if err != nil || len(lost) == 0 {
-		return err
-	}
-	var undo ledger.Tally
-	for _, r := range batch {
-		for _, id := range lost {
-			if r.id == id {
-				undo.Merge(r.tally.Undo())
-			}
+	acks := make([]int, len(batch))  // each ack's number in the script
+	pages := make([]int, len(batch)) // the page number of each ack's follow-ups, 0: none
+	for i, r := range batch {
+		acks[i] = fb.numberAck(places[i], r.again)
+		if r.follow != nil && !r.follow.empty() {
+			fb.page(r.follow, acks[i])
+			pages[i] = fb.npages
 		}
 	}
-	// The leases are gone already: an ack retried would find them lost
-	// again and take their counts back twice, so a failure here is only
-	// reported.
-	var undoErr error
-	if !undo.Empty() {
-		pipe := b.rdb.TxPipeline()
-		undo.Write(ctx, pipe, now, b.ttl)
-		_, undoErr = pipe.Exec(ctx)
+	owners, records := b.leases.Keys()
+	res, err := fb.run(ctx, b.rdb, b.now(), b.cfg, owners, records)
+	if err != nil {
+		for _, r := range batch {
+			r.done <- ackResult{err: err}
+		}
+		return
 	}
-	b.lost(lost, undoErr)
-	return nil
+	var lost []string
+	for i, r := range batch {
+		var out ackResult
+		switch res.acks[acks[i]-1] {
+		case finishedLost:
+			lost = append(lost, r.id)
+		case finishedNow:
+			if pages[i] > 0 {
+				out.enqueued, out.err = b.enqueued(r.follow, res.pages[pages[i]-1])
+			}
+		case finishedBefore:
+			// An earlier send of this acknowledgement reached Redis
+			// but its answer did not reach us: nothing to do again.
+		default:
+			out.err = errors.New("acknowledge a lease: unexpected answer")
+		}
+		if r.follow != nil && pages[i] == 0 {
+			out.enqueued = r.follow.out
+		}
+		r.done <- out
+	}
+	if len(lost) > 0 {
+		b.lost(lost)
+	}
 }

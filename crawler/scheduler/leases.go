@@ -41,13 +41,33 @@ func (s *Scheduler) finish(it *Item) {
 // lease. When it fails the item stays in flight: call Done again, or
 // Release returns it.
 func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) error {
+	_, err := s.Finish(ctx, it, tally, nil, nil)
+	return err
+}
+
+// Finish is Done for a crawled page with its follow-up requests (see
+// Enqueue for what is checked and counted, refused included): they are
+// queued in the same step as the item's lease ends, so a page is followed
+// once however often it is crawled (a crawler that dies before this step
+// leaves the request to be crawled, and followed, again). Follow-ups of an
+// item whose lease was reaped meanwhile are not queued: the crawl of its
+// request again will queue them.
+func (s *Scheduler) Finish(ctx context.Context, it *Item, tally *ledger.Tally, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) (Enqueued, error) {
+	var follow *followUps
+	if len(reqs) > 0 || len(refused) > 0 {
+		follow = s.followUps(it.Request, reqs, refused)
+	}
 	s.finishing(it)
 	s.endProcessing(it)
-	err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID, tally)
+	s.mu.Lock()
+	again := it.acked
+	it.acked = true
+	s.mu.Unlock()
+	out, err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID, tally, follow, again)
 	if err == nil {
 		s.finish(it)
 	}
-	return err
+	return out, err
 }
 
 // Retry queues retry (usually it.Request.Retry()) in place of the item, in
@@ -69,7 +89,7 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 		return err // still in flight: retry the call, or Release returns it
 	}
 	if !held {
-		s.leasesLost([]string{it.leaseID}, nil)
+		s.leasesLost([]string{it.leaseID})
 	}
 	s.finish(it)
 	return nil
@@ -97,17 +117,13 @@ func (s *Scheduler) finishing(it *Item) {
 
 // leasesLost reports leases that were reaped before their item was done:
 // the items were queued again and may be crawled twice.
-func (s *Scheduler) leasesLost(ids []string, undoErr error) {
+func (s *Scheduler) leasesLost(ids []string) {
 	s.mu.Lock()
 	s.stats.Lost += int64(len(ids))
 	s.mu.Unlock()
 	if len(ids) > 0 {
 		s.log.Warning("Leases expired before their requests were done; the requests went back to their queues and may be crawled twice",
 			logfactory.Extra{"expired": len(ids), "lease_ttl": s.cfg.LeaseTTL.String()})
-	}
-	if undoErr != nil {
-		s.log.Error("Failed to take back the ledger counts of requests whose leases expired; their crawls count them twice",
-			logfactory.Extra{"error": undoErr.Error(), "requests": len(ids)})
 	}
 }
 

@@ -3,11 +3,13 @@ package scheduler_test
 import (
 	"context"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -107,7 +109,7 @@ func TestTheLedgerCountsFollowUpsRefusalsAndFatesWithTheirQueueAndLeaseChanges(t
 	}
 }
 
-func TestAFateAcknowledgedAfterItsLeaseWasReapedIsTakenBack(t *testing.T) {
+func TestAFateAcknowledgedAfterItsLeaseWasReapedIsNotCounted(t *testing.T) {
 	f := start(t, config())
 	ctx := context.Background()
 	seedCounted(t, f.rdb, "http://a.com/1", "c2", 5)
@@ -140,4 +142,74 @@ func TestAFateAcknowledgedAfterItsLeaseWasReapedIsTakenBack(t *testing.T) {
 	if p := readLedger(t, f.rdb, "c2"); p.Done != 1 || p.Published != 1 || p.Outstanding() != 0 {
 		t.Fatalf("ledger after the second crawl: %+v", p)
 	}
+}
+
+// Finish queues a page's follow-ups in the step that ends its lease: the
+// ledger counts them and the page's fate together, once, even when the
+// acknowledgement is sent again; a page whose lease was reaped queues
+// nothing and counts nothing (the crawl of its request again will).
+func TestFinishQueuesFollowUpsWithTheAcknowledgementOnce(t *testing.T) {
+	f := start(t, config())
+	ctx := context.Background()
+	seedCounted(t, f.rdb, "http://a.com/1", "c3", 5)
+	seedCounted(t, f.rdb, "http://b.com/1", "c3", 4)
+	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	if a.Request.URL != "http://a.com/1" {
+		a, b = b, a
+	}
+	fate := func(it *scheduler.Item) *ledger.Tally {
+		var tl ledger.Tally
+		tl.Fetched(it.Crawl(), 200)
+		tl.Published(it.Crawl(), false)
+		return &tl
+	}
+	kids := []*crawlrequest.Request{a.Request.Follow("http://a.com/2"), a.Request.Follow("http://a.com/3"), a.Request.Follow("http://a.com/1")}
+	got, err := f.sched.Finish(ctx, a, fate(a), kids, map[ledger.Reason]int{ledger.RefusedRegex: 1})
+	if err != nil || got.Queued != 2 || got.Refused[ledger.RefusedDuplicate] != 1 || got.Refused[ledger.RefusedRegex] != 1 {
+		t.Fatalf("finish: %+v, %v; want 2 queued, the page itself a duplicate, 1 refused by regex", got, err)
+	}
+	if held, _ := f.rdb.HExists(ctx, "leases:link:items", a.LeaseID()).Result(); held {
+		t.Fatal("the page's lease is held after Finish")
+	}
+	p := readLedger(t, f.rdb, "c3")
+	if p.Seeds != 2 || p.Enqueued != 2 || p.Done != 1 || p.Published != 1 || p.Queued != 2 || p.InFlight != 1 ||
+		p.Refused["duplicate"] != 1 || p.Refused["regex"] != 1 {
+		t.Fatalf("ledger after Finish %+v", p)
+	}
+	// The same acknowledgement again (its first answer lost): nothing
+	// happens twice.
+	if _, err := f.sched.Finish(ctx, a, fate(a), kids, map[ledger.Reason]int{ledger.RefusedRegex: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if again := readLedger(t, f.rdb, "c3"); !reflect.DeepEqual(again, p) {
+		t.Fatalf("ledger after the same Finish again %+v\nwant %+v", again, p)
+	}
+	// b's lease is reaped (its crawler missed its deadline): its Finish
+	// queues nothing and counts nothing; b is back in its queue.
+	owners, _ := f.sched.Leases().Keys()
+	f.rdb.ZAdd(ctx, owners, redis.Z{Score: 1, Member: f.sched.Leases().Owner()})
+	if n, err := f.sched.Leases().Reap(ctx, 10); err != nil || n != 1 {
+		t.Fatalf("reaped %d, %v", n, err)
+	}
+	if _, err := f.sched.Finish(ctx, b, fate(b), []*crawlrequest.Request{b.Request.Follow("http://b.com/2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.sched.Stats().Lost != 1 || f.rdb.Exists(ctx, "link:b.com:queue").Val() != 1 || f.rdb.ZScore(ctx, "link:b.com:queue", string(mustEncode(t, b.Request))).Err() != nil {
+		t.Fatalf("lost %d; want b lost and back in its queue, alone", f.sched.Stats().Lost)
+	}
+	if n := f.rdb.ZCard(ctx, "link:b.com:queue").Val(); n != 1 {
+		t.Fatalf("link:b.com:queue holds %d, want b alone: the follow-up of a reaped lease was queued", n)
+	}
+	if after := readLedger(t, f.rdb, "c3"); after.Done != 1 || after.Enqueued != 2 || after.Queued != 3 {
+		t.Fatalf("ledger after the reaped lease's Finish %+v", after)
+	}
+}
+
+func mustEncode(t *testing.T, r *crawlrequest.Request) []byte {
+	t.Helper()
+	b, err := r.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

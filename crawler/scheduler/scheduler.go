@@ -65,6 +65,7 @@ type Item struct {
 	crawl         ledger.Crawl
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
+	acked         bool // an acknowledgement was sent (guarded by Scheduler.mu)
 	// fetching: the item holds a request slot and its domain's (from the
 	// hand-out by Next to Fetched); processing: a processing slot (from
 	// Fetched to the end). Guarded by Scheduler.mu.
@@ -126,7 +127,7 @@ func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, err
 		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency), processing: make(chan struct{}, cfg.Concurrency),
 	}
-	s.acks = &ackBatcher{leases: leases, rdb: rdb, ttl: cfg.ledgerTTL(), now: time.Now, linger: ackLinger, lost: s.leasesLost}
+	s.acks = &ackBatcher{leases: leases, rdb: rdb, cfg: cfg, now: time.Now, linger: ackLinger, lost: s.leasesLost, enqueued: s.enqueued}
 	return s, nil
 }
 
