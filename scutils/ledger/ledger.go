@@ -247,21 +247,16 @@ func (t *Tally) Merge(o *Tally) {
 	}
 }
 
-// Undo returns the counts that take t's back (t's counts negated), for
-// counts written with a lease's acknowledgement after the lease had been
-// reaped: its request is queued again and will be counted when it is done
-// again. Undoing new work does not make a crawl inactive.
-func (t *Tally) Undo() *Tally {
-	u := &Tally{}
+// Each calls f with every count of t, crawl by crawl (in no set order).
+func (t *Tally) Each(f func(c Crawl, field string, n int64)) {
 	if t == nil {
-		return u
+		return
 	}
 	for c, e := range t.crawls {
-		for f, n := range e.fields {
-			u.add(c, f, -n, false)
+		for field, n := range e.fields {
+			f(c, field, n)
 		}
 	}
-	return u
 }
 
 // Empty reports whether t counts nothing.

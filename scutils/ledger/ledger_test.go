@@ -360,28 +360,6 @@ func jsonOf(t *testing.T, v any) string {
 	return string(b)
 }
 
-func TestAnUndoneTallyTakesItsCountsBack(t *testing.T) {
-	var fate ledger.Tally
-	fate.Fetched(crawl, 200)
-	fate.Published(crawl, true)
-	fate.Dropped(crawl, ledger.DroppedTimeout)
-	undo := fate.Undo()
-	for _, f := range []string{ledger.FieldDone, ledger.FieldPublished, ledger.FieldPublishedTruncated, "fetched:200", "dropped:timeout"} {
-		if undo.Count(crawl, f) != -fate.Count(crawl, f) || fate.Count(crawl, f) == 0 {
-			t.Errorf("%s: undo %d of %d", f, undo.Count(crawl, f), fate.Count(crawl, f))
-		}
-	}
-	both := &ledger.Tally{}
-	both.Merge(&fate)
-	both.Merge(undo)
-	if n := both.Count(crawl, ledger.FieldDone); n != 0 {
-		t.Fatalf("a fate and its undo leave done %d", n)
-	}
-	if (*ledger.Tally)(nil).Undo() == nil {
-		t.Fatal("the undo of nothing is nil")
-	}
-}
-
 func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
 	rdb := client(t)
 	members := []string{`{"n":1}`, `{"n":2}`, `{"n":3}`}

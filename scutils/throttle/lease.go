@@ -107,10 +107,10 @@ func (l *Leases) Owner() string {
 	return l.owner
 }
 
-// ownerOf is the owner part of a lease id: "<owner>:<n>", or
+// OwnerOf is the owner part of a lease id: "<owner>:<n>", or
 // "<owner>:<n>:<m>" for the items after the first of one pop (an owner is
 // hex digits).
-func ownerOf(id string) string {
+func OwnerOf(id string) string {
 	if i := strings.IndexByte(id, ':'); i >= 0 {
 		return id[:i]
 	}
@@ -223,7 +223,7 @@ func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ..
 	var owners []string
 	if len(ids) > 0 {
 		for _, id := range ids {
-			if o := ownerOf(id); !slices.Contains(owners, o) {
+			if o := OwnerOf(id); !slices.Contains(owners, o) {
 				owners = append(owners, o)
 			}
 		}
@@ -245,7 +245,7 @@ func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ..
 	scores := held.Val()
 	for _, id := range ids {
 		for i, o := range owners {
-			if o == ownerOf(id) && i < len(scores) && scores[i] == 0 {
+			if o == OwnerOf(id) && i < len(scores) && scores[i] == 0 {
 				lost = append(lost, id)
 			}
 		}

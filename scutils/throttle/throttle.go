@@ -262,7 +262,7 @@ func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, e
 	if err == errOwnerReaped {
 		// Redis or this process was away longer than the lease TTL: every
 		// lease of the owner was reaped. Go on under a new owner.
-		lease.leases.replaceOwner(ownerOf(lease.ID))
+		lease.leases.replaceOwner(OwnerOf(lease.ID))
 		lease.ID = lease.leases.New().ID
 		res, err = t.attemptN(ctx, lease, n)
 	}
@@ -286,7 +286,7 @@ func (t *Queue[T]) attemptN(ctx context.Context, lease *Lease, n int) (Result, e
 		}
 		owners, hash := lease.leases.Keys()
 		keys = append(keys, owners, hash)
-		leased, leaseID, owner = "1", lease.ID, ownerOf(lease.ID)
+		leased, leaseID, owner = "1", lease.ID, OwnerOf(lease.ID)
 	} else {
 		// Unused, but Redis Cluster needs every key declared.
 		keys = append(keys, t.queue.Key(), t.queue.Key())
