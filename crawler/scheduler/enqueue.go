@@ -74,14 +74,14 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 // for the finish script, in groups of one queue, one crawl, one score and
 // the same page limits (a page's links to one domain, usually all of them).
 type followUps struct {
-	parent   *crawlrequest.Request
+	parent *crawlrequest.Request
 	// the spider's crawl blacklist and the crawl's duplicate filter
 	blacklistKey, dupeKey string
 	out                   Enqueued // with the refusals decided before the script
-	refusals []refusal
-	groups   []followGroup
-	queues   []string // of the groups, each once, in their order
-	n        int      // requests in the groups
+	refusals              []refusal
+	groups                []followGroup
+	queues                []string // of the groups, each once, in their order
+	n                     int      // requests in the groups
 }
 
 type refusal struct {
@@ -95,7 +95,7 @@ type followGroup struct {
 	crawl              ledger.Crawl
 	score              float64
 	dmax               int
-	dmaxKey, globalKey string // the page limit counters; "" without limits
+	dmaxKey, globalKey string   // the page limit counters; "" without limits
 	reqs               []string // fingerprint, member, ...
 }
 

@@ -14,8 +14,8 @@ import (
 // demo.incoming into Redis for one monitor process, configured as in
 // production: INFO log line per request, total and per-plugin stats over the
 // six default windows, offsets committed after every stored batch, every
-// stored request marked. The log lines go to an *os.File on /dev/null, one
-// write per line as to production's stdout or log file (not to the tests'
+// stored request marked. The log lines go to an *os.File on /dev/null,
+// gathered as to production's stdout or log file (not to the tests'
 // in-memory buffer, whose growing costs production nothing). The requests
 // are in Kafka (kfake, in this process) before the clock starts; it stops
 // when the last is stored. Redis and the broker share the machine's cores
@@ -68,8 +68,8 @@ func benchIngest(b *testing.B, extra ...string) {
 	b.ReportMetric(float64((harness.ProcessCPU(b)-selfStart).Microseconds())/float64(b.N), "process-cpu-µs/request")
 }
 
-// logToDevNull sends c's log lines to /dev/null through an *os.File, as a
-// production monitor writes them to stdout or a file.
+// logToDevNull sends c's log lines to /dev/null through an *os.File,
+// gathered, as a production monitor writes them to stdout or a file.
 func (c *cluster) logToDevNull(b *testing.B) {
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
@@ -77,8 +77,10 @@ func (c *cluster) logToDevNull(b *testing.B) {
 	}
 	b.Cleanup(func() { devNull.Close() })
 	cfg := logfactory.ConfigFromSettings(c.s, "kafka-monitor")
-	cfg.Output = devNull
+	cfg.Output, cfg.Gather = devNull, true // as lines to stdout are
 	if c.log, err = logfactory.New(cfg); err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(c.log.Flush) // before the file closes
+
 }

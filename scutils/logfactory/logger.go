@@ -69,8 +69,12 @@ type Config struct {
 	IncludeExtra bool
 	// Output, when set, receives the lines instead of stdout or the file,
 	// for tests and embedding. Writes to it are serialized, one whole line
-	// per Write.
+	// per Write, unless Gather is set.
 	Output io.Writer
+	// Gather gathers the lines written to Output, several per Write, as
+	// lines to stdout or a file always are (see Logger.Flush). Default
+	// false.
+	Gather bool
 	// Now is the clock that stamps lines. Default time.Now.
 	Now func() time.Time
 }
@@ -103,8 +107,7 @@ type Logger struct {
 
 // core is what a logger and its children share.
 type core struct {
-	outMu  sync.Mutex // one whole line per Write, never interleaved
-	out    io.Writer
+	out    *output
 	format formatter
 	level  Level
 	now    func() time.Time
@@ -179,7 +182,7 @@ func New(cfg Config) (*Logger, error) {
 
 	l := &Logger{
 		core: &core{
-			out:          out,
+			out:          &output{w: out, gather: cfg.Output == nil || cfg.Gather},
 			format:       formatter{json: cfg.JSON, includeExtra: cfg.IncludeExtra, textFields: cfg.TextFields},
 			level:        level,
 			now:          now,
@@ -291,18 +294,12 @@ var linePool = sync.Pool{New: func() any { return new(lineBuffer) }}
 // JSON line carries every field whole) is not kept around.
 const maxPooledLine = 64 << 10
 
-// write formats ln and writes it in one Write. A failed write is reported
-// on stderr: there is nowhere else to say it.
+// write formats ln and hands it to the output.
 func (c *core) write(ln *line) {
 	lb := linePool.Get().(*lineBuffer)
 	lb.buf.Reset()
 	c.format.format(lb, ln)
-	c.outMu.Lock()
-	_, err := c.out.Write(lb.buf.Bytes())
-	c.outMu.Unlock()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "Failed to write to log:", err)
-	}
+	c.out.write(lb.buf.Bytes(), ln.level)
 	if lb.buf.Cap() <= maxPooledLine {
 		clear(lb.fields)
 		lb.fields = lb.fields[:0]
@@ -467,11 +464,18 @@ func toFloat(v reflect.Value) float64 {
 	return v.Float()
 }
 
-// Close closes the log file; for stdout and Output it does nothing. Close
-// the root logger once, after the last line: loggers made with Named and
-// With share the file, and lines written after Close are lost (each failed
-// write is reported on stderr).
+// Flush writes the lines logged so far that wait to be written together
+// with others (see output.go): a program about to exit without Close, or
+// a test reading the log, calls it.
+func (l *Logger) Flush() { l.core.out.flush() }
+
+// Close writes the lines waiting to be written and closes the log file;
+// for stdout and Output it only writes them. Close the root logger once,
+// after the last line: loggers made with Named and With share the file, and
+// lines written after Close are lost (each failed write is reported on
+// stderr).
 func (l *Logger) Close() error {
+	l.core.out.flush()
 	if l.core.closer == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package logfactory
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -60,37 +61,72 @@ func openRotatingFile(dir, file string, maxBytes int64, backups int) (*rotatingF
 	}, nil
 }
 
-// Write appends p, first rotating when p would take the file past maxBytes.
-// Callers write whole lines (the logger does, under its lock), so a line is never
-// split across files.
+// Write appends p, rotating before a line that would take the file past
+// maxBytes. p holds whole lines (the logger writes them so, under its
+// lock, one or several at a time), and a line is never split across files.
 func (r *rotatingFile) Write(p []byte) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return 0, fmt.Errorf("write log file %s: %w", r.path, os.ErrClosed)
 	}
+	var n int
 	var rotateErr error
-	if r.maxBytes > 0 && r.size > 0 && r.size+int64(len(p)) > r.maxBytes {
-		// lumberjack names a backup after the current millisecond, and a
-		// second rotation within the same millisecond would rename over
-		// the first backup. At such rates the file grows a little past
-		// maxBytes instead, until the clock moves on.
-		if time.Now().UnixMilli() > r.lastMilli {
-			if err := r.lj.Rotate(); err != nil {
-				rotateErr = fmt.Errorf("rotate log file %s: %w", r.path, err)
-			} else {
-				r.size = 0
-				r.rotations++
+	for len(p) > 0 {
+		// The whole lines that fit in the current file (one at least in
+		// an empty one), written together.
+		take := 0
+		for take < len(p) {
+			end := bytes.IndexByte(p[take:], '\n') + 1
+			if end == 0 {
+				end = len(p) - take
 			}
-			r.lastMilli = time.Now().UnixMilli()
+			if r.maxBytes > 0 && r.size+int64(take+end) > r.maxBytes && (r.size > 0 || take > 0) {
+				break
+			}
+			take += end
 		}
+		if take == 0 {
+			rotated, err := r.rotate()
+			if err != nil && rotateErr == nil {
+				rotateErr = err
+			}
+			if rotated {
+				continue
+			}
+			// Not now: the line goes on the current file.
+			if take = bytes.IndexByte(p, '\n') + 1; take == 0 {
+				take = len(p)
+			}
+		}
+		w, err := r.lj.Write(p[:take])
+		r.size += int64(w)
+		n += w
+		if err != nil {
+			return n, err
+		}
+		p = p[take:]
 	}
-	n, err := r.lj.Write(p)
-	r.size += int64(n)
-	if err == nil {
-		err = rotateErr
+	return n, rotateErr
+}
+
+// rotate starts a new file, unless it cannot now: lumberjack names a
+// backup after the current millisecond, and a second rotation within the
+// same millisecond would rename over the first backup (at such rates the
+// file grows a little past maxBytes instead, until the clock moves on), or
+// rotating failed (the lines go on the current file, and the error is
+// reported).
+func (r *rotatingFile) rotate() (bool, error) {
+	if time.Now().UnixMilli() <= r.lastMilli {
+		return false, nil
 	}
-	return n, err
+	defer func() { r.lastMilli = time.Now().UnixMilli() }()
+	if err := r.lj.Rotate(); err != nil {
+		return false, fmt.Errorf("rotate log file %s: %w", r.path, err)
+	}
+	r.size = 0
+	r.rotations++
+	return true, nil
 }
 
 // Close closes the file. Later writes fail with os.ErrClosed.

@@ -89,6 +89,7 @@ func TestFileOutputCreatesDirAndAnnounces(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "kafka_monitor.log")
+	l.Flush()
 	got := strings.Split(strings.TrimSuffix(readFile(t, path), "\n"), "\n")
 	if len(got) != 2 || !strings.Contains(got[0], `"message": "Logging to file: `+path+`"`) || !strings.Contains(got[1], `"message": "hello"`) {
 		t.Errorf("file holds %q", got)
@@ -132,10 +133,12 @@ func TestRotationHappensAtMaxBytes(t *testing.T) {
 	for i := range 3 {
 		l.Info(fmt.Sprintf("line %06d", i))
 	}
+	l.Flush()
 	if b := backups(t, dir); len(b) != 0 {
 		t.Fatalf("rotated before the file reached MaxBytes: %v", b)
 	}
 	l.Info("line 000003") // would take the file past MaxBytes
+	l.Flush()
 	b := backups(t, dir)
 	if len(b) != 1 {
 		t.Fatalf("backups = %v, want one", b)
@@ -160,6 +163,7 @@ func TestRotationCountsTheExistingFile(t *testing.T) {
 	l := newFileLogger(t, Config{Dir: dir, MaxBytes: 3 * lineLen})
 	l.Info("line 000002")
 	l.Info("line 000003")
+	l.Flush()
 	b := backups(t, dir)
 	if len(b) != 1 || readFile(t, b[0]) != fileLine(0)+fileLine(1)+fileLine(2) || readFile(t, path) != fileLine(3) {
 		t.Errorf("backups %v; main.log %q", b, readFile(t, path))
@@ -188,6 +192,7 @@ func TestFastRotationsLoseNoLines(t *testing.T) {
 	dir := t.TempDir()
 	l := newFileLogger(t, Config{Dir: dir, MaxBytes: 2 * lineLen, Backups: 1000})
 	n := rotateUntil(t, l, 40)
+	l.Flush()
 	all := readAll(t, append(backups(t, dir), filepath.Join(dir, "main.log")))
 	if want := linesFrom(0, n); all != want {
 		t.Errorf("backups and main.log hold %d bytes, want all %d lines (%d bytes) in order", len(all), n, len(want))
@@ -202,6 +207,7 @@ func TestRotationKeepsBackupsAndLosesNothingInThem(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	// lumberjack prunes in the background just after a rotation.
 	var b []string
+	l.Flush()
 	for {
 		b = backups(t, dir)
 		if len(b) == keep || time.Now().After(deadline) {
@@ -235,6 +241,7 @@ func TestNegativeMaxBytesOrBackupsNeverRotate(t *testing.T) {
 		for i := range 20 {
 			l.Info(fmt.Sprintf("line %06d", i))
 		}
+		l.Flush()
 		if b := backups(t, dir); len(b) != 0 {
 			t.Errorf("%+v: rotated: %v", cfg, b)
 		}
@@ -258,6 +265,7 @@ func TestCloseClosesTheFile(t *testing.T) {
 	if _, err := rf.Write([]byte("late\n")); !errors.Is(err, os.ErrClosed) {
 		t.Errorf("write after Close: %v, want os.ErrClosed", err)
 	}
+	l.Flush()
 	if got := readFile(t, filepath.Join(dir, "main.log")); got != fileLine(0) {
 		t.Errorf("main.log = %q", got)
 	}
@@ -268,4 +276,95 @@ func TestCloseWithoutAFileDoesNothing(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
+}
+
+// Lines to a file are gathered and written together: a WARNING writes
+// them at once with itself, Flush does, and so does the clock.
+func TestFileLinesAreWrittenTogetherAndSoon(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "main.log")
+	l := newFileLogger(t, Config{Dir: dir, Level: "INFO"})
+	l.Info("line 000000")
+	l.Info("line 000001")
+	if got := readFile(t, path); got != "" {
+		t.Fatalf("INFO lines written at once: %q", got)
+	}
+	l.Warning("warn")
+	if got := readFile(t, path); !strings.HasPrefix(got, fileLine(0)+fileLine(1)) || !strings.Contains(got, "WARNING: warn") {
+		t.Fatalf("a WARNING did not write the lines before it with itself: %q", got)
+	}
+	l.Info("line 000002")
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasSuffix(readFile(t, path), fileLine(2)) {
+		if time.Now().After(deadline) {
+			t.Fatalf("an INFO line still waits %v after it was logged", 5*time.Second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Lines written together are split between files at line boundaries, as
+// lines written one by one are.
+func TestLinesWrittenTogetherRotateLineByLine(t *testing.T) {
+	dir := t.TempDir()
+	l := newFileLogger(t, Config{Dir: dir, MaxBytes: 2 * lineLen, Backups: 10})
+	for i := range 5 {
+		l.Info(fmt.Sprintf("line %06d", i))
+	}
+	l.Flush() // one write of five lines
+	var got []string
+	for _, f := range append(backups(t, dir), filepath.Join(dir, "main.log")) {
+		got = append(got, readFile(t, f))
+	}
+	// Backups are named after the millisecond of their rotation: two
+	// within one millisecond are not made (the file grows instead).
+	if all := strings.Join(got, ""); all != linesFrom(0, 5) {
+		t.Fatalf("files hold %q, want lines 0..4 in order", got)
+	}
+	for _, f := range got {
+		if int64(len(f)) > 2*lineLen && len(got) == 3 {
+			t.Errorf("a file holds %d bytes, past MaxBytes %d", len(f), 2*lineLen)
+		}
+		if len(f)%int(lineLen) != 0 {
+			t.Errorf("a file holds a part of a line: %q", f)
+		}
+	}
+}
+
+// Lines to Output are written one Write each, unless Gather is set.
+func TestOutputGetsEachLineAtOnceUnlessGathered(t *testing.T) {
+	var w countingWriter
+	l, err := New(Config{Output: &w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("a")
+	l.Info("b")
+	if w.writes != 2 {
+		t.Fatalf("%d writes for two lines, want 2", w.writes)
+	}
+	var g countingWriter
+	l, err = New(Config{Output: &g, Gather: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("a")
+	l.Info("b")
+	if g.writes != 0 {
+		t.Fatalf("gathered lines written at once (%d writes)", g.writes)
+	}
+	l.Flush()
+	if g.writes != 1 || strings.Count(g.buf.String(), "\n") != 2 {
+		t.Fatalf("%d writes of %q, want one of both lines", g.writes, g.buf.String())
+	}
+}
+
+type countingWriter struct {
+	writes int
+	buf    strings.Builder
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.buf.Write(p)
 }
