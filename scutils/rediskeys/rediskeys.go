@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync"
 
 	"golang.org/x/net/publicsuffix"
 )
@@ -211,6 +212,44 @@ func DomainOfURL(rawURL string) (string, error) {
 //	localhost         -> localhost.
 //	a.b.internal      -> internal.      (unlisted top-level domain)
 func Domain(host string) string {
+	if d, ok := domains.get(host); ok {
+		return d
+	}
+	d := domainOf(host)
+	domains.put(host, d)
+	return d
+}
+
+// domains remembers the domains of recent hosts: a crawler's links and a
+// Kafka Monitor's requests name a few hosts over and over, and a public
+// suffix look-up costs more than a map's.
+var domains = domainCache{m: map[string]string{}}
+
+// maxCachedDomains bounds domainCache; past it, it starts over.
+const maxCachedDomains = 10000
+
+type domainCache struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+func (c *domainCache) get(host string) (string, bool) {
+	c.mu.RLock()
+	d, ok := c.m[host]
+	c.mu.RUnlock()
+	return d, ok
+}
+
+func (c *domainCache) put(host, domain string) {
+	c.mu.Lock()
+	if len(c.m) >= maxCachedDomains {
+		c.m = make(map[string]string, maxCachedDomains)
+	}
+	c.m[host] = domain
+	c.mu.Unlock()
+}
+
+func domainOf(host string) string {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if net.ParseIP(host) != nil {
 		return host + "."
