@@ -20,19 +20,23 @@
 //     SIGKILL loses nothing: its requests are crawled again within
 //     LEASE_TIMEOUT + LEASE_REAP_INTERVAL.
 //   - The duplicate filter, the crawl blacklist and the page limits are
-//     applied to a page's follow-up requests in one atomic Redis step.
+//     applied to a page's follow-up requests in one atomic Redis step, the
+//     one that ends the page's lease (Finish).
 //
 // The files, by concern:
 //
 //	scheduler.go     Scheduler, New, Run (the background loops), Clear, counters
 //	domains.go       the known domain queues: found by scans and announcements,
 //	                 kept in a heap by the time each is due, forgotten when idle
-//	pop.go           Next: the throttled, leased pop from the domain due first;
-//	                 Fetched: a fetched item's slots go to the next requests
-//	leases.go        Done, Retry, Release; lease renewal and reaping
-//	ack.go           lease acknowledgements grouped into shared round trips
-//	enqueue.go       Enqueue: follow-up requests through the blacklist, the
-//	                 duplicate filter and the page limits (enqueue.lua)
+//	pop.go           Next: the throttled, leased pop from the domain due first,
+//	                 popping ahead; Fetched: a fetched item's slots go to the
+//	                 next requests
+//	leases.go        Done, Finish, Retry, Release; lease renewal and reaping
+//	ack.go           acknowledgements grouped into shared round trips
+//	enqueue.go       Enqueue; a page's follow-up requests checked and encoded
+//	finish.go        the finish script's runs (finish.lua): leases ended and
+//	                 follow-ups queued through the blacklist, the duplicate
+//	                 filter and the page limits, counted in the ledgers
 //	domainconfig.go  SetDomainConfig, Throttle: the blacklist and per-domain
 //	                 throttles applied to each domain
 //	ip.go            the public IP in the throttle keys
