@@ -14,10 +14,11 @@ import (
 
 // ackBatcher acknowledges leases by group commit: a caller finding no ack
 // in flight waits ackLinger for others to queue up behind it, then sends
-// every queued ack together, one round trip per batch, and again while more
-// queued up meanwhile. A lone caller waits ackLinger and one round trip;
-// a busy crawler sends one round trip per ackLinger instead of one per
-// few pages (each round trip costs Redis more than the writes in it).
+// every queued ack together, one round trip per batch, and again, after
+// another ackLinger, while more queued up meanwhile. A lone caller waits
+// ackLinger and one round trip; a busy crawler sends one round trip per
+// ackLinger instead of one per few pages (each script run costs Redis more
+// than the writes in it): at 5,000 pages/s, one per 25 pages.
 //
 // Each acknowledgement carries what became of its request (a ledger.Tally)
 // and its page's follow-up requests: one run of the finish script
@@ -76,10 +77,12 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, fo
 	}
 	b.sending = true
 	b.mu.Unlock()
-	if b.linger > 0 {
-		time.Sleep(b.linger)
-	}
 	for {
+		// Every send waits for others: a busy crawler sends one round
+		// trip per linger, however short its round trips are.
+		if b.linger > 0 {
+			time.Sleep(b.linger)
+		}
 		b.mu.Lock()
 		batch := b.pending[:min(len(b.pending), maxAckBatch)]
 		b.pending = b.pending[len(batch):]

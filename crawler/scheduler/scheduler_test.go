@@ -462,7 +462,8 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 	if err := f.sched.Fetched(short, e); err == nil {
 		t.Fatal("a fifth fetched item was processed beside four with CONCURRENT_REQUESTS 4")
 	}
-	go func() { _ = f.sched.Done(ctx, a, nil) }()
+	aDone := make(chan error, 1)
+	go func() { aDone <- f.sched.Done(ctx, a, nil) }()
 	wait, cancelWait := context.WithTimeout(ctx, 5*time.Second)
 	defer cancelWait()
 	if err := f.sched.Fetched(wait, e); err != nil {
@@ -472,6 +473,9 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 		if err := f.sched.Done(ctx, it, nil); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
 	}
 	// What is leased still was popped ahead and never handed out: Release
 	// (a crawler's shutdown) returns it to the queue.
