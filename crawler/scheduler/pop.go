@@ -145,15 +145,15 @@ func (s *Scheduler) endFetch(it *Item) bool {
 
 // attempt tries one throttled, leased pop from d, whose items popped ahead
 // are all handed out. When the throttle allows, it pops more than the one
-// it returns, in the same step: up to CONCURRENT_REQUESTS_PER_DOMAIN
-// ahead of d's fetches (and CONCURRENT_REQUESTS ahead in all), kept in
+// it returns, in the same step: up to CONCURRENT_REQUESTS ahead in all
+// (and twice CONCURRENT_REQUESTS_PER_DOMAIN ahead of d's fetches), kept in
 // d.ahead, leased and renewed, for the next calls to hand out as d's
-// fetches end. One round trip then serves several pages of a busy domain.
+// fetches end. One round trip then serves a dozen pages of a busy domain.
 // (A moderated throttle pops one at a time: see throttle.Queue.AttemptN.)
 func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	s.mu.Lock()
 	q, blocked := d.q, d.blocked
-	want := 1 + max(0, min(2*s.cfg.PerDomain-d.fetching-1, s.cfg.Concurrency-s.ahead, maxBatchPop-1))
+	want := 1 + max(0, min(3*s.cfg.PerDomain-d.fetching-1, s.cfg.Concurrency-s.ahead, maxBatchPop-1))
 	s.mu.Unlock()
 	if blocked || q == nil { // blocked since it was picked
 		return nil, nil
