@@ -101,17 +101,12 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, fo
 // send acknowledges one batch, and tells each waiting caller its result.
 func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
 	var fb finishBatch
-	places := make([]int, len(batch)) // each ack's place among its kind
-	for i, r := range batch {
-		places[i] = fb.ack(r.id, throttle.OwnerOf(r.id), r.tally, r.again)
-	}
-	acks := make([]int, len(batch))  // each ack's number in the script
 	pages := make([]int, len(batch)) // the page number of each ack's follow-ups, 0: none
 	for i, r := range batch {
-		acks[i] = fb.numberAck(places[i], r.again)
+		a := fb.ack(r.id, throttle.OwnerOf(r.id), r.tally, r.again)
 		if r.follow != nil && !r.follow.empty() {
-			fb.page(r.follow, acks[i])
-			pages[i] = fb.npages
+			fb.page(r.follow, a)
+			pages[i] = len(fb.groups)
 		}
 	}
 	owners, records := b.leases.Keys()
@@ -125,7 +120,7 @@ func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
 	var lost []string
 	for i, r := range batch {
 		var out ackResult
-		switch res.acks[acks[i]-1] {
+		switch res.acks[i] {
 		case finishedLost:
 			lost = append(lost, r.id)
 		case finishedNow:

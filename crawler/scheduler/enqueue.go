@@ -54,7 +54,8 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	}
 	var b finishBatch
 	b.page(f, 0)
-	res, err := b.run(ctx, s.rdb, s.now(), s.cfg)
+	owners, records := s.leases.Keys()
+	res, err := b.run(ctx, s.rdb, s.now(), s.cfg, owners, records)
 	if err != nil {
 		return f.out, fmt.Errorf("queue follow-up requests: %w", err)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 //go:embed finish.lua
@@ -34,16 +33,13 @@ type finishBatch struct {
 	owners   []string
 	tallies  [][]any // each distinct tally's triples
 	tallyNum map[string]int
-	acks     [2][]any // sent for the first time, sent again: id, owner, tally
+	acks     []any // per acknowledgement: id, owner, tally, again
 	pages    []any
-	npages   int
 	limits   map[string]int // limit pair key number by domain max page key
 	groups   []int          // each page's number of groups
 }
 
-func (b *finishBatch) pageGroups() []int { return b.groups }
-
-func (b *finishBatch) nacks() int { return (len(b.acks[0]) + len(b.acks[1])) / 3 }
+func (b *finishBatch) nacks() int { return len(b.acks) / 4 }
 
 // key is the number of k in KEYS.
 func (b *finishBatch) key(k string) int {
@@ -92,55 +88,37 @@ func (b *finishBatch) limitPair(dmaxKey, globalKey string) int {
 }
 
 // ack adds the end of lease id (of owner) with tally's counts; again says
-// an earlier send of it failed (it may have reached Redis). Acknowledgements
-// are numbered first all those sent for the first time, then the others;
-// ack returns its place among its kind, for numberAck.
+// an earlier send of it failed (it may have reached Redis). It returns the
+// acknowledgement's number.
 func (b *finishBatch) ack(id, owner string, tally *ledger.Tally, again bool) int {
 	o := slices.Index(b.owners, owner) + 1
 	if o == 0 {
 		b.owners = append(b.owners, owner)
 		o = len(b.owners)
 	}
-	kind := 0
+	sentAgain := "0"
 	if again {
-		kind = 1
+		sentAgain = "1"
 	}
-	b.acks[kind] = append(b.acks[kind], id, o, b.tally(tally))
-	return len(b.acks[kind]) / 3
-}
-
-// numberAck is the number, in the script, of the n-th acknowledgement of
-// its kind.
-func (b *finishBatch) numberAck(n int, again bool) int {
-	if again {
-		return len(b.acks[0])/3 + n
-	}
-	return n
+	b.acks = append(b.acks, id, o, b.tally(tally), sentAgain)
+	return b.nacks()
 }
 
 // tally is the number of t among the batch's distinct tallies (0: t counts
 // nothing); the pages of a crawl mostly end alike.
 func (b *finishBatch) tally(t *ledger.Tally) int {
 	var triples []any
-	var sig strings.Builder
+	var parts []string // Each iterates in no set order: the signature sorts the counts
 	t.Each(func(c ledger.Crawl, field string, n int64) {
 		triples = append(triples, c, field, n)
+		parts = append(parts, c.SpiderID+"\x00"+c.AppID+"\x00"+c.CrawlID+"\x00"+field+"\x00"+strconv.FormatInt(n, 10))
 	})
 	if len(triples) == 0 {
 		return 0
 	}
-	// Each iterates in no set order: the signature sorts the counts.
-	parts := make([]string, 0, len(triples)/3)
-	for i := 0; i < len(triples); i += 3 {
-		c := triples[i].(ledger.Crawl)
-		parts = append(parts, c.Member()+"\x00"+triples[i+1].(string)+"\x00"+strconv.FormatInt(triples[i+2].(int64), 10))
-	}
 	slices.Sort(parts)
-	for _, p := range parts {
-		sig.WriteString(p)
-		sig.WriteByte('\x01')
-	}
-	if n, ok := b.tallyNum[sig.String()]; ok {
+	sig := strings.Join(parts, "\x01")
+	if n, ok := b.tallyNum[sig]; ok {
 		return n
 	}
 	for i := 0; i < len(triples); i += 3 {
@@ -150,14 +128,13 @@ func (b *finishBatch) tally(t *ledger.Tally) int {
 	if b.tallyNum == nil {
 		b.tallyNum = map[string]int{}
 	}
-	b.tallyNum[sig.String()] = len(b.tallies)
+	b.tallyNum[sig] = len(b.tallies)
 	return len(b.tallies)
 }
 
 // page adds f's follow-ups, queued only when acknowledgement ack (0: none)
 // ends its lease now.
 func (b *finishBatch) page(f *followUps, ack int) {
-	b.npages++
 	b.groups = append(b.groups, len(f.groups))
 	p := f.parent
 	b.pages = append(b.pages, ack, b.key(f.blacklistKey), p.AppID+"||"+p.CrawlID, b.key(f.dupeKey), fingerprint.Of(p.URL), len(f.refusals))
@@ -192,21 +169,11 @@ const (
 	finishedBefore = 2 // ended by an earlier run of the same batch
 )
 
-// run runs the batch, the leases' keys those of leases (nil without
-// acknowledgements), at now.
-func (b *finishBatch) run(ctx context.Context, rdb redis.Scripter, now time.Time, cfg Config, leaseKeys ...string) (finished, error) {
-	owners, records := "", ""
-	if len(leaseKeys) == 2 {
-		owners, records = leaseKeys[0], leaseKeys[1]
-	} else if b.nacks() > 0 {
-		return finished{}, fmt.Errorf("acknowledgements without their lease keys")
-	}
-	if owners == "" {
-		// Unused without acknowledgements, but every key is declared.
-		owners, records = rediskeys.LeaseKey(cfg.SpiderID)+":owners", rediskeys.LeaseKey(cfg.SpiderID)+":items"
-	}
+// run runs the batch at now; owners and records are the leases' keys
+// (throttle.Leases.Keys).
+func (b *finishBatch) run(ctx context.Context, rdb redis.Scripter, now time.Time, cfg Config, owners, records string) (finished, error) {
 	keys := append([]string{owners, records}, b.keys...)
-	args := make([]any, 0, 12+2*len(b.ledgers)+len(b.channels)+len(b.owners)+4*len(b.tallies)+len(b.acks[0])+len(b.acks[1])+len(b.pages))
+	args := make([]any, 0, 12+2*len(b.ledgers)+len(b.channels)+len(b.owners)+4*len(b.tallies)+len(b.acks)+len(b.pages))
 	args = append(args, ledger.Stamp(now), seconds(cfg.ledgerTTL()), seconds(cfg.DupeTimeout), seconds(cfg.DomainMaxPageTimeout),
 		cfg.GlobalPageLimit, seconds(cfg.GlobalPageTimeout), len(b.ledgers))
 	for i, c := range b.ledgers {
@@ -225,11 +192,9 @@ func (b *finishBatch) run(ctx context.Context, rdb redis.Scripter, now time.Time
 		args = append(args, len(t)/3)
 		args = append(args, t...)
 	}
-	for _, acks := range b.acks {
-		args = append(args, len(acks)/3)
-		args = append(args, acks...)
-	}
-	args = append(args, b.npages)
+	args = append(args, b.nacks())
+	args = append(args, b.acks...)
+	args = append(args, len(b.groups))
 	args = append(args, b.pages...)
 	res, err := finishScript.Run(ctx, rdb, keys, args...).Int64Slice()
 	if err != nil {
@@ -242,14 +207,13 @@ func (b *finishBatch) run(ctx context.Context, rdb redis.Scripter, now time.Time
 	rest := res[b.nacks():]
 	// A page's result is its flag, then per group three counts when the
 	// flag is 1; the groups are known from the arguments.
-	groups := b.pageGroups()
-	for p := 0; p < b.npages; p++ {
+	for _, groups := range b.groups {
 		if len(rest) == 0 {
 			return finished{}, fmt.Errorf("finish: unexpected answer %v", res)
 		}
 		n := 1
 		if rest[0] == 1 {
-			n += 3 * groups[p]
+			n += 3 * groups
 		}
 		if len(rest) < n {
 			return finished{}, fmt.Errorf("finish: unexpected answer %v", res)

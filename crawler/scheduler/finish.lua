@@ -22,12 +22,10 @@
 --   O, then each lease owner
 --   T, then per tally (what became of requests, the same for many): F,
 --     then F triples of ledger number, field, count
---   A, then per acknowledgement sent for the first time: lease id, owner
---     number, tally number (0: none)
---   B, then the same for acknowledgements sent again (an earlier send
---     failed: it may have reached Redis)
---   P, then per page: the number of its acknowledgement (in the order
---     above, 0: none), the blacklist key's number, "<appid>||<crawlid>",
+--   A, then per acknowledgement: lease id, owner number, tally number (0:
+--     none), "1" when it is sent again (an earlier send failed: it may have
+--     reached Redis), else "0"
+--   P, then per page: the number of its acknowledgement (0: none), the blacklist key's number, "<appid>||<crawlid>",
 --     the dupefilter key's number, the page's fingerprint ("" none), R,
 --     then R triples of ledger number, reason, count (refused before the
 --     script), G, then per group of requests: queue key number, channel
@@ -114,7 +112,8 @@ end
 
 -- The leases: an owner gone was reaped with all its leases. The others
 -- end now, with one HDEL for the acknowledgements sent for the first
--- time; one sent again may have ended its lease before.
+-- time; one sent again may have ended its lease before, and is looked at
+-- alone.
 local out = {}
 local finished = {} -- finished[a]: acknowledgement a ended its lease now
 local alive = {}
@@ -132,28 +131,26 @@ local function finish(a, tally)
     tallied[tally] = (tallied[tally] or 0) + 1
   end
 end
-local firsts, ids = num(), {}
-for a = 1, firsts do
-  local id, owner, tally = arg(), num(), num()
-  if alive[owner] then
-    ids[#ids + 1] = id
-    finish(a, tally)
-  else
-    out[a] = 1
-  end
-end
-if #ids > 0 then
-  call('HDEL', KEYS[2], ids)
-end
-for a = firsts + 1, firsts + num() do
-  local id, owner, tally = arg(), num(), num()
-  if redis.call('HDEL', KEYS[2], id) == 1 then
+local ids = {}
+for a = 1, num() do
+  local id, owner, tally, again = arg(), num(), num(), arg()
+  if again == '0' then
+    if alive[owner] then
+      ids[#ids + 1] = id
+      finish(a, tally)
+    else
+      out[a] = 1
+    end
+  elseif redis.call('HDEL', KEYS[2], id) == 1 then
     finish(a, tally)
   elseif alive[owner] then
     out[a] = 2
   else
     out[a] = 1
   end
+end
+if #ids > 0 then
+  call('HDEL', KEYS[2], ids)
 end
 local touched = {}
 for k, n in pairs(tallied) do
