@@ -3,6 +3,7 @@ package throttle_test
 import (
 	"context"
 	"math"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
@@ -314,5 +316,27 @@ func TestAttemptNPopsWhatTheWindowAllowsAndLeasesEach(t *testing.T) {
 	fill(t, "link:b.com:queue", 5)
 	if res, _ := mod.AttemptN(ctx, nil, 8); res.Status != throttle.Popped || len(res.More) != 0 {
 		t.Fatalf("moderated AttemptN popped %d more", len(res.More))
+	}
+}
+
+// The leases' keys stay out of the patterns the original's components scan,
+// whatever the spider's name (a Python component in the same cluster must
+// not take them for its own).
+func TestNoLeaseKeyMatchesAPatternTheOriginalScans(t *testing.T) {
+	patterns := []string{"*:*:queue", "*:queue", "info:*", "stop:*", "expire:*", "statsrequest:*", "zk:*", "stats:*",
+		"timeout:*", "*:dupefilter:*", "*:blacklist", "*:*:throttle_*", "lock:*"}
+	for _, spider := range []string{"link", "queue", "blacklist", "stats", "info", "app"} {
+		l, err := throttle.NewLeases(nil, rediskeys.LeaseKey(spider), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners, records := l.Keys()
+		for _, k := range []string{owners, records} {
+			for _, p := range patterns {
+				if ok, _ := path.Match(p, k); ok {
+					t.Errorf("key %q matches %q", k, p)
+				}
+			}
+		}
 	}
 }
