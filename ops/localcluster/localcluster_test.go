@@ -618,8 +618,8 @@ func TestCrawlersMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := fakeBin(t, map[string]string{
-		"crawler":  `echo "allowed=[$FETCH_ALLOWED_NETWORKS]"; trap 'exit 0' TERM; while :; do sleep 0.05; done`,
-		"rest":     `echo "rest allowed=[$FETCH_ALLOWED_NETWORKS]"; trap 'exit 0' TERM; while :; do sleep 0.05; done`,
+		"crawler":  `trap 'exit 0' TERM; echo "allowed=[$FETCH_ALLOWED_NETWORKS]"; while :; do sleep 0.05; done`,
+		"rest":     `trap 'exit 0' TERM; echo "rest allowed=[$FETCH_ALLOWED_NETWORKS]"; while :; do sleep 0.05; done`,
 		"testsite": "exec env " + fakeRESTEnv + `="$2" ` + strconv.Quote(self), // --addr 127.0.0.1:<port>
 	})
 	for _, tc := range []struct {
