@@ -64,29 +64,12 @@ func hashOf(msg *kafka.Message) uint64 {
 // none is), reading the marks of the partitions this monitor did not read
 // on from where it left them.
 func (s *storedMarks) stored(ctx context.Context, batch []kafka.Message) ([]bool, error) {
-	var lookups map[int]*redis.StringSliceCmd
-	var pipe redis.Pipeliner
-	next := map[int]int64{} // per partition of the batch, the offset that follows
-	for i := range batch {
-		msg := &batch[i]
-		expected, ok := next[msg.Partition]
-		if !ok {
-			if p := s.parts[msg.Partition]; p != nil {
-				expected, ok = p.next, true
-			}
+	if from := s.unread(batch); len(from) > 0 {
+		pipe := s.rdb.Pipeline()
+		lookups := make(map[int]*redis.StringSliceCmd, len(from))
+		for partition, offset := range from {
+			lookups[partition] = pipe.ZRangeByScore(ctx, s.key(partition), &redis.ZRangeBy{Min: strconv.FormatInt(offset, 10), Max: "+inf"})
 		}
-		next[msg.Partition] = msg.Offset + 1
-		if ok && msg.Offset == expected {
-			continue
-		}
-		if pipe == nil {
-			pipe, lookups = s.rdb.Pipeline(), map[int]*redis.StringSliceCmd{}
-		}
-		if _, ok := lookups[msg.Partition]; !ok {
-			lookups[msg.Partition] = pipe.ZRangeByScore(ctx, s.key(msg.Partition), &redis.ZRangeBy{Min: strconv.FormatInt(msg.Offset, 10), Max: "+inf"})
-		}
-	}
-	if pipe != nil {
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, fmt.Errorf("read the marks of stored requests: %w", err)
 		}
@@ -115,6 +98,40 @@ func (s *storedMarks) stored(ctx context.Context, batch []kafka.Message) ([]bool
 		}
 	}
 	return found, nil
+}
+
+// unread returns, for each partition of batch this monitor does not read
+// on from the offset it left it at, the batch's first offset there: where
+// stored must look the marks up.
+func (s *storedMarks) unread(batch []kafka.Message) map[int]int64 {
+	var from map[int]int64
+	next := map[int]int64{} // per partition of the batch, the offset that follows
+	for i := range batch {
+		msg := &batch[i]
+		expected, ok := next[msg.Partition]
+		if !ok {
+			if p := s.parts[msg.Partition]; p != nil {
+				expected, ok = p.next, true
+			}
+		}
+		next[msg.Partition] = msg.Offset + 1
+		if ok && msg.Offset == expected {
+			continue
+		}
+		if from == nil {
+			from = map[int]int64{}
+		}
+		if _, seen := from[msg.Partition]; !seen {
+			from[msg.Partition] = msg.Offset
+		}
+	}
+	return from
+}
+
+// readsOn reports whether batch follows on from where this monitor left
+// each of its partitions, so that no mark needs looking up for it.
+func (s *storedMarks) readsOn(batch []kafka.Message) bool {
+	return len(s.unread(batch)) == 0
 }
 
 // add reads one mark; a member it cannot read is ignored.

@@ -165,12 +165,42 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}()
 
 	// A fetcher fills a channel while a batch is processed; a batch is the
-	// first waiting message plus whatever else is already waiting.
+	// first waiting message plus whatever else is already waiting. Two
+	// batches are in flight at most: the next one is validated and stored
+	// while the writes of the one before are in Redis, so that neither this
+	// process nor Redis waits for the other. Batches are committed and
+	// reported in order, and one is never left waiting for more messages.
 	msgs := make(chan kafka.Message, m.batchSize)
 	go m.fetchLoop(ctx, reader, msgs)
+	var inFlight *flight
+	land := func() error { // commits and reports the batch in flight
+		if inFlight == nil {
+			return nil
+		}
+		f := inFlight
+		inFlight = nil
+		return m.land(f, func() { commits.add(f.batch) })
+	}
+	stopped := func(messages int) error {
+		m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": messages})
+		return nil
+	}
 	for {
-		first, ok := <-msgs
+		var first kafka.Message
+		var ok bool
+		select {
+		case first, ok = <-msgs:
+		default:
+			// Nothing waits: the batch in flight is landed before waiting.
+			if f := inFlight; land() != nil {
+				return stopped(len(f.batch))
+			}
+			first, ok = <-msgs
+		}
 		if !ok {
+			if f := inFlight; land() != nil {
+				return stopped(len(f.batch))
+			}
 			m.log.Info("Closing Kafka Monitor")
 			return nil
 		}
@@ -187,11 +217,32 @@ func (m *Monitor) Run(ctx context.Context) error {
 				break drain
 			}
 		}
-		if err := m.process(ctx, batch, func() { commits.add(batch) }); err != nil {
-			m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
-			return nil
+		if !m.marks.readsOn(batch) {
+			// Marks are looked up (a start, a rebalance, a redelivery):
+			// those of the batch in flight must be written first.
+			if f := inFlight; land() != nil {
+				return stopped(len(f.batch) + len(batch))
+			}
 		}
+		next, err := m.launch(ctx, batch)
+		if err != nil {
+			if f := inFlight; land() != nil {
+				return stopped(len(f.batch) + len(batch))
+			}
+			return stopped(len(batch))
+		}
+		if f := inFlight; land() != nil {
+			// The batch before was not stored: next must not be committed
+			// past it. What next stored is marked, and skipped when it is
+			// delivered again.
+			_ = next.wait()
+			return stopped(len(f.batch) + len(batch))
+		}
+		inFlight = next
 		if ctx.Err() != nil {
+			if f := inFlight; land() != nil {
+				return stopped(len(f.batch))
+			}
 			m.log.Info("Closing Kafka Monitor")
 			return nil
 		}
@@ -267,43 +318,73 @@ func (m *Monitor) Process(ctx context.Context, batch []kafka.Message) error {
 // process is Process calling stored as soon as every write of the batch
 // succeeded, before the logs and stats: Run commits the batch's offsets
 // there, so that as little as possible is both stored and uncommitted.
-// The batch is split among GOMAXPROCS workers, each with its own pipeline.
 func (m *Monitor) process(ctx context.Context, batch []kafka.Message, stored func()) error {
-	reqs := make([]request, len(batch))
-	workers := min(runtime.GOMAXPROCS(0), (len(batch)+minChunk-1)/minChunk)
-	chunk := (len(batch) + workers - 1) / workers
-	parts := func(f func(w int, part []request, msgs []kafka.Message)) {
-		var wg sync.WaitGroup
-		for w := range workers {
-			lo, hi := w*chunk, min((w+1)*chunk, len(batch))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				f(w, reqs[lo:hi], batch[lo:hi])
-			}()
-		}
-		wg.Wait()
-	}
-	already, err := m.storedBefore(ctx, batch)
+	f, err := m.launch(ctx, batch)
 	if err != nil {
 		return err
 	}
+	return m.land(f, stored)
+}
+
+// flight is a batch being validated and stored in the background.
+type flight struct {
+	batch   []kafka.Message
+	reqs    []request
+	already []bool // messages marked as stored before (nil when none is)
+	done    chan struct{}
+	err     error // set before done is closed
+}
+
+// wait waits until every worker of f is done and returns their error.
+func (f *flight) wait() error {
+	<-f.done
+	return f.err
+}
+
+// launch reads which messages of batch were stored before (at once: batches
+// must be launched in the order of their partitions' offsets) and starts
+// validating and storing the others, the batch split among GOMAXPROCS
+// workers, each with its own pipeline.
+func (m *Monitor) launch(ctx context.Context, batch []kafka.Message) (*flight, error) {
+	already, err := m.storedBefore(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	f := &flight{batch: batch, reqs: make([]request, len(batch)), already: already, done: make(chan struct{})}
+	workers := min(runtime.GOMAXPROCS(0), (len(batch)+minChunk-1)/minChunk)
+	chunk := (len(batch) + workers - 1) / workers
 	errs := make([]error, workers)
-	parts(func(w int, part []request, msgs []kafka.Message) {
-		for i := range msgs {
-			if already != nil && already[w*chunk+i] {
-				part[i] = request{msg: &msgs[i], skipped: true}
-				continue
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, len(batch))
+		wg.Go(func() {
+			part, msgs := f.reqs[lo:hi], batch[lo:hi]
+			for i := range msgs {
+				if already != nil && already[lo+i] {
+					part[i] = request{msg: &msgs[i], skipped: true}
+					continue
+				}
+				part[i] = m.classify(&msgs[i])
 			}
-			part[i] = m.classify(&msgs[i])
-		}
-		errs[w] = m.store(ctx, part)
-	})
-	if err := errors.Join(errs...); err != nil {
+			errs[w] = m.store(ctx, part)
+		})
+	}
+	go func() {
+		wg.Wait()
+		f.err = errors.Join(errs...)
+		close(f.done)
+	}()
+	return f, nil
+}
+
+// land waits until f is stored, calls stored, and has it reported (by the
+// report loop when Run has one).
+func (m *Monitor) land(f *flight, stored func()) error {
+	if err := f.wait(); err != nil {
 		return err
 	}
 	stored()
-	o := outcome{reqs: reqs, skipped: countTrue(already)}
+	o := outcome{reqs: f.reqs, skipped: countTrue(f.already)}
 	if m.reports != nil {
 		m.reports <- o
 	} else {

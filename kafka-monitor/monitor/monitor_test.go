@@ -350,6 +350,72 @@ func TestRedisOutageLosesNoRequest(t *testing.T) {
 	}
 }
 
+// A monitor validates and stores the next batch while the one before is
+// still being written: stopped while both wait for Redis, it commits
+// neither, and the next monitor stores each request once.
+func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
+	const batchSize = 50
+	c := newCluster(t, harness.RedisOptions{AppendOnly: true}, "BATCH_SIZE="+strconv.Itoa(batchSize))
+	const n = 300
+	reqs := make([]string, n)
+	for i := range reqs {
+		reqs[i] = fmt.Sprintf(`{"url": "http://inflight.com/page/%d", "appid":"testapp", "crawlid":"c%d"}`, i, i)
+	}
+	m0, stop0 := c.start(t)
+	c.produce(t, reqs[:100]...)
+	waitFor(t, "the first 100", func() bool { return m0.Processed() >= 100 })
+	stop0()
+
+	// The next 200 wait in Kafka. Redis answers reads but holds writes, so
+	// that the monitor has two batches in flight; then Redis goes down and
+	// every write fails.
+	c.produce(t, reqs[100:]...)
+	ctx := context.Background()
+	if err := c.rdb.Do(ctx, "CLIENT", "PAUSE", "10000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	m1, stop1 := c.start(t)
+	time.Sleep(500 * time.Millisecond)
+	c.redis.Kill()
+	waitFor(t, "a logged Redis failure", func() bool {
+		return strings.Contains(c.logs.String(), "Failed to store requests in Redis; retrying")
+	})
+	stop1()
+	if err := c.redis.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m1.Processed(); got != 0 {
+		t.Fatalf("the stopped monitor reported %d requests, want none", got)
+	}
+	var notStored float64
+	for line := range strings.Lines(c.logs.String()) {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) == nil && l["message"] == "Stopped before the batch was stored; it will be delivered again" {
+			notStored, _ = l["messages"].(float64)
+		}
+	}
+	if notStored <= batchSize {
+		t.Fatalf("the stopped monitor had %v messages in flight, want two batches (more than %d):\n%s", notStored, batchSize, c.logs)
+	}
+
+	m2, _ := c.start(t)
+	waitFor(t, "every request in Redis", func() bool { return c.rdb.ZCard(ctx, "link:inflight.com:queue").Val() == n })
+	waitFor(t, "the second monitor's 200", func() bool { return m2.Processed() >= 200 })
+	crawls := make([]ledger.Crawl, n)
+	for i := range crawls {
+		crawls[i] = ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: fmt.Sprintf("c%d", i)}
+	}
+	ps, err := ledger.Read(ctx, c.rdb, crawls...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ps {
+		if p == nil || p.Seeds != 1 {
+			t.Fatalf("c%d's ledger %+v, want its one seed counted once", i, p)
+		}
+	}
+}
+
 func TestStoppedMonitorCommitsWhatItStoredAndTheNextOneResumes(t *testing.T) {
 	c := newCluster(t, harness.RedisOptions{})
 	m1, stop := c.start(t)
