@@ -126,6 +126,7 @@ func Default() []Bench {
 				{Label: "kafka-monitor CPU per page", Result: "BenchmarkCrawlCost", Unit: "kafka-monitor-cpu-µs/page"},
 				{Label: "all five processes, CPU per page", Result: "BenchmarkCrawlCost", Unit: "total-cpu-µs/page"},
 				{Label: "pages/s of that crawl (all five on the same cores)", Result: "BenchmarkCrawlCost", Unit: "pages/s", Target: AtLeast(3200)},
+				{Label: "Redis socket reads per page (round trips, INFO stats)", Result: "BenchmarkCrawlCost", Unit: "redis-reads/page"},
 				{Label: "Redis commands per page (INFO commandstats)", Result: "BenchmarkCrawlCost", Unit: "redis-cmds/page"},
 				{Label: "  %s", Result: "BenchmarkCrawlCost", Unit: "redis-cmd-*/page"},
 			}},

@@ -77,6 +77,9 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //     kafka-monitor), and total-cpu-µs/page, their sum;
 //   - pages/s over the same span (the machine's other load shows here, not
 //     in the CPU figures);
+//   - redis-reads/page: how often Redis read requests from a socket (INFO
+//     stats total_reads_processed), its round trips near enough: each one
+//     a wake-up with its kernel work, whatever it holds;
 //   - redis-cmds/page: the commands Redis ran (INFO commandstats: a script
 //     run counts once, and each command it runs once more), and
 //     redis-cmd-<command>/page for each command with at least 0.01 per page
@@ -149,6 +152,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 
 	var pages int
 	var elapsed time.Duration
+	var reads int64 // socket reads with requests in them: round trips, near enough
 	cpu := map[string]time.Duration{}
 	cmds := map[string]commandStat{}
 	b.ResetTimer()
@@ -156,6 +160,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		crawlID := "cost-" + strconv.Itoa(i)
 		cpuStart := cpuTimes(b, pids)
 		cmdStart := commandStats(b, rdb)
+		readsStart := readsProcessed(b, rdb)
 		start := time.Now()
 		feed(crawlID)
 		pages += wait(crawlID, costPages)
@@ -163,6 +168,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		for name, t := range cpuTimes(b, pids) {
 			cpu[name] += t - cpuStart[name]
 		}
+		reads += readsProcessed(b, rdb) - readsStart
 		for name, s := range commandStats(b, rdb) {
 			d := cmds[name]
 			d.calls += s.calls - cmdStart[name].calls
@@ -186,6 +192,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		names = append(names, name)
 	}
 	b.ReportMetric(perPage(float64(calls)), "redis-cmds/page")
+	b.ReportMetric(perPage(float64(reads)), "redis-reads/page")
 	sort.Slice(names, func(i, j int) bool { return cmds[names[i]].calls > cmds[names[j]].calls })
 	var breakdown []string
 	for _, name := range names {
@@ -259,6 +266,28 @@ func commandStats(tb testing.TB, rdb *redis.Client) map[string]commandStat {
 		out[name] = s
 	}
 	return out
+}
+
+// readsProcessed is INFO stats' total_reads_processed: how many times
+// Redis read from a client's socket, each a wake-up that costs it a read
+// call and kernel work whatever it holds.
+func readsProcessed(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "stats").Result()
+	if err != nil {
+		tb.Fatalf("INFO stats: %v", err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				tb.Fatalf("INFO stats: total_reads_processed %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	tb.Fatal("INFO stats has no total_reads_processed (Redis 6 or newer has)")
+	return 0
 }
 
 // cpuTimes reads each process's CPU time so far.
