@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,7 +20,6 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/ops/benchtable"
 )
@@ -89,7 +87,6 @@ func run(count int, only string, verbose, list bool, dir string) error {
 			load = strings.Join(f[:3], " ")
 		}
 	}
-	before := yardstick()
 	r := benchtable.Runner{Dir: dir, Count: count, Log: os.Stderr}
 	if verbose {
 		r.Raw = os.Stderr
@@ -99,8 +96,6 @@ func run(count int, only string, verbose, list bool, dir string) error {
 	fmt.Println()
 	fmt.Printf("%d CPUs, load average %s before the runs. The machine's other load shows in these figures:\n", runtime.NumCPU(), load)
 	fmt.Println("compare medians from one machine, not single runs.")
-	fmt.Printf("Yardstick (one core hashing %d MiB, the same work every time): %v before the runs, %v after;\n", yardstickMiB, before.Round(time.Millisecond), yardstick().Round(time.Millisecond))
-	fmt.Println("tables are comparable when their yardsticks are.")
 	fmt.Println()
 	if err := benchtable.Write(os.Stdout, lines, commands, count); err != nil {
 		return err
@@ -114,24 +109,6 @@ func run(count int, only string, verbose, list bool, dir string) error {
 		}
 	}
 	return nil
-}
-
-// yardstickMiB is how much yardstick hashes.
-const yardstickMiB = 256
-
-// yardstick times a fixed piece of single-threaded work (SHA-256 of
-// yardstickMiB zero bytes), to show how fast the machine was when a table
-// was made: a virtual machine's speed drifts over minutes, and with it
-// every figure.
-func yardstick() time.Duration {
-	buf := make([]byte, 1<<20)
-	h := sha256.New()
-	start := time.Now()
-	for range yardstickMiB {
-		h.Write(buf)
-	}
-	h.Sum(nil)
-	return time.Since(start)
 }
 
 // filter keeps the figures whose label or benchmark pattern matches re.
