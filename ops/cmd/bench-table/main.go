@@ -95,7 +95,9 @@ func run(count int, only string, verbose, list bool, dir string) error {
 	lines, commands := benchtable.Lines(benches, runs)
 	fmt.Println()
 	fmt.Printf("%d CPUs, load average %s before the runs. The machine's other load shows in these figures:\n", runtime.NumCPU(), load)
-	fmt.Println("compare medians from one machine, not single runs.")
+	fmt.Println("compare medians from one machine, not single runs. A virtual machine's speed also drifts")
+	fmt.Println("over minutes: the test site's CPU per page (its code rarely changes) shows how fast it was,")
+	fmt.Println("and tables are comparable when theirs agree.")
 	fmt.Println()
 	if err := benchtable.Write(os.Stdout, lines, commands, count); err != nil {
 		return err
