@@ -58,6 +58,7 @@ type Monitor struct {
 	host, id  string
 	maxBytes  int
 	batchSize int
+	readAhead int64 // READ_AHEAD_BYTES: Run's budget for the messages it holds
 
 	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
 	marks     *storedMarks
@@ -86,7 +87,8 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
 		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
-		marks: newStoredMarks(rdb, s.String("KAFKA_GROUP"), s.String("KAFKA_INCOMING_TOPIC")),
+		readAhead: int64(s.Int("READ_AHEAD_BYTES")),
+		marks:     newStoredMarks(rdb, s.String("KAFKA_GROUP"), s.String("KAFKA_INCOMING_TOPIC")),
 	}
 	m.metrics = newMetrics(m)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
@@ -140,6 +142,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	kcfg := m.kafka
 	kcfg.CommitInterval = 0 // commits are synchronous, sent by the committer once a batch is stored
+	// Messages are held ahead by fetchLoop, within READ_AHEAD_BYTES; the
+	// reader's own queue only bridges a fetch.
+	kcfg.QueueCapacity = readerQueue
 	reader := kcfg.NewGroupReader(topic, m.settings.String("KAFKA_GROUP"))
 	defer reader.Close()
 	commits := startCommitter(reader, m.marks, m.log)
@@ -157,7 +162,8 @@ func (m *Monitor) Run(ctx context.Context) error {
 	// work; at most one waits, and every one is reported before Run returns.
 	m.reports = make(chan outcome, 1)
 	reported := make(chan struct{})
-	go m.reportLoop(m.reports, reported)
+	budget := newReadAhead(m.readAhead)
+	go m.reportLoop(m.reports, budget, reported)
 	defer func() {
 		close(m.reports)
 		<-reported
@@ -171,7 +177,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	// process nor Redis waits for the other. Batches are committed and
 	// reported in order, and one is never left waiting for more messages.
 	msgs := make(chan kafka.Message, m.batchSize)
-	go m.fetchLoop(ctx, reader, msgs)
+	go m.fetchLoop(ctx, reader, budget, msgs)
 	var inFlight *flight
 	land := func() error { // commits and reports the batch in flight
 		if inFlight == nil {
@@ -249,10 +255,10 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 }
 
-// fetchLoop reads messages into msgs until ctx is done, then closes it.
-// Messages left in msgs at shutdown were never committed and are delivered
-// again to the next monitor.
-func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, msgs chan<- kafka.Message) {
+// fetchLoop reads messages into msgs until ctx is done, then closes it,
+// each once budget has room for it. Messages left in msgs at shutdown were
+// never committed and are delivered again to the next monitor.
+func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, budget *readAhead, msgs chan<- kafka.Message) {
 	defer close(msgs)
 	for {
 		msg, err := r.FetchMessage(ctx)
@@ -265,6 +271,9 @@ func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, msgs chan<- ka
 				return
 			}
 			continue
+		}
+		if budget.take(ctx, cost(&msg)) != nil {
+			return
 		}
 		select {
 		case msgs <- msg:
@@ -384,7 +393,7 @@ func (m *Monitor) land(f *flight, stored func()) error {
 		return err
 	}
 	stored()
-	o := outcome{reqs: f.reqs, skipped: countTrue(f.already)}
+	o := outcome{reqs: f.reqs, skipped: countTrue(f.already), batch: f.batch}
 	if m.reports != nil {
 		m.reports <- o
 	} else {
@@ -396,16 +405,18 @@ func (m *Monitor) land(f *flight, stored func()) error {
 // outcome is a stored batch's requests, to be reported.
 type outcome struct {
 	reqs    []request
-	skipped int // how many were skipped as stored before
+	skipped int             // how many were skipped as stored before
+	batch   []kafka.Message // the messages, given back to Run's read-ahead budget once reported
 }
 
 // reportLoop reports the outcomes sent on reports, in order, until it is
 // closed: Run has a batch's logs written and stats recorded while the next
 // batch is validated and stored.
-func (m *Monitor) reportLoop(reports <-chan outcome, done chan<- struct{}) {
+func (m *Monitor) reportLoop(reports <-chan outcome, budget *readAhead, done chan<- struct{}) {
 	defer close(done)
 	for o := range reports {
 		m.report(o)
+		budget.giveBack(o.batch)
 	}
 }
 
@@ -462,6 +473,11 @@ func countTrue(bs []bool) int {
 	}
 	return n
 }
+
+// readerQueue is how many fetched messages the Kafka reader keeps ahead of
+// fetchLoop (outside READ_AHEAD_BYTES: at most this many requests of up to
+// KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES each).
+const readerQueue = 64
 
 // minChunk is the smallest share of a batch worth a worker of its own.
 const minChunk = 32

@@ -416,6 +416,25 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	}
 }
 
+// READ_AHEAD_BYTES bounds what a monitor holds, not what it can store: with
+// room for a few requests it stores them all, one larger than the whole
+// budget too.
+func TestASmallReadAheadBudgetStoresEveryRequest(t *testing.T) {
+	c := newCluster(t, harness.RedisOptions{}, "READ_AHEAD_BYTES=4096")
+	m, _ := c.start(t)
+	const n = 100
+	reqs := make([]string, 0, n+1)
+	for i := range n {
+		reqs = append(reqs, fmt.Sprintf(`{"url": "http://budget.com/page/%d", "appid":"testapp", "crawlid":"c%d"}`, i, i))
+	}
+	reqs = append(reqs, `{"url": "http://budget.com/large", "appid":"testapp", "crawlid":"large", "attrs": {"note": "`+strings.Repeat("x", 20000)+`"}}`)
+	c.produce(t, reqs...)
+	waitFor(t, "every request handled", func() bool { return m.Processed() == n+1 })
+	if got := c.rdb.ZCard(context.Background(), "link:budget.com:queue").Val(); got != n+1 {
+		t.Fatalf("queue holds %d requests, want %d", got, n+1)
+	}
+}
+
 func TestStoppedMonitorCommitsWhatItStoredAndTheNextOneResumes(t *testing.T) {
 	c := newCluster(t, harness.RedisOptions{})
 	m1, stop := c.start(t)

@@ -27,6 +27,7 @@ import (
 //	STATS_*                   stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
 //	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
+//	READ_AHEAD_BYTES          32 MiB (Go) most bytes of requests held, read and not yet stored and reported
 //	LEDGER_*                  (Go) ledger.Defaults: LEDGER_TTL, how long a crawl's ledger outlives its last seed
 //	ADMIN_ADDR, ADMIN_PPROF          (Go) the admin endpoint of `run`, ":9410" (admin.Defaults)
 func Defaults() settings.Defaults {
@@ -40,5 +41,6 @@ func Defaults() settings.Defaults {
 		"LOGGER_NAME":          "kafka-monitor",
 		"MAX_REQUEST_BYTES":    1 << 20,
 		"BATCH_SIZE":           500,
+		"READ_AHEAD_BYTES":     32 << 20,
 	})
 }

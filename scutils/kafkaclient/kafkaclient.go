@@ -13,6 +13,7 @@
 package kafkaclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -92,6 +93,9 @@ type Config struct {
 	// FetchMaxWait is how long a fetch waits for new messages
 	// (KAFKA_CONSUMER_TIMEOUT).
 	FetchMaxWait time.Duration
+	// QueueCapacity is how many fetched messages a reader keeps ahead of
+	// its consumer; 0 means defaultQueueCapacity.
+	QueueCapacity int
 	// CommitInterval is the auto-commit period (KAFKA_CONSUMER_COMMIT_INTERVAL_MS);
 	// 0 commits synchronously on each CommitMessages call
 	// (KAFKA_CONSUMER_AUTO_COMMIT_ENABLE false).
@@ -225,6 +229,10 @@ func (c Config) NewPartitionReader(topic string, partition int, offset int64) (*
 	return r, nil
 }
 
+// defaultQueueCapacity leaves room for large batches: consumers hand
+// messages over in batches.
+const defaultQueueCapacity = 1000
+
 func (c Config) readerConfig(topic, group string, partition ...int) kafka.ReaderConfig {
 	start := kafka.LastOffset
 	if c.StartAtEarliest {
@@ -239,9 +247,8 @@ func (c Config) readerConfig(topic, group string, partition ...int) kafka.Reader
 		MaxWait:        c.FetchMaxWait,
 		StartOffset:    start,
 		CommitInterval: c.CommitInterval,
-		// Room for large batches: consumers hand messages over in batches.
-		QueueCapacity: 1000,
-		Dialer:        &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
+		QueueCapacity:  cmp.Or(c.QueueCapacity, defaultQueueCapacity),
+		Dialer:         &kafka.Dialer{Timeout: c.ConnTimeout, ClientID: c.clientID(), DualStack: true},
 		// Rebalances should not stall a small cluster for long.
 		HeartbeatInterval: time.Second,
 		SessionTimeout:    10 * time.Second,
