@@ -26,7 +26,7 @@ import (
 //	LOG_FILE                  "kafka_monitor.log"
 //	STATS_*                   stats.MonitorDefaults: STATS_TOTAL, STATS_PLUGINS, STATS_CYCLE, STATS_DUMP, STATS_TIMES
 //	MAX_REQUEST_BYTES         1 MiB  (Go) larger requests are rejected and counted as failures
-//	BATCH_SIZE                500    (Go) most requests stored per Redis round trip
+//	BATCH_SIZE                1000   (Go) most requests stored per Redis round trip
 //	READ_AHEAD_BYTES          32 MiB (Go) most bytes of requests held, read and not yet stored and reported
 //	LEDGER_*                  (Go) ledger.Defaults: LEDGER_TTL, how long a crawl's ledger outlives its last seed
 //	ADMIN_ADDR, ADMIN_PPROF          (Go) the admin endpoint of `run`, ":9410" (admin.Defaults)
@@ -40,7 +40,7 @@ func Defaults() settings.Defaults {
 		"PLUGIN_DIR":           "plugins/",
 		"LOGGER_NAME":          "kafka-monitor",
 		"MAX_REQUEST_BYTES":    1 << 20,
-		"BATCH_SIZE":           500,
+		"BATCH_SIZE":           1000,
 		"READ_AHEAD_BYTES":     32 << 20,
 	})
 }
