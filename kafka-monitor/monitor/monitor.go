@@ -179,16 +179,22 @@ func (m *Monitor) Run(ctx context.Context) error {
 	msgs := make(chan kafka.Message, m.batchSize)
 	go m.fetchLoop(ctx, reader, budget, msgs)
 	var inFlight *flight
-	land := func() error { // commits and reports the batch in flight
-		if inFlight == nil {
-			return nil
-		}
+	// landFailed commits and reports the batch in flight, if any, and
+	// reports whether it was not stored: then Run stops, logging that its
+	// messages and the others held (more) will be delivered again.
+	landFailed := func(more int) bool {
 		f := inFlight
 		inFlight = nil
-		return m.land(f, func() { commits.add(f.batch) })
+		if f == nil || m.land(f, func() { commits.add(f.batch) }) == nil {
+			return false
+		}
+		m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(f.batch) + more})
+		return true
 	}
-	stopped := func(messages int) error {
-		m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": messages})
+	closing := func() error {
+		if !landFailed(0) {
+			m.log.Info("Closing Kafka Monitor")
+		}
 		return nil
 	}
 	for {
@@ -198,17 +204,13 @@ func (m *Monitor) Run(ctx context.Context) error {
 		case first, ok = <-msgs:
 		default:
 			// Nothing waits: the batch in flight is landed before waiting.
-			if f := inFlight; land() != nil {
-				return stopped(len(f.batch))
+			if landFailed(0) {
+				return nil
 			}
 			first, ok = <-msgs
 		}
 		if !ok {
-			if f := inFlight; land() != nil {
-				return stopped(len(f.batch))
-			}
-			m.log.Info("Closing Kafka Monitor")
-			return nil
+			return closing()
 		}
 		batch := []kafka.Message{first}
 	drain:
@@ -223,34 +225,28 @@ func (m *Monitor) Run(ctx context.Context) error {
 				break drain
 			}
 		}
-		if !m.marks.readsOn(batch) {
-			// Marks are looked up (a start, a rebalance, a redelivery):
-			// those of the batch in flight must be written first.
-			if f := inFlight; land() != nil {
-				return stopped(len(f.batch) + len(batch))
-			}
+		// Marks are looked up (a start, a rebalance, a redelivery): those
+		// of the batch in flight must be written first.
+		if !m.marks.readsOn(batch) && landFailed(len(batch)) {
+			return nil
 		}
 		next, err := m.launch(ctx, batch)
 		if err != nil {
-			if f := inFlight; land() != nil {
-				return stopped(len(f.batch) + len(batch))
+			if !landFailed(len(batch)) {
+				m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
 			}
-			return stopped(len(batch))
+			return nil
 		}
-		if f := inFlight; land() != nil {
+		if landFailed(len(batch)) {
 			// The batch before was not stored: next must not be committed
 			// past it. What next stored is marked, and skipped when it is
 			// delivered again.
 			_ = next.wait()
-			return stopped(len(f.batch) + len(batch))
+			return nil
 		}
 		inFlight = next
 		if ctx.Err() != nil {
-			if f := inFlight; land() != nil {
-				return stopped(len(f.batch))
-			}
-			m.log.Info("Closing Kafka Monitor")
-			return nil
+			return closing()
 		}
 	}
 }
@@ -272,7 +268,7 @@ func (m *Monitor) fetchLoop(ctx context.Context, r *kafka.Reader, budget *readAh
 			}
 			continue
 		}
-		if budget.take(ctx, cost(&msg)) != nil {
+		if budget.take(ctx, heldCost(&msg)) != nil {
 			return
 		}
 		select {

@@ -28,8 +28,8 @@ func newReadAhead(limit int64) *readAhead {
 	return &readAhead{limit: max(1, limit), freed: make(chan struct{})}
 }
 
-// cost is what msg counts for.
-func cost(msg *kafka.Message) int64 {
+// heldCost is what msg counts for in the budget.
+func heldCost(msg *kafka.Message) int64 {
 	return int64(len(msg.Key)+len(msg.Value)) + messageOverhead
 }
 
@@ -57,7 +57,7 @@ func (r *readAhead) take(ctx context.Context, n int64) error {
 func (r *readAhead) giveBack(batch []kafka.Message) {
 	var n int64
 	for i := range batch {
-		n += cost(&batch[i])
+		n += heldCost(&batch[i])
 	}
 	r.mu.Lock()
 	r.held -= n

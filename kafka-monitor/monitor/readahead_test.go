@@ -12,14 +12,14 @@ func TestReadAheadWaitsForBytesGivenBack(t *testing.T) {
 	r := newReadAhead(3 * messageOverhead)
 	msg := kafka.Message{Value: make([]byte, messageOverhead)} // counts twice the overhead
 	ctx := context.Background()
-	if err := r.take(ctx, cost(&msg)); err != nil {
+	if err := r.take(ctx, heldCost(&msg)); err != nil {
 		t.Fatal(err)
 	}
 	taken := make(chan error, 1)
-	go func() { taken <- r.take(ctx, cost(&msg)) }()
+	go func() { taken <- r.take(ctx, heldCost(&msg)) }()
 	select {
 	case err := <-taken:
-		t.Fatalf("took %d bytes beyond the budget (%d held of %d): %v", cost(&msg), r.heldBytes(), r.limit, err)
+		t.Fatalf("took %d bytes beyond the budget (%d held of %d): %v", heldCost(&msg), r.heldBytes(), r.limit, err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	r.giveBack([]kafka.Message{msg})
@@ -31,25 +31,25 @@ func TestReadAheadWaitsForBytesGivenBack(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("still waiting after the bytes were given back")
 	}
-	if got := r.heldBytes(); got != cost(&msg) {
-		t.Fatalf("%d bytes held, want %d", got, cost(&msg))
+	if got := r.heldBytes(); got != heldCost(&msg) {
+		t.Fatalf("%d bytes held, want %d", got, heldCost(&msg))
 	}
 }
 
 func TestReadAheadTakesAMessageLargerThanTheBudgetWhenNothingIsHeld(t *testing.T) {
 	r := newReadAhead(1024)
 	huge := kafka.Message{Value: make([]byte, 1<<20)}
-	if err := r.take(context.Background(), cost(&huge)); err != nil {
+	if err := r.take(context.Background(), heldCost(&huge)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	small := kafka.Message{Value: []byte("{}")}
-	if err := r.take(ctx, cost(&small)); err == nil {
+	if err := r.take(ctx, heldCost(&small)); err == nil {
 		t.Fatal("took more while a message beyond the budget was held")
 	}
 	r.giveBack([]kafka.Message{huge})
-	if err := r.take(context.Background(), cost(&small)); err != nil {
+	if err := r.take(context.Background(), heldCost(&small)); err != nil {
 		t.Fatal(err)
 	}
 }
