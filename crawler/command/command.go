@@ -24,6 +24,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/gctune"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -55,7 +56,14 @@ crawler's log settings are SC_LOG_* as in the original.`,
 	flags.Bind("spider", "SPIDER")
 	runE := func(cmd *cobra.Command, _ []string) error {
 		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-			return engine.New(ctx, s, log, rdb)
+			e, err := engine.New(ctx, s, log, rdb)
+			if err != nil {
+				return nil, err
+			}
+			gc := gctune.Apply(gctune.DefaultPercent, e.MemoryBound())
+			log.Info("Go garbage collector set", logfactory.Extra{"gogc": gc.Percent, "gogc_from_env": gc.PercentFromEnv,
+				"memory_limit_bytes": gc.Limit, "memory_limit_from_env": gc.LimitFromEnv})
+			return e, nil
 		})
 	}
 	root.Args = cobra.NoArgs

@@ -415,3 +415,50 @@ func attrs(t *testing.T, p *spider.Page) map[string]any {
 	}
 	return m
 }
+
+// TestCrawlerSetsItsGarbageCollectorFromItsMemoryBound: a crawler runs Go's
+// collector at GOGC=400 with a soft memory limit of 2 × CONCURRENT_REQUESTS
+// × DOWNLOAD_MAXSIZE + 64 MiB, and says so at start; GOGC and GOMEMLIMIT
+// in its environment win.
+func TestCrawlerSetsItsGarbageCollectorFromItsMemoryBound(t *testing.T) {
+	c := newCluster(t)
+	small := map[string]string{"CONCURRENT_REQUESTS": "4", "DOWNLOAD_MAXSIZE": strconv.Itoa(1 << 20)}
+	withEnv := maps.Clone(small)
+	withEnv["GOGC"], withEnv["GOMEMLIMIT"] = "100", "1GiB"
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		want      map[string]any
+	}{
+		{"defaults", small, map[string]any{"gogc": 400.0, "gogc_from_env": false,
+			"memory_limit_bytes": float64(2*4<<20 + 64<<20), "memory_limit_from_env": false}},
+		{"environment", withEnv, map[string]any{"gogc": 100.0, "gogc_from_env": true,
+			"memory_limit_bytes": float64(1 << 30), "memory_limit_from_env": true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := c.startCrawler(t, "gc-"+tc.name, tc.overrides)
+			const msg = "Go garbage collector set"
+			deadline := time.Now().Add(30 * time.Second)
+			for !p.out.Contains(msg) {
+				if p.exited() || time.Now().After(deadline) {
+					t.Fatalf("no %q line from the crawler; output:\n%s", msg, p.out.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			for line := range strings.SplitSeq(p.out.String(), "\n") {
+				if !strings.Contains(line, msg) {
+					continue
+				}
+				var got map[string]any
+				if err := json.Unmarshal([]byte(line), &got); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				for k, want := range tc.want {
+					if got[k] != want {
+						t.Errorf("%s = %v, want %v (line %s)", k, got[k], want, line)
+					}
+				}
+			}
+		})
+	}
+}

@@ -166,6 +166,16 @@ func (e *Engine) setupStats(ctx context.Context) error {
 	return nil
 }
 
+// MemoryBound is the most memory the crawler should need with its
+// settings: the pages being fetched and as many fetched pages being
+// published, each at most DOWNLOAD_MAXSIZE, plus 64 MiB for everything
+// else (docs/production.md, hostile pages). The crawler command gives it
+// to Go's garbage collector as the soft memory limit (package gctune).
+func (e *Engine) MemoryBound() int64 {
+	c := e.fetcher.Config()
+	return 2*int64(c.MaxConns)*c.MaxSize + 64<<20
+}
+
 // Scheduler returns the engine's scheduler (for tests and benchmarks).
 func (e *Engine) Scheduler() *scheduler.Scheduler { return e.sched }
 
