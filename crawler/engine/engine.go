@@ -169,7 +169,8 @@ func (e *Engine) setupStats(ctx context.Context) error {
 // MemoryBound is the most memory the crawler should need with its
 // settings: the pages being fetched and as many fetched pages being
 // published, each at most DOWNLOAD_MAXSIZE, plus 64 MiB for everything
-// else (docs/production.md, hostile pages). The crawler command gives it
+// else (docs/production.md, hostile pages, estimates 30 MB; the rest is
+// room to spare). The crawler command gives it
 // to Go's garbage collector as the soft memory limit (package gctune).
 func (e *Engine) MemoryBound() int64 {
 	c := e.fetcher.Config()
