@@ -170,8 +170,8 @@ func (e *Engine) setupStats(ctx context.Context) error {
 // settings: the pages being fetched and as many fetched pages being
 // published, each at most DOWNLOAD_MAXSIZE, plus 64 MiB for everything
 // else (docs/production.md, hostile pages, estimates 30 MB; the rest is
-// room to spare). The crawler command gives it
-// to Go's garbage collector as the soft memory limit (package gctune).
+// room to spare). The crawler command gives it to Go's garbage collector
+// as the soft memory limit (package gctune).
 func (e *Engine) MemoryBound() int64 {
 	c := e.fetcher.Config()
 	return 2*int64(c.MaxConns)*c.MaxSize + 64<<20
