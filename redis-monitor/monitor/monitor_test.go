@@ -308,7 +308,7 @@ func TestAnswersGoToTheFirehoseAndTheAppIDTopic(t *testing.T) {
 		}
 	}
 	waitFor(t, "request keys removed", func() bool { return c.gone("info:link:testapp:c1")() && c.gone("stop:link:testapp:c1")() })
-	if n := c.rdb.PFCount(ctx, "stats:redis-monitor:total:lifetime").Val(); n != 2 {
+	if n := c.rdb.PFCount(ctx, "stats:redis-monitor:total:lifetime").Val(); !harness.DistinctCountMatches(n, 2) {
 		t.Errorf("total lifetime %d, want 2", n)
 	}
 	if n := c.rdb.ZCard(ctx, "stats:redis-monitor:InfoMonitor:900").Val(); n != 1 {
@@ -373,7 +373,7 @@ func TestFailingRequestIsRetriedThenDropped(t *testing.T) {
 	if r.m.Dropped() != 2 || r.m.Failed() != 6 {
 		t.Fatalf("dropped %d failed %d", r.m.Dropped(), r.m.Failed())
 	}
-	if n := c.rdb.PFCount(ctx, "stats:redis-monitor:fail:lifetime").Val(); n != 6 {
+	if n := c.rdb.PFCount(ctx, "stats:redis-monitor:fail:lifetime").Val(); !harness.DistinctCountMatches(n, 6) {
 		t.Fatalf("fail lifetime %d, want 6", n)
 	}
 	for _, k := range []string{"lock:fail:1:failures", "lock:panic:1:failures", "lock:fail:1"} {

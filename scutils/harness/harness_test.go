@@ -260,3 +260,17 @@ func TestFreePortsComeFromBelowTheEphemeralRangeAndCanBeListenedOn(t *testing.T)
 		l.Close()
 	}
 }
+
+func TestDistinctCountMatchesAcceptsOneMergedPairOnly(t *testing.T) {
+	for _, c := range []struct {
+		got, want int64
+		match     bool
+	}{
+		{11, 11, true}, {10, 11, true}, {9, 11, false}, {12, 11, false},
+		{0, 1, false}, {1, 1, true}, {0, 0, true},
+	} {
+		if harness.DistinctCountMatches(c.got, c.want) != c.match {
+			t.Errorf("DistinctCountMatches(%d, %d) = %v", c.got, c.want, !c.match)
+		}
+	}
+}

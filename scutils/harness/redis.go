@@ -154,3 +154,14 @@ func (r *Redis) Close() {
 	r.Kill()
 	os.RemoveAll(r.dir)
 }
+
+// DistinctCountMatches reports whether got, a PFCOUNT of a HyperLogLog
+// that was given want distinct random members (the stats' lifetime
+// counters), reads want. The HyperLogLog counts two members that fall in
+// the same of its 16,384 registers once: for n members that happens with
+// probability about n²/32,768 (0.3% at 11, measured 94 in 30,000 sets on
+// Redis 7.0), and two such merges are a thousand times rarer. So one short
+// counts as a match.
+func DistinctCountMatches(got, want int64) bool {
+	return got == want || (want > 1 && got == want-1)
+}

@@ -936,7 +936,10 @@ func TestWindowSetAddToQueuesManyEventsOnTheCallersPipeline(t *testing.T) {
 			t.Errorf("window %d = %d, %v; want 250", w, n, err)
 		}
 	}
-	if n, err := ws.LifetimeValue(ctx); err != nil || n < 245 || n > 255 {
+	// PFCOUNT of 250 random members, measured over 20,000 sets on Redis
+	// 7.0: 243-252, and 244 or less 16 times. The bounds leave room for
+	// the estimate's tail while still telling 250 hits from 1 or 500.
+	if n, err := ws.LifetimeValue(ctx); err != nil || n < 235 || n > 260 {
 		t.Errorf("lifetime = %d, %v; want about 250", n, err)
 	}
 }
