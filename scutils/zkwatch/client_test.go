@@ -1,6 +1,7 @@
 package zkwatch_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -115,5 +116,26 @@ func TestNewClientNeedsAHost(t *testing.T) {
 	if c, err := zkwatch.NewClient(zkwatch.ClientConfig{}); err == nil {
 		c.Close()
 		t.Error("NewClient accepted no hosts")
+	}
+}
+
+// Dial, like the watcher, leaves a connection that is never answered after
+// the session timeout, instead of go-zookeeper's ten times two thirds of it
+// (13 s here), and connects through the next one.
+func TestDialGivesUpAConnectionThatIsNeverAnswered(t *testing.T) {
+	p := startProxy(t, shared.Addr)
+	p.Silence(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := zkwatch.Dial(ctx, []string{p.Addr()}, 2*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, _, err := conn.Exists("/"); err != nil {
+		t.Errorf("Exists through the second connection: %v", err)
+	}
+	if n := p.Held(); n != 1 {
+		t.Errorf("%d connections left unanswered, want the first one", n)
 	}
 }

@@ -138,12 +138,15 @@ func state(t *testing.T, w *zkwatch.Watcher, valid bool, contents string) {
 }
 
 // proxy is a TCP proxy in front of ZooKeeper that a test can cut, to take the
-// server away from one client without stopping it.
+// server away from one client without stopping it, or make answer nothing
+// on some connections, as a starting server does.
 type proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
 	cut    bool
+	silent int // connections still to accept and leave unanswered
+	held   int // connections accepted and left unanswered so far
 	conns  map[net.Conn]struct{}
 }
 
@@ -177,6 +180,17 @@ func (p *proxy) accept() {
 			in.Close()
 			continue
 		}
+		p.mu.Lock()
+		silent := p.silent > 0
+		if silent {
+			p.silent--
+			p.held++
+			p.conns[in] = struct{}{} // open, never read or answered, until Cut
+		}
+		p.mu.Unlock()
+		if silent {
+			continue
+		}
 		out, err := net.Dial("tcp", p.target)
 		if err != nil {
 			in.Close()
@@ -204,6 +218,21 @@ func (p *proxy) Cut() {
 		c.Close()
 	}
 	clear(p.conns)
+}
+
+// Silence makes the next n connections accepted and never answered, as a
+// ZooKeeper server that is starting leaves some (see zkwatch.boundedDialer).
+func (p *proxy) Silence(n int) {
+	p.mu.Lock()
+	p.silent = n
+	p.mu.Unlock()
+}
+
+// Held is how many connections were accepted and left unanswered.
+func (p *proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // Restore lets connections through again.

@@ -269,6 +269,33 @@ func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
 	r.expect(t, []string{"v1"}, []bool{true}, nil)
 }
 
+// A ZooKeeper that is starting accepts a few connections and never answers
+// them. go-zookeeper alone would wait ten times two thirds of the session
+// timeout for the handshake's answer (13 s here, 67 s with the default 10 s
+// session) before it tried again; the watcher gives up after the session
+// timeout.
+func TestAConnectionThatIsNeverAnsweredIsGivenUpAfterTheSessionTimeout(t *testing.T) {
+	c, path := node(t, "/cfg")
+	put(t, c, path, "v1")
+	p := startProxy(t, shared.Addr)
+	p.Silence(1)
+
+	var r recorder
+	cfg := r.hook(config(p.Addr(), path))
+	cfg.ValidInit = false
+	cfg.SessionTimeout = 2 * time.Second
+	w := start(t, cfg)
+	// 2 s on the silent connection, about 1 s of back-off, then a session:
+	// 10 s leaves room for a busy machine and none for go-zookeeper's 13 s.
+	harness.WaitFor(t, "the config through a second connection", 10*time.Second, func() bool {
+		return w.IsValid() && w.GetFileContents() == "v1"
+	})
+	if n := p.Held(); n != 1 {
+		t.Errorf("%d connections left unanswered, want the first one", n)
+	}
+	r.expect(t, []string{"v1"}, []bool{true}, nil)
+}
+
 // The key circuit-breaker case: the server goes away and comes back.
 func TestKeepsLastContentsWhileZooKeeperRestartsAndSeesLaterChanges(t *testing.T) {
 	z := harness.StartZooKeeper(t) // its own server: this test stops it
