@@ -102,6 +102,13 @@ func (e *env) start(t testing.TB, overrides map[string]string) {
 	t.Helper()
 	s := testSettings(t, e.kafka.Hosts(), overrides)
 	e.log = &harness.OutputBuffer{}
+	logged := e.log
+	t.Cleanup(func() {
+		if t.Failed() { // the crawler's side of the story, for the failure
+			out := logged.String()
+			t.Logf("crawler log (last 16 KB of %d bytes):\n%s", len(out), out[max(0, len(out)-16<<10):])
+		}
+	})
 	cfg := logfactory.PrefixedConfigFromSettings(s, "SC_", "sc-crawler")
 	cfg.Output = e.log
 	log, err := logfactory.New(cfg)
