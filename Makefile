@@ -31,9 +31,11 @@ $(BINARIES): bin/%:
 	$(GO) build -o $@ ./$(filter %/cmd/$*,$(CMDS))
 
 # What CI runs (.ci/run). With CI=true a missing redis-server or ZooKeeper
-# fails the tests instead of skipping them.
+# fails the tests instead of skipping them. .ci/test-tools names whatever is
+# missing before the run and again after it (its exit status is the tests').
 test: fmt-check vet
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@.ci/test-tools --notice
+	@status=0; $(GO) test -race -count=1 -timeout 20m $(PKGS) || status=$$?; .ci/test-tools --notice; exit $$status
 
 # Quick loop while editing: no race detector, cached results allowed.
 test-short:
