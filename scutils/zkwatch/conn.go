@@ -67,8 +67,7 @@ func Dial(ctx context.Context, hosts []string, sessionTimeout time.Duration, log
 		sessionTimeout = DefaultSessionTimeout
 	}
 	log := &clientLogger{next: logger}
-	conn, events, err := zk.Connect(hosts, sessionTimeout, zk.WithDialer(boundedDialer(sessionTimeout)),
-		zk.WithLogger(log), zk.WithLogInfo(false))
+	conn, events, err := zkConnect(hosts, sessionTimeout, log)
 	if err != nil {
 		return nil, fmt.Errorf("connect to ZooKeeper %s: %w", strings.Join(hosts, ","), err)
 	}
@@ -136,6 +135,19 @@ func ValidatePath(path string) error {
 		}
 	}
 	return nil
+}
+
+// zkConnect is zk.Connect with what every client of ours has: the bounded
+// dialer, and the client's lines to log (its info lines dropped), plus
+// extra options (go-zookeeper does not export its option type; its options
+// are functions of the Conn and are applied here in order).
+func zkConnect(hosts []string, sessionTimeout time.Duration, log *clientLogger, extra ...func(*zk.Conn)) (*zk.Conn, <-chan zk.Event, error) {
+	return zk.Connect(hosts, sessionTimeout, zk.WithDialer(boundedDialer(sessionTimeout)), zk.WithLogger(log), zk.WithLogInfo(false),
+		func(c *zk.Conn) {
+			for _, o := range extra {
+				o(c)
+			}
+		})
 }
 
 // boundedDialer is go-zookeeper's dialer (net.DialTimeout) with every read
@@ -239,8 +251,7 @@ func backoffDelay(n int, max time.Duration) time.Duration {
 func connect(ctx context.Context, hosts []string, sessionTimeout, maxBackoff time.Duration, log *clientLogger, onEvent func(zk.Event)) (*zk.Conn, <-chan zk.Event) {
 	for attempt := 1; ; attempt++ {
 		hp := &backoffHosts{DNSHostProvider: zk.NewDNSHostProvider(), max: maxBackoff, stop: ctx.Done()}
-		conn, events, err := zk.Connect(hosts, sessionTimeout, zk.WithHostProvider(hp), zk.WithDialer(boundedDialer(sessionTimeout)),
-			zk.WithLogger(log), zk.WithLogInfo(false), zk.WithEventCallback(onEvent))
+		conn, events, err := zkConnect(hosts, sessionTimeout, log, zk.WithHostProvider(hp), zk.WithEventCallback(onEvent))
 		if err == nil {
 			return conn, events
 		}
