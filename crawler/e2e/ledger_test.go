@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,42 +17,29 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
-// invariantScript reads, in one atomic step, what a crawl's ledger says is
-// left (seeds + enqueued - done) and what really is: the crawl's members
-// in every queue of the spider and in the spider's lease hash.
-//
-// KEYS[1] ledger, KEYS[2] lease hash; ARGV[1] queue pattern, ARGV[2] appid,
-// ARGV[3] crawlid. Returns {left, queued, leased}.
-var invariantScript = redis.NewScript(throttle.LuaParseRecord + `
-local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done')
-local left = (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) - (tonumber(v[3]) or 0)
-local function ours(member)
-  local ok, r = pcall(cjson.decode, member)
-  if not ok or type(r) ~= 'table' then return false end
-  if r.appid == nil and type(r.meta) == 'table' then r = r.meta end
-  return r.appid == ARGV[2] and r.crawlid == ARGV[3]
-end
-local queued = 0
-for _, q in ipairs(redis.call('KEYS', ARGV[1])) do
-  for _, m in ipairs(redis.call('ZRANGE', q, 0, -1)) do
-    if ours(m) then queued = queued + 1 end
-  end
-end
-local leased = 0
-for _, rec in ipairs(redis.call('HVALS', KEYS[2])) do
-  local _, _, m = lease_record(rec)
-  if ours(m) then leased = leased + 1 end
-end
-return {left, queued, leased}
-`)
+// invariantScript reads a crawl's ledger's left and the crawl's queued and
+// leased requests in one atomic step (testdata/invariant.lua).
+var invariantScript = testScript("invariant")
+
+// testScript is the script testdata/<name>.lua with the library functions
+// it includes (redisscripts.Compose).
+func testScript(name string) *redisscripts.Script {
+	src, err := os.ReadFile("testdata/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	s, err := redisscripts.Compose(name, string(src))
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
 
 // sampler checks seeds + enqueued = done + queued + leased for a crawl, over
 // and over while a crawl runs, each time in one atomic read.
@@ -408,11 +396,9 @@ func (c *cluster) checkPublishedOnce(tb testing.TB, crawlID string, counts map[s
 	}
 }
 
-// busyScript holds Redis for ARGV[1] microseconds by Redis's own clock.
-var busyScript = redis.NewScript(`local t = redis.call('TIME')
-local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1])
-repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= stop
-return 0`)
+// busyScript holds Redis for ARGV[1] microseconds by Redis's own clock
+// (testdata/busy.lua).
+var busyScript = testScript("busy")
 
 // keepBusy has clients connections run busyScript back to back, each run
 // holding Redis for hold, until stop is called (or the test ends). Stop

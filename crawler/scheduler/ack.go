@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
@@ -22,7 +23,7 @@ import (
 //
 // Each acknowledgement carries what became of its request (a ledger.Tally)
 // and its page's follow-up requests: one run of the finish script
-// (finish.lua) ends the batch's leases, queues their follow-ups and counts
+// (redisscripts.Finish) ends the batch's leases, queues their follow-ups and counts
 // all of it in the crawls' ledgers, so the ledger's done moves in the same
 // step as the lease it counts and the page's follow-ups are queued exactly
 // when its lease ends. A lease found reaped at that step (its request
@@ -37,7 +38,7 @@ type ackBatcher struct {
 	// lost is told the requests whose leases were reaped before their ack.
 	lost func(ids []string)
 	// enqueued turns a page's result into what became of its follow-ups.
-	enqueued func(f *followUps, res []int64) (Enqueued, error)
+	enqueued func(f *followUps, res redisscripts.PageResult) (Enqueued, error)
 
 	mu      sync.Mutex
 	pending []ackRequest
@@ -100,17 +101,16 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, fo
 
 // send acknowledges one batch, and tells each waiting caller its result.
 func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
-	var fb finishBatch
-	pages := make([]int, len(batch)) // the page number of each ack's follow-ups, 0: none
-	for i, r := range batch {
-		a := fb.ack(r.id, throttle.OwnerOf(r.id), r.tally, r.again)
+	f := newFinish(b.cfg, b.leases, b.now())
+	var ledgers ledger.Ledgers // the batch's pages are mostly of one crawl
+	for _, r := range batch {
+		a := redisscripts.FinishAck{LeaseID: r.id, Owner: throttle.OwnerOf(r.id), Counts: r.tally.Counts(&ledgers), Again: r.again}
 		if r.follow != nil && !r.follow.empty() {
-			fb.page(r.follow, a)
-			pages[i] = len(fb.groups)
+			a.Page = &r.follow.page
 		}
+		f.Acks = append(f.Acks, a)
 	}
-	owners, records := b.leases.Keys()
-	res, err := fb.run(ctx, b.rdb, b.now(), b.cfg, owners, records)
+	res, err := f.Run(ctx, b.rdb)
 	if err != nil {
 		for _, r := range batch {
 			r.done <- ackResult{err: err}
@@ -120,20 +120,20 @@ func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
 	var lost []string
 	for i, r := range batch {
 		var out ackResult
-		switch res.acks[i] {
-		case finishedLost:
+		switch res.Acks[i].State {
+		case redisscripts.AckLost:
 			lost = append(lost, r.id)
-		case finishedNow:
-			if pages[i] > 0 {
-				out.enqueued, out.err = b.enqueued(r.follow, res.pages[pages[i]-1])
+		case redisscripts.AckFinished:
+			if f.Acks[i].Page != nil {
+				out.enqueued, out.err = b.enqueued(r.follow, res.Acks[i].Page)
 			}
-		case finishedBefore:
+		case redisscripts.AckFinishedBefore:
 			// An earlier send of this acknowledgement reached Redis
 			// but its answer did not reach us: nothing to do again.
 		default:
 			out.err = errors.New("acknowledge a lease: unexpected answer")
 		}
-		if r.follow != nil && pages[i] == 0 {
+		if r.follow != nil && f.Acks[i].Page == nil {
 			out.enqueued = r.follow.out
 		}
 		r.done <- out

@@ -4,16 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
 // Enqueued says what became of the follow-up requests of a page: how many
@@ -52,55 +50,37 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	if f.empty() {
 		return f.out, nil
 	}
-	var b finishBatch
-	b.page(f, 0)
-	owners, records := s.leases.Keys()
-	res, err := b.run(ctx, s.rdb, s.now(), s.cfg, owners, records)
+	fin := newFinish(s.cfg, s.leases, s.now())
+	fin.Pages = []redisscripts.FinishPage{f.page}
+	res, err := fin.Run(ctx, s.rdb)
 	if err != nil {
 		return f.out, fmt.Errorf("queue follow-up requests: %w", err)
 	}
-	return s.enqueued(f, res.pages[0])
+	return s.enqueued(f, res.Pages[0])
 }
 
 // followUps are the follow-up requests of one page, checked and encoded
 // for the finish script, in groups of one queue, one crawl, one score and
 // the same page limits (a page's links to one domain, usually all of them).
 type followUps struct {
-	parent *crawlrequest.Request
-	// the spider's crawl blacklist and the crawl's duplicate filter
-	blacklistKey, dupeKey string
-	out                   Enqueued // with the refusals decided before the script
-	refusals              []refusal
-	groups                []followGroup
-	n                     int // requests in the groups
+	page redisscripts.FinishPage
+	out  Enqueued // with the refusals decided before the script
+	n    int      // requests in the groups
 }
 
-type refusal struct {
-	crawl  ledger.Crawl
-	reason ledger.Reason
-	n      int
-}
-
-type followGroup struct {
-	queue, channel     string
-	crawl              ledger.Crawl
-	score              float64
-	dmax               int
-	dmaxKey, globalKey string   // the page limit counters; "" without limits
-	reqs               []string // fingerprint, member, ...
-}
-
-func (f *followUps) empty() bool { return f.n == 0 && len(f.refusals) == 0 }
+func (f *followUps) empty() bool { return f.n == 0 && len(f.page.Refused) == 0 }
 
 // followUps checks and encodes a page's follow-up requests: refused now
 // are those of an expired crawl, of a domain the domain config blacklists
 // (without SCHEDULER_BACKLOG_BLACKLIST) and those whose URL has no domain.
 func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) *followUps {
-	f := &followUps{parent: parent, blacklistKey: rediskeys.BlacklistKey(s.cfg.SpiderID),
-		dupeKey: rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID)}
+	f := &followUps{page: redisscripts.FinishPage{Blacklist: rediskeys.BlacklistKey(s.cfg.SpiderID),
+		Crawl: parent.AppID + "||" + parent.CrawlID, DupeFilter: rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID),
+		Fingerprint: fingerprint.Of(parent.URL)}}
+	var ledgers ledger.Ledgers // a page's requests are mostly of its crawl
 	refuse := func(c ledger.Crawl, r ledger.Reason, n int) {
 		if n > 0 {
-			f.refusals = append(f.refusals, refusal{c, r, n})
+			f.page.Refused = append(f.page.Refused, redisscripts.FinishRefusal{Ledger: ledgers.Of(c), Reason: string(r), N: n})
 			f.out.refuse(r, n)
 		}
 	}
@@ -132,46 +112,48 @@ func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest
 			refuse(s.crawlOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
-		g := followGroup{queue: rediskeys.QueueKey(r.SpiderID, dom), channel: rediskeys.QueueChannel(r.SpiderID),
-			crawl: s.crawlOf(r), score: r.Score(), dmax: r.DomainMaxPages}
+		g := redisscripts.FinishGroup{Queue: rediskeys.QueueKey(r.SpiderID, dom), Channel: rediskeys.QueueChannel(r.SpiderID),
+			Ledger: ledgers.Of(s.crawlOf(r)), Score: r.Score(), DomainMaxPages: r.DomainMaxPages}
 		if r.DomainMaxPages > 0 || s.cfg.GlobalPageLimit > 0 {
-			g.dmaxKey = rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID)
-			g.globalKey = rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID)
+			g.DomainMaxPageKey = rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID)
+			g.GlobalPageKey = rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID)
 		}
-		i := slices.IndexFunc(f.groups, func(o followGroup) bool {
-			return o.queue == g.queue && o.crawl == g.crawl && o.score == g.score && o.dmax == g.dmax && o.dmaxKey == g.dmaxKey
+		i := slices.IndexFunc(f.page.Groups, func(o redisscripts.FinishGroup) bool {
+			return o.Queue == g.Queue && o.Ledger == g.Ledger && o.Score == g.Score && o.DomainMaxPages == g.DomainMaxPages &&
+				o.DomainMaxPageKey == g.DomainMaxPageKey
 		})
 		if i < 0 {
-			f.groups = append(f.groups, g)
-			i = len(f.groups) - 1
+			f.page.Groups = append(f.page.Groups, g)
+			i = len(f.page.Groups) - 1
 		}
-		f.groups[i].reqs = append(f.groups[i].reqs, fingerprint.Of(r.URL), string(member))
+		f.page.Groups[i].Requests = append(f.page.Groups[i].Requests, redisscripts.FinishRequest{Fingerprint: fingerprint.Of(r.URL), Member: string(member)})
 		f.n++
 	}
 	return f
 }
 
-// enqueued is what the finish script did with f (its page result: see
-// finish.lua), counted in f.out; the queues it queued to are known to this
-// scheduler from now on.
-func (s *Scheduler) enqueued(f *followUps, res []int64) (Enqueued, error) {
+// enqueued is what the finish script did with f (its page's result),
+// counted in f.out; the queues it queued to are known to this scheduler
+// from now on.
+func (s *Scheduler) enqueued(f *followUps, res redisscripts.PageResult) (Enqueued, error) {
 	out := f.out
-	switch {
-	case len(res) == 1 && res[0] == -1:
+	switch res.Status {
+	case redisscripts.PageBlacklisted:
 		out.refuse(ledger.RefusedCrawlBlacklisted, f.n)
 		return out, nil
-	case len(res) != 1+3*len(f.groups) || res[0] != 1:
-		return out, fmt.Errorf("queue follow-up requests: unexpected answer %v for %d groups", res, len(f.groups))
+	case redisscripts.PageQueued:
+	default:
+		return out, fmt.Errorf("queue follow-up requests: unexpected answer %v", res)
 	}
 	known := map[string]bool{} // queues this scheduler was told of
-	for i, g := range f.groups {
-		queued := int(res[1+3*i])
-		out.Queued += queued
-		out.refuse(ledger.RefusedDuplicate, int(res[2+3*i]))
-		out.refuse(ledger.RefusedPageLimit, int(res[3+3*i]))
-		if queued > 0 && !known[g.queue] && strings.HasPrefix(g.queue, s.cfg.SpiderID+":") {
-			known[g.queue] = true
-			s.addDomain(g.queue)
+	for i, g := range f.page.Groups {
+		r := res.Groups[i]
+		out.Queued += r.Queued
+		out.refuse(ledger.RefusedDuplicate, r.Duplicates)
+		out.refuse(ledger.RefusedPageLimit, r.Limited)
+		if r.Queued > 0 && !known[g.Queue] && strings.HasPrefix(g.Queue, s.cfg.SpiderID+":") {
+			known[g.Queue] = true
+			s.addDomain(g.Queue)
 		}
 	}
 	return out, nil
@@ -186,5 +168,3 @@ func (s *Scheduler) crawlOf(r *crawlrequest.Request) ledger.Crawl {
 	}
 	return ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID}
 }
-
-func seconds(d time.Duration) string { return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10) }

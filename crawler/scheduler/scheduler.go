@@ -34,9 +34,10 @@
 //	leases.go        Done, Finish, Retry, Release; lease renewal and reaping
 //	ack.go           acknowledgements grouped into shared round trips
 //	enqueue.go       Enqueue; a page's follow-up requests checked and encoded
-//	finish.go        the finish script's runs (finish.lua): leases ended and
-//	                 follow-ups queued through the blacklist, the duplicate
-//	                 filter and the page limits, counted in the ledgers
+//	finish.go        the finish script's runs (redisscripts.Finish): leases
+//	                 ended and follow-ups queued through the blacklist, the
+//	                 duplicate filter and the page limits, counted in the
+//	                 ledgers
 //	domainconfig.go  SetDomainConfig, Throttle: the blacklist and per-domain
 //	                 throttles applied to each domain
 //	ip.go            the public IP in the throttle keys

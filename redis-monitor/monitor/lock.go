@@ -10,13 +10,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
 // lock is a request's lock: "lock:<key>" set with NX to a token unique to
 // the holder and an expiry, the protocol python-redis-lock uses, so Go and
 // Python monitors exclude each other. While held it is renewed in the
 // background, so a long action keeps it; if the holder dies it expires after
-// REDIS_LOCK_EXPIRATION and another monitor takes the request over.
+// REDIS_LOCK_EXPIRATION and another monitor takes the request over. Only
+// the holder renews or deletes it (lock_renew.lua, lock_release.lua).
 type lock struct {
 	rdb   *redis.Client
 	name  string
@@ -26,13 +28,6 @@ type lock struct {
 	stop chan struct{}
 	done sync.WaitGroup
 }
-
-var (
-	// renewScript extends the lock only while we still hold it.
-	renewScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
-	// releaseScript deletes the lock only while we still hold it.
-	releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-)
 
 // tryLock takes the lock of key without waiting; ok is false when another
 // monitor holds it.
@@ -59,7 +54,7 @@ func (l *lock) renew() {
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3+time.Second)
-			_ = renewScript.Run(ctx, l.rdb, []string{l.name}, l.token, l.ttl.Milliseconds()).Err()
+			_ = redisscripts.Run(ctx, l.rdb, redisscripts.LockRenew{Lock: l.name, Token: l.token, TTL: l.ttl}).Err()
 			cancel()
 		}
 	}
@@ -69,5 +64,5 @@ func (l *lock) renew() {
 func (l *lock) release(ctx context.Context) {
 	close(l.stop)
 	l.done.Wait()
-	_ = releaseScript.Run(ctx, l.rdb, []string{l.name}, l.token).Err()
+	_ = redisscripts.Run(ctx, l.rdb, redisscripts.LockRelease{Lock: l.name, Token: l.token}).Err()
 }

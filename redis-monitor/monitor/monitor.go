@@ -45,6 +45,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
@@ -353,12 +354,10 @@ func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value strin
 	return deleteHandled(ctx, m.rdb, key, value)
 }
 
-// deleteScript removes a handled request if it still holds the value that
-// was handled, and its failure count.
-var deleteScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end redis.call('DEL', KEYS[2]) return 1`)
-
+// deleteHandled removes a handled request if it still holds the value
+// that was handled, and its failure count (request_delete.lua).
 func deleteHandled(ctx context.Context, rdb *redis.Client, key, value string) error {
-	return deleteScript.Run(context.WithoutCancel(ctx), rdb, []string{key, rediskeys.FailuresKey(key)}, value).Err()
+	return redisscripts.Run(context.WithoutCancel(ctx), rdb, redisscripts.RequestDelete{Key: key, Failures: rediskeys.FailuresKey(key), Value: value}).Err()
 }
 
 // safeCheck and safeHandle turn a plugin's panic into a failure of the

@@ -9,58 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
-
-// claimScript claims a finished crawl for publishing its crawl-complete:
-// nothing outstanding, not completed yet, and no live claim by another
-// monitor. A crawl without a ledger, or already completed, leaves the active
-// set. Returns the ledger (HGETALL) when claimed, else false.
-//
-// KEYS[1] ledger, KEYS[2] active set
-// ARGV[1] index member, ARGV[2] now (epoch seconds), ARGV[3] claim "<owner>|<deadline>"
-var claimScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return false
-end
-local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done', 'completed', 'completing')
-if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) ~= (tonumber(v[3]) or 0) then
-  return false
-end
-if v[4] then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return false
-end
-if v[5] then
-  local deadline = tonumber(string.match(v[5], '|(.*)$'))
-  if deadline and deadline > tonumber(ARGV[2]) then
-    return false
-  end
-end
-redis.call('HSET', KEYS[1], 'completing', ARGV[3])
-return redis.call('HGETALL', KEYS[1])
-`)
-
-// finishScript ends a claim once its crawl-complete is published: the crawl
-// is completed and leaves the active set, unless new work arrived meanwhile
-// (then it stays active and completes again later).
-//
-// KEYS[1] ledger, KEYS[2] active set
-// ARGV[1] index member, ARGV[2] the claim, ARGV[3] stamp, ARGV[4] ttl
-var finishScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'completing') ~= ARGV[2] then
-  return 0
-end
-redis.call('HDEL', KEYS[1], 'completing')
-local v = redis.call('HMGET', KEYS[1], 'seeds', 'enqueued', 'done')
-if (tonumber(v[1]) or 0) + (tonumber(v[2]) or 0) ~= (tonumber(v[3]) or 0) then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'completed', ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-return 1
-`)
 
 // A Completer finds finished crawls and hands each to exactly one of the
 // Redis Monitors running it: Claim a batch, publish each crawl-complete,
@@ -90,7 +40,10 @@ type Finished struct {
 	claim    string
 }
 
-// Claim claims the finished crawls among the active ones.
+// Claim claims the finished crawls among the active ones
+// (ledger_claim.lua): nothing outstanding, not completed yet, and no live
+// claim by another monitor. A crawl without a ledger, or already
+// completed, leaves the active set.
 func (c *Completer) Claim(ctx context.Context) ([]Finished, error) {
 	members, err := c.rdb.ZRange(ctx, rediskeys.LedgerActiveKey, 0, int64(c.Batch-1)).Result()
 	if err != nil {
@@ -142,7 +95,7 @@ func (c *Completer) claim(ctx context.Context, crawls []Crawl, now time.Time, cl
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(crawls))
 	for i, cr := range crawls {
-		cmds[i] = claimScript.Run(ctx, pipe, []string{cr.Key(), rediskeys.LedgerActiveKey}, cr.Member(), Stamp(now), claim)
+		cmds[i] = redisscripts.Run(ctx, pipe, redisscripts.Claim{Ledger: cr.Ledger(), Now: Stamp(now), Claim: claim})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("claim finished crawls: %w", err)
@@ -155,10 +108,11 @@ func (c *Completer) claim(ctx context.Context, crawls []Crawl, now time.Time, cl
 	return cmds, nil
 }
 
-// Finish marks a claimed crawl completed once its crawl-complete is out.
+// Finish marks a claimed crawl completed once its crawl-complete is out
+// (ledger_complete.lua): it leaves the active set, unless new work arrived
+// meanwhile (then it stays active and completes again later).
 func (c *Completer) Finish(ctx context.Context, f Finished) error {
-	err := finishScript.Run(ctx, c.rdb, []string{f.Crawl.Key(), rediskeys.LedgerActiveKey},
-		f.Crawl.Member(), f.claim, Stamp(c.now()), ttlSeconds(c.ttl)).Err()
+	err := redisscripts.Run(ctx, c.rdb, redisscripts.Complete{Ledger: f.Crawl.Ledger(), Claim: f.claim, Stamp: Stamp(c.now()), TTL: c.ttl}).Err()
 	if err != nil {
 		return fmt.Errorf("complete crawl %s: %w", f.Crawl.CrawlID, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
 // Leases track items popped from priority queues but not yet finished, so
@@ -47,6 +49,7 @@ import (
 //
 // Leases work with priority queues (sorted sets) only. Leases of earlier
 // versions (one entry per lease in the sorted set <name>) are reaped too.
+// The scripts that write them are lease_*.lua in package redisscripts.
 type Leases struct {
 	rdb               redis.Cmdable
 	legacy, hash, own string // <name>, <name>:items, <name>:owners
@@ -117,20 +120,6 @@ func OwnerOf(id string) string {
 	return id
 }
 
-// ownerScript writes an owner's deadline, now + ARGV[1] seconds: with
-// ARGV[3] "register" whether or not it has one, with "renew" only when it
-// has one (it returns 0 for an owner reaped meanwhile).
-//
-// KEYS[1] owners; ARGV[1] ttl, ARGV[2] owner, ARGV[3] mode
-var ownerScript = redis.NewScript(`
-if ARGV[3] == 'renew' and not redis.call('ZSCORE', KEYS[1], ARGV[2]) then
-  return 0
-end
-local t = redis.call('TIME')
-local deadline = string.format('%d', math.ceil(tonumber(t[1]) + tonumber(t[2]) / 1000000 + tonumber(ARGV[1])))
-redis.call('ZADD', KEYS[1], deadline, ARGV[2])
-return 1`)
-
 // register writes the current owner's entry unless it was written
 // already; Queue.Attempt calls it before a pop with a lease.
 func (l *Leases) register(ctx context.Context) error {
@@ -140,7 +129,7 @@ func (l *Leases) register(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	if err := ownerScript.Run(ctx, l.rdb, []string{l.own}, l.ttlArg, owner, "register").Err(); err != nil {
+	if err := redisscripts.Run(ctx, l.rdb, redisscripts.LeaseOwner{Owners: l.own, TTL: l.ttlArg, Owner: owner}).Err(); err != nil {
 		return fmt.Errorf("register lease owner %s: %w", owner, err)
 	}
 	l.mu.Lock()
@@ -181,7 +170,7 @@ func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter) (held bool, er
 	if !registered {
 		return true, nil // nothing leased under this owner yet
 	}
-	n, err := ownerScript.Run(ctx, rdb, []string{l.own}, l.ttlArg, owner, "renew").Int()
+	n, err := redisscripts.Run(ctx, rdb, redisscripts.LeaseOwner{Owners: l.own, TTL: l.ttlArg, Owner: owner, Renew: true}).Int()
 	if err != nil {
 		return false, fmt.Errorf("renew leases: %w", err)
 	}
@@ -195,7 +184,7 @@ func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter) (held bool, er
 // LoadRenewScript puts the renewal script in Redis's script cache through
 // rdb, so that a renewal takes one round trip even the first time.
 func (l *Leases) LoadRenewScript(ctx context.Context, rdb redis.Scripter) error {
-	if err := ownerScript.Load(ctx, rdb).Err(); err != nil {
+	if err := redisscripts.Load(ctx, rdb, redisscripts.LeaseOwner{}); err != nil {
 		return fmt.Errorf("load the lease renewal script: %w", err)
 	}
 	return nil
@@ -253,19 +242,6 @@ func (l *Leases) AckWith(ctx context.Context, also func(redis.Pipeliner), ids ..
 	return lost, nil
 }
 
-// requeueScript swaps a lease for a new queued item, only while the lease
-// is held: a lease already reaped had its item put back in its queue, and
-// queueing the retry as well would crawl it twice.
-//
-// KEYS[1] lease hash, KEYS[2] queue
-// ARGV[1] lease id, ARGV[2] score, ARGV[3] member
-var requeueScript = redis.NewScript(`
-local held = redis.call('HDEL', KEYS[1], ARGV[1])
-if held == 1 then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
-end
-return held`)
-
 // Requeue ends a lease and queues member in queue with score in one
 // transaction: a retry replaces the leased item, nothing in between is lost.
 func (l *Leases) Requeue(ctx context.Context, id, queue, member string, score float64) error {
@@ -281,7 +257,7 @@ func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id
 	pipe := l.rdb.TxPipeline()
 	// The script's source, not its hash: a MULTI cannot fall back to it
 	// when Redis lost its script cache.
-	res := requeueScript.Eval(ctx, pipe, []string{l.hash, queue}, id, strconv.FormatFloat(score, 'f', -1, 64), member)
+	res := redisscripts.Eval(ctx, pipe, redisscripts.LeaseRequeue{Records: l.hash, Queue: queue, LeaseID: id, Score: score, Member: member})
 	if also != nil {
 		also(pipe)
 	}
@@ -292,72 +268,16 @@ func (l *Leases) RequeueWith(ctx context.Context, also func(redis.Pipeliner), id
 	return n == 1, nil
 }
 
-// reapScript puts the leases of owners past their deadline back in their
-// queues, up to ARGV[1] owners, and removes the owners; it returns how many
-// items it restored. The leases of an owner are the fields "<owner>:*" of
-// the records hash.
-//
-// KEYS[1] owners, KEYS[2] records hash
-var reapScript = redis.NewScript(LuaParseRecord + `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local owners = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now), 'LIMIT', 0, tonumber(ARGV[1]))
-local n = 0
-for _, owner in ipairs(owners) do
-  local cursor = '0'
-  repeat
-    local page = redis.call('HSCAN', KEYS[2], cursor, 'MATCH', owner .. ':*', 'COUNT', 1000)
-    cursor = page[1]
-    local fields = page[2]
-    for i = 1, #fields, 2 do
-      local q, s, m = lease_record(fields[i + 1])
-      redis.call('ZADD', q, s, m)
-      redis.call('HDEL', KEYS[2], fields[i])
-      n = n + 1
-    end
-  until cursor == '0'
-  redis.call('ZREM', KEYS[1], owner)
-end
-return n`)
-
-// restoreScript puts leased items back in their queues. Mode "expired"
-// takes up to ARGV[2] leases of the earlier form (one sorted-set entry per
-// lease, KEYS[1]) past their deadline; mode "ids" the leases ARGV[2..].
-//
-// KEYS[1] the earlier form's sorted set, KEYS[2] records hash
-var restoreScript = redis.NewScript(LuaParseRecord + `
-local ids
-if ARGV[1] == 'expired' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-  ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', string.format('%.6f', now), 'LIMIT', 0, tonumber(ARGV[2]))
-else
-  ids = {}
-  for i = 2, #ARGV do ids[#ids + 1] = ARGV[i] end
-end
-local n = 0
-for _, id in ipairs(ids) do
-  local v = redis.call('HGET', KEYS[2], id)
-  if v then
-    local q, s, m = lease_record(v)
-    redis.call('ZADD', q, s, m)
-    n = n + 1
-  end
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('HDEL', KEYS[2], id)
-end
-return n`)
-
 // Reap puts the leases of up to max owners past their deadline (holders
 // that died) back in their queues, and up to max leases of the earlier
 // form past theirs, and returns how many items it restored. Run it
 // periodically from every process.
 func (l *Leases) Reap(ctx context.Context, max int) (int, error) {
-	n, err := reapScript.Run(ctx, l.rdb, []string{l.own, l.hash}, max).Int()
+	n, err := redisscripts.Run(ctx, l.rdb, redisscripts.LeaseReap{Owners: l.own, Records: l.hash, Max: max}).Int()
 	if err != nil {
 		return 0, fmt.Errorf("reap leases: %w", err)
 	}
-	old, err := restoreScript.Run(ctx, l.rdb, []string{l.legacy, l.hash}, "expired", max).Int()
+	old, err := redisscripts.Run(ctx, l.rdb, redisscripts.LeaseRestore{Legacy: l.legacy, Records: l.hash, Max: max}).Int()
 	if err != nil {
 		return n, fmt.Errorf("reap leases of the earlier form: %w", err)
 	}
@@ -370,12 +290,7 @@ func (l *Leases) Release(ctx context.Context, ids ...string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, len(ids)+1)
-	args = append(args, "ids")
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	n, err := restoreScript.Run(ctx, l.rdb, []string{l.legacy, l.hash}, args...).Int()
+	n, err := redisscripts.Run(ctx, l.rdb, redisscripts.LeaseRestore{Legacy: l.legacy, Records: l.hash, IDs: ids}).Int()
 	if err != nil {
 		return 0, fmt.Errorf("release leases: %w", err)
 	}

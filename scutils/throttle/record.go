@@ -14,7 +14,8 @@ import (
 // example "16:link:a.com:queue-1\n{...}"): plain concatenation, which costs
 // Redis far less than JSON-encoding a member that is itself JSON. Readers
 // also read the JSON object {"q": queue, "s": score, "m": member} written
-// by earlier versions (ParseRecord, and the reap script).
+// by earlier versions (ParseRecord, and lease_record in package
+// redisscripts).
 type Record struct {
 	Queue, Score, Member string
 }
@@ -48,20 +49,3 @@ func ParseRecord(v string) (Record, bool) {
 	}
 	return Record{Queue: rest[:n], Score: score, Member: member}, true
 }
-
-// LuaParseRecord defines the Lua function lease_record(v), returning a
-// record's queue, score and member, for scripts that read lease records:
-// ParseRecord in Lua (prepend it to the script's source).
-const LuaParseRecord = `
-local function lease_record(v)
-  if string.sub(v, 1, 1) == '{' then
-    local d = cjson.decode(v)
-    return d.q, d.s, d.m
-  end
-  local colon = string.find(v, ':', 1, true)
-  local n = tonumber(string.sub(v, 1, colon - 1))
-  local rest = colon + n + 1
-  local nl = string.find(v, '\n', rest, true)
-  return string.sub(v, colon + 1, colon + n), string.sub(v, rest, nl - 1), string.sub(v, nl + 1)
-end
-`

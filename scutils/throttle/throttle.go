@@ -27,7 +27,6 @@ package throttle
 import (
 	"context"
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"math"
@@ -38,14 +37,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
-
-//go:embed pop.lua
-var popSource string
-
-// popScript is loaded once per process; go-redis sends EVALSHA and falls back
-// to EVAL when the server has not seen it yet.
-var popScript = redis.NewScript(popSource)
 
 // Key suffixes, as the original.
 const (
@@ -112,13 +105,10 @@ type Queue[T any] struct {
 	windowKey  string
 	moderKey   string
 	moderation time.Duration
-	popCommand string
 	hitPrefix  string
-	// The script's fixed arguments, formatted once.
-	windowArg, limitArg, moderationArg, bufferArg string
-	// expiryArg is the window key's expiry: two windows, at least 1 s.
-	expiryArg string
-	hitSeq    atomic.Uint64
+	// pop is the pop script's fixed keys and arguments, formatted once.
+	pop    redisscripts.Pop
+	hitSeq atomic.Uint64
 	// kickIn counts this client's pops up to Limit; elastic catch-up starts
 	// only after it reaches Limit, as the original.
 	kickIn atomic.Int64
@@ -150,19 +140,18 @@ func New[T any](rdb redis.Cmdable, q *redisqueue.Queue[T], cfg Config) (*Queue[T
 	if cfg.Moderate && cfg.Limit != 1 {
 		t.moderation = cfg.Window / time.Duration(cfg.Limit)
 	}
+	t.pop = redisscripts.Pop{Queue: q.Key(), Command: "RPOP", Window: t.windowKey, Moderation: t.moderKey,
+		WindowSeconds:     strconv.FormatFloat(cfg.Window.Seconds(), 'f', -1, 64),
+		ModerationSeconds: strconv.FormatFloat(t.moderation.Seconds(), 'f', -1, 64),
+		// The window key's expiry: two windows, at least 1 s.
+		Expiry: strconv.FormatInt(max(1, int64(math.Floor(2*cfg.Window.Seconds()))), 10),
+		Limit:  cfg.Limit, ElasticBuffer: cfg.ElasticBuffer}
 	switch q.Kind() {
 	case redisqueue.Priority:
-		t.popCommand = "ZPOPMIN"
+		t.pop.Command = "ZPOPMIN"
 	case redisqueue.Stack:
-		t.popCommand = "LPOP"
-	default:
-		t.popCommand = "RPOP"
+		t.pop.Command = "LPOP"
 	}
-	t.windowArg = strconv.FormatFloat(cfg.Window.Seconds(), 'f', -1, 64)
-	t.limitArg = strconv.Itoa(cfg.Limit)
-	t.moderationArg = strconv.FormatFloat(t.moderation.Seconds(), 'f', -1, 64)
-	t.bufferArg = strconv.Itoa(cfg.ElasticBuffer)
-	t.expiryArg = strconv.FormatInt(max(1, int64(math.Floor(2*cfg.Window.Seconds()))), 10)
 	// Window members must be unique per pop across every process.
 	var id [8]byte
 	_, _ = rand.Read(id[:])
@@ -273,27 +262,18 @@ func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, e
 }
 
 func (t *Queue[T]) attemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
-	elastic := "0"
-	if t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit) {
-		elastic = "1"
-	}
-	hitID := t.hitPrefix + strconv.FormatUint(t.hitSeq.Add(1), 10)
-	keys := []string{t.queue.Key(), t.windowKey, t.moderKey}
-	leased, leaseID, owner := "0", "", ""
+	pop := t.pop
+	pop.Elastic = t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit)
+	pop.HitID = t.hitPrefix + strconv.FormatUint(t.hitSeq.Add(1), 10)
+	pop.Max = n
 	if lease != nil {
 		if err := lease.leases.register(ctx); err != nil {
 			return Result{}, err
 		}
-		owners, hash := lease.leases.Keys()
-		keys = append(keys, owners, hash)
-		leased, leaseID, owner = "1", lease.ID, OwnerOf(lease.ID)
-	} else {
-		// Unused, but Redis Cluster needs every key declared.
-		keys = append(keys, t.queue.Key(), t.queue.Key())
+		pop.Owners, pop.Records = lease.leases.Keys()
+		pop.LeaseID, pop.Owner = lease.ID, OwnerOf(lease.ID)
 	}
-	res, err := popScript.Run(ctx, t.rdb, keys,
-		t.windowArg, t.limitArg, t.moderationArg, elastic, t.bufferArg, t.popCommand, hitID, leased, leaseID, max(n, 1), owner, t.expiryArg,
-	).Slice()
+	res, err := redisscripts.Run(ctx, t.rdb, pop).Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
 	}

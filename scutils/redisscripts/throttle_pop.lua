@@ -2,6 +2,7 @@
 -- gap, pops one item, and records the hit only when an item was popped.
 -- With a lease, the popped item is also recorded as leased, in the same
 -- step, so a popper that dies before finishing the item cannot lose it.
+-- Go: Pop.
 --
 -- KEYS[1] queue, KEYS[2] window sorted set, KEYS[3] moderation time key
 -- KEYS[4] lease owners sorted set, KEYS[5] lease records hash (only used

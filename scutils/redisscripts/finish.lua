@@ -1,0 +1,325 @@
+-- Finishes crawled pages in one atomic step: ends their leases, queues
+-- their follow-up requests through the crawl blacklist, the duplicate
+-- filter and the page limits, and counts all of it in the crawls' ledgers.
+-- A crawler's acknowledgements run it for a batch of pages; Enqueue for
+-- one page without a lease. Go: Finish.
+-- include: ledger_new_work
+--
+-- A lease found gone is not finished again: its page's counts and
+-- follow-ups are skipped. When its owner is gone too, a reaper put its
+-- request back in its queue (it is lost to this crawler, and counted when
+-- it is done again); otherwise this acknowledgement already happened (a
+-- batch sent again after its answer was lost).
+--
+-- KEYS[1] the lease owners (leases:<spiderid>:owners), KEYS[2] the lease
+-- records (leases:<spiderid>:items), then every other key the batch
+-- writes, each once. The batch names them by their number in KEYS ("key
+-- number" below).
+--
+-- ARGV[1] the batch, a JSON object, for example (one acknowledgement
+-- whose page has one new link):
+--
+--   {"stamp": "1767323046.123", "ledger_ttl": "604800",
+--    "dupefilter_ttl": "600", "domain_max_page_ttl": "600",
+--    "global_page_ttl": "600", "global_page_limit": 0,
+--    "ledgers": [{"keys": 3, "member": "[\"link\",\"app\",\"c1\"]"}],
+--    "tallies": [[{"ledger": 1, "field": "published", "n": 1},
+--                 {"ledger": 1, "field": "done", "n": 1}]],
+--    "acks": [{"owner": "a1b2c3", "tally": 1, "ids": ["a1b2c3:17"]}],
+--    "pages": [{"lease": "a1b2c3:17", "blacklist": 7, "crawl": "app||c1",
+--               "dupefilter": 8, "fingerprint": "9f86d0...",
+--               "refused": [{"ledger": 1, "reason": "regex", "n": 2}],
+--               "groups": [{"queue": 9, "channel": "link:queue-announce",
+--                           "ledger": 1, "score": "-10", "dmax": 0,
+--                           "requests": 1}]}]}
+--
+--   stamp                now, epoch seconds with milliseconds
+--   ledger_ttl, dupefilter_ttl, domain_max_page_ttl, global_page_ttl
+--                        expiries, seconds
+--   global_page_limit    GLOBAL_PAGE_PER_DOMAIN_LIMIT, 0: none
+--   ledgers              a crawl's ledger each: keys is the key number of
+--                        the first of ledger_new_work's four keys (the
+--                        other three follow), member its index member;
+--                        "ledger" below is a number in this list
+--   tallies              what became of requests, the same for many
+--                        acknowledgements: counts in ledgers
+--   acks                 the leases to end (ids), grouped by owner, tally
+--                        (the counts of each; absent: none) and again
+--                        (true: an earlier send failed, and may have
+--                        reached Redis)
+--   pages                the pages whose follow-ups are queued, each:
+--     lease              the lease that must end now for the page to be
+--                        followed (absent: none)
+--     blacklist, crawl   the crawl blacklist's key number, and
+--                        "<appid>||<crawlid>"
+--     dupefilter         the crawl's duplicate filter's key number
+--     fingerprint        the page's own (absent: none)
+--     refused            requests left out before the script (absent:
+--                        none)
+--     groups             requests of one queue, one crawl and one score:
+--                        queue's key number, announced on channel when
+--                        new; dmax their domain_max_pages (0: none),
+--                        dmax_key and global_key the key numbers of the
+--                        page limit counters (absent: no limits);
+--                        requests how many
+-- ARGV[2..] the groups' requests, page by page and group by group: each
+-- request's fingerprint, then its member.
+--
+-- Returns {acks, pages}: per acknowledgement, in the order of acks and
+-- their ids, 0 finished now, 1 lost (reaped) or 2 finished before; per
+-- page {1, then per group how many were queued, how many were duplicates
+-- and how many reached a page limit}, {-1} when the crawl is blacklisted
+-- (nothing queued, every request counted as crawl_blacklisted), or {0}
+-- when its lease did not end now.
+--
+-- As the original: the duplicate filter and the counters get their expiry
+-- refreshed on every use, and a counter reaching its limit stops the
+-- request that reached it. A member its queue holds already (its filter
+-- entry expired) is a duplicate. A queue that did not exist is announced
+-- on its channel.
+local batch = cjson.decode(ARGV[1])
+
+-- counts[j][field] = n, for ledger j; touched[j]: written by an
+-- acknowledgement (its expiry is refreshed)
+local counts, touched = {}, {}
+local function count(j, field, by)
+  if by == 0 then return end
+  local c = counts[j]
+  if not c then
+    c = {}
+    counts[j] = c
+  end
+  c[field] = (c[field] or 0) + by
+end
+
+-- call runs a command taking many arguments after its key in chunks, as
+-- Lua's unpack takes a few thousand values at most; it returns the
+-- replies concatenated when they are arrays, summed when numbers.
+local function call(cmd, key, args)
+  local out, sum = {}, 0
+  for i = 1, #args, 1000 do
+    local res = redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+    if type(res) == 'table' then
+      for _, v in ipairs(res) do
+        out[#out + 1] = v
+      end
+    else
+      sum = sum + res
+    end
+  end
+  return out, sum
+end
+
+-- end_leases ends the acknowledgements' leases: an owner gone was reaped
+-- with all its leases. The others end now, with one HDEL for those sent
+-- for the first time; one sent again may have ended its lease before, and
+-- is looked at alone. It returns each one's state, in the batch's order,
+-- and the ids of those that ended now.
+local function end_leases(groups)
+  local states, finished = {}, {}
+  if #groups == 0 then
+    return states, finished
+  end
+  local owners = {}
+  for g, grp in ipairs(groups) do
+    owners[g] = grp.owner
+  end
+  local scores = redis.call('ZMSCORE', KEYS[1], unpack(owners))
+  local ids = {}
+  for g, grp in ipairs(groups) do
+    local alive, ended = scores[g] ~= false, 0
+    for _, id in ipairs(grp.ids) do
+      local now
+      if not grp.again then
+        now = alive
+        if now then ids[#ids + 1] = id end
+      else
+        now = redis.call('HDEL', KEYS[2], id) == 1
+      end
+      if now then
+        states[#states + 1], finished[id] = 0, true
+        ended = ended + 1
+      elseif alive then
+        states[#states + 1] = 2
+      else
+        states[#states + 1] = 1
+      end
+    end
+    if grp.tally and ended > 0 then
+      for _, f in ipairs(batch.tallies[grp.tally]) do
+        count(f.ledger, f.field, f.n * ended)
+        touched[f.ledger] = true
+      end
+    end
+  end
+  if #ids > 0 then
+    call('HDEL', KEYS[2], ids)
+  end
+  return states, finished
+end
+
+-- limited applies a group's page limits to one new request, the
+-- counters' expiry refreshed as the original does; true when a limit
+-- stops it.
+local function limited(grp)
+  if grp.dmax > 0 then
+    local key = KEYS[grp.dmax_key]
+    local pages = tonumber(redis.call('GET', key)) or 0
+    if pages >= grp.dmax then
+      redis.call('EXPIRE', key, batch.domain_max_page_ttl)
+      return true
+    end
+    pages = redis.call('INCR', key)
+    redis.call('EXPIRE', key, batch.domain_max_page_ttl)
+    if pages >= grp.dmax then return true end
+  end
+  local limit = batch.global_page_limit
+  if limit > 0 then
+    local key = KEYS[grp.global_key]
+    local pages = tonumber(redis.call('GET', key)) or 0
+    if pages >= limit then return true end
+    pages = redis.call('INCR', key)
+    redis.call('EXPIRE', key, batch.global_page_ttl)
+    if pages >= limit then return true end
+  end
+  return false
+end
+
+local existed = {} -- by queue key number: EXISTS before the first ZADD
+
+-- queue_page queues a page's requests, request i of group req_group[i]
+-- with fingerprint fps[i] and member members[i], and returns the page's
+-- result.
+local function queue_page(page, req_group, fps, members)
+  local groups, n = page.groups, #fps
+  if redis.call('SISMEMBER', KEYS[page.blacklist], page.crawl) == 1 then
+    for i = 1, n do
+      count(groups[req_group[i]].ledger, 'refused:crawl_blacklisted', 1)
+    end
+    return {-1}
+  end
+  -- The duplicate filter: the page is seen, and so is a link met earlier
+  -- on the same page.
+  local dupe_key = KEYS[page.dupefilter]
+  local known = n > 0 and call('SMISMEMBER', dupe_key, fps) or {}
+  local seen, added = {}, {}
+  if page.fingerprint then
+    seen[page.fingerprint] = true
+    added[1] = page.fingerprint
+  end
+  local new, dups, limits = {}, {}, {}
+  for g = 1, #groups do
+    dups[g], limits[g] = 0, 0
+  end
+  for i = 1, n do
+    local g, fp = req_group[i], fps[i]
+    if known[i] == 1 or seen[fp] then
+      dups[g] = dups[g] + 1
+    else
+      new[i] = true
+      seen[fp] = true
+      added[#added + 1] = fp
+    end
+  end
+  if #added > 0 then
+    call('SADD', dupe_key, added)
+  end
+  if #added > 0 or n > 0 then
+    redis.call('EXPIRE', dupe_key, batch.dupefilter_ttl)
+  end
+  -- The page limits, request by request, in the page's order.
+  for i = 1, n do
+    local g = req_group[i]
+    if new[i] and groups[g].dmax_key and limited(groups[g]) then
+      new[i] = nil
+      limits[g] = limits[g] + 1
+    end
+  end
+  -- The queues: each group with one ZADD; each queue checked once for
+  -- being new.
+  local zadds = {}
+  for i = 1, n do
+    if new[i] then
+      local g = req_group[i]
+      local z = zadds[g]
+      if not z then
+        z = {}
+        zadds[g] = z
+      end
+      z[#z + 1] = groups[g].score
+      z[#z + 1] = members[i]
+    end
+  end
+  local out = {1}
+  for g, grp in ipairs(groups) do
+    local queued = 0
+    local z = zadds[g]
+    if z then
+      local queue = KEYS[grp.queue]
+      if existed[grp.queue] == nil then
+        existed[grp.queue] = redis.call('EXISTS', queue)
+        if existed[grp.queue] == 0 then
+          redis.call('PUBLISH', grp.channel, queue)
+        end
+      end
+      local _, n_added = call('ZADD', queue, z)
+      queued = n_added
+      dups[g] = dups[g] + #z / 2 - queued
+    end
+    count(grp.ledger, 'enqueued', queued)
+    count(grp.ledger, 'refused:duplicate', dups[g])
+    count(grp.ledger, 'refused:page_limit', limits[g])
+    out[#out + 1] = queued
+    out[#out + 1] = dups[g]
+    out[#out + 1] = limits[g]
+  end
+  return out
+end
+
+local acks, finished = end_leases(batch.acks)
+local pages = {}
+local at = 2 -- the next request in ARGV
+for p, page in ipairs(batch.pages) do
+  local req_group, fps, members = {}, {}, {}
+  for g, grp in ipairs(page.groups) do
+    for _ = 1, grp.requests do
+      req_group[#req_group + 1] = g
+      fps[#fps + 1], members[#members + 1] = ARGV[at], ARGV[at + 1]
+      at = at + 2
+    end
+  end
+  if page.lease and not finished[page.lease] then
+    pages[p] = {0}
+  else
+    for _, r in ipairs(page.refused or {}) do
+      count(r.ledger, 'refused:' .. r.reason, r.n)
+    end
+    pages[p] = queue_page(page, req_group, fps, members)
+  end
+end
+
+-- The ledgers: new work through ledger_new_work, the other counts as
+-- they are. A ledger written by an acknowledgement lives ledger ttl from
+-- now; one that only got refusals gets it when it had no expiry.
+for j, c in pairs(counts) do
+  local ledger = batch.ledgers[j]
+  local k = ledger.keys
+  local keys = {KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]}
+  local enqueued = c['enqueued'] or 0
+  c['enqueued'] = nil
+  if enqueued > 0 then
+    ledger_new_work(keys, ledger.member, 'enqueued', enqueued, batch.stamp, batch.ledger_ttl)
+  end
+  for field, by in pairs(c) do
+    redis.call('HINCRBY', keys[1], field, by)
+  end
+  if enqueued == 0 then
+    redis.call('HSET', keys[1], 'last_activity', batch.stamp)
+    if touched[j] then
+      redis.call('EXPIRE', keys[1], batch.ledger_ttl)
+    elseif redis.call('TTL', keys[1]) < 0 then
+      redis.call('EXPIRE', keys[1], batch.ledger_ttl)
+    end
+  end
+end
+return {acks, pages}

@@ -1,0 +1,14 @@
+-- Swaps a lease for a new queued item, only while the lease is held: a
+-- lease already reaped had its item put back in its queue, and queueing
+-- the retry as well would crawl it twice. Go: LeaseRequeue.
+--
+-- KEYS[1] the lease records hash (leases:<spiderid>:items), KEYS[2] the
+-- queue
+-- ARGV[1] the lease id, ARGV[2] score, ARGV[3] member
+--
+-- Returns 1 when the lease was held (and member queued), else 0.
+local held = redis.call('HDEL', KEYS[1], ARGV[1])
+if held == 1 then
+  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+end
+return held
