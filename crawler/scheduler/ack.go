@@ -23,12 +23,13 @@ import (
 //
 // Each acknowledgement carries what became of its request (a ledger.Tally)
 // and its page's follow-up requests: one run of the finish script
-// (redisscripts.Finish) ends the batch's leases, queues their follow-ups and counts
-// all of it in the crawls' ledgers, so the ledger's done moves in the same
-// step as the lease it counts and the page's follow-ups are queued exactly
-// when its lease ends. A lease found reaped at that step (its request
-// queued again, to be counted and followed when it is done again) is
-// reported lost, and neither its counts nor its follow-ups are written.
+// (redisscripts.Finish) ends the batch's leases, queues their follow-ups
+// and counts all of it in the crawls' ledgers, so the ledger's done moves
+// in the same step as the lease it counts and the page's follow-ups are
+// queued exactly when its lease ends. A lease found reaped at that step
+// (its request queued again, to be counted and followed when it is done
+// again) is reported lost, and neither its counts nor its follow-ups are
+// written.
 type ackBatcher struct {
 	leases *throttle.Leases
 	rdb    redis.Scripter

@@ -137,9 +137,8 @@ func TestEveryScriptLoadsIntoRedisAndMiniredis(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		for _, a := range every {
-			sha := a.Script().Name()
 			if ok, err := c.rdb.ScriptExists(ctx, sha1Of(a.Script())).Result(); err != nil || !ok[0] {
-				t.Errorf("%s: %s not in the script cache after Load: %v %v", c.name, sha, ok, err)
+				t.Errorf("%s: %s not in the script cache after Load: %v %v", c.name, a.Script().Name(), ok, err)
 			}
 		}
 	}
