@@ -9,7 +9,7 @@ BINARIES  := $(addprefix bin/,$(notdir $(CMDS)))
 STATICCHECK_VERSION ?= v0.8.2
 BENCHTIME ?= 3s
 
-.PHONY: help build test test-short bench bench-all lint fmt-check vet staticcheck run console-screenshots clean $(BINARIES)
+.PHONY: help build test test-short bench bench-all lint fmt-check vet staticcheck settings run console-screenshots clean $(BINARIES)
 
 help:
 	@echo "make run        build everything and start the cluster locally on embedded Kafka and Redis (Ctrl-C stops it);"
@@ -22,6 +22,8 @@ help:
 	@echo "                flags in BENCH_ARGS, e.g. make bench BENCH_ARGS=\"-count 1 -only REST\" (bin/bench-table --help)"
 	@echo "make bench-all  every benchmark, raw go test -bench output (throttled queue, stats, Redis Monitor answers, ...)"
 	@echo "make lint       gofmt check, go vet and staticcheck"
+	@echo "make settings   write what the setting declarations determine: the settings tables in docs/ and"
+	@echo "                scutils/settings/names.go (every component's setting names); a test says when they are stale"
 	@echo "make console-screenshots  the console's browser test, writing its screenshots to docs/img/ (needs chromium)"
 
 build: $(BINARIES)
@@ -57,6 +59,12 @@ vet:
 
 staticcheck:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+# Each setting is declared once, in the package that reads it; the docs'
+# settings tables and the cluster's list of setting names are generated from
+# the declarations (ops/settingsdoc, whose test fails when they are stale).
+settings:
+	$(GO) run ./ops/cmd/settings-gen
 
 # The one-command local cluster: an embedded Kafka broker (kfake) and Redis
 # (miniredis), and the Kafka Monitor, Redis Monitor, crawlers and REST service

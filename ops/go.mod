@@ -6,6 +6,10 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/scrapycluster/scrapy-cluster-go/crawler v0.0.0
+	github.com/scrapycluster/scrapy-cluster-go/kafka-monitor v0.0.0
+	github.com/scrapycluster/scrapy-cluster-go/redis-monitor v0.0.0
+	github.com/scrapycluster/scrapy-cluster-go/rest v0.0.0
 	github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/spf13/cobra v1.10.2
@@ -24,7 +28,9 @@ require (
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/temoto/robotstxt v1.1.2 // indirect
 	github.com/twmb/franz-go v1.21.7 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.13.1 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
@@ -32,8 +38,17 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
 
 replace github.com/scrapycluster/scrapy-cluster-go/scutils => ../scutils
+
+replace github.com/scrapycluster/scrapy-cluster-go/crawler => ../crawler
+
+replace github.com/scrapycluster/scrapy-cluster-go/kafka-monitor => ../kafka-monitor
+
+replace github.com/scrapycluster/scrapy-cluster-go/redis-monitor => ../redis-monitor
+
+replace github.com/scrapycluster/scrapy-cluster-go/rest => ../rest

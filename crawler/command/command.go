@@ -32,7 +32,7 @@ import (
 // New builds the crawler command tree. Spiders must be registered
 // (imported) by the binary.
 func New() *cobra.Command {
-	defaults := engine.Defaults()
+	declared := engine.Settings()
 	root, flags := cli.NewRoot("crawler",
 		"Scrapy Cluster crawler: throttled, distributed crawling from Redis queues to Kafka",
 		`The crawler serves one spider type (--spider, setting SPIDER; built in: link, wandering). It pops
@@ -50,12 +50,12 @@ returns the rest to their queues, flushes Kafka and exits 0.
 Settings come from built-in defaults, a YAML file (--settings), environment variables of the
 same names and flags, in that order; 'crawler settings' prints them with their sources. The
 crawler's log settings are SC_LOG_* as in the original.`,
-		defaults)
+		declared)
 	flags.SetLogPrefix("SC_")
 	root.PersistentFlags().String("spider", "", "the spider type to crawl for: "+strings.Join(spider.Registered(), ", ")+" (setting SPIDER, default link)")
 	flags.Bind("spider", "SPIDER")
 	runE := func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
 			e, err := engine.New(ctx, s, log, rdb)
 			if err != nil {
 				return nil, err
@@ -69,7 +69,7 @@ crawler's log settings are SC_LOG_* as in the original.`,
 	root.Args = cobra.NoArgs
 	root.RunE = runE
 	root.Example = "  crawler\n  crawler --spider wandering\n  crawler --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis crawler --set ZOOKEEPER_HOSTS="
-	root.AddCommand(cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
+	root.AddCommand(cli.HealthcheckCommand(declared, flags, cli.AdminAddr))
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
 		Short: "Crawl until SIGINT or SIGTERM (the same as no sub-command)",

@@ -68,9 +68,11 @@ type Engine struct {
 	pub      *kafkaclient.Publisher
 	pipe     *pipeline.Pipeline
 
-	host, id   string
-	retryTimes int
-	grace      time.Duration
+	host, id     string
+	retryTimes   int
+	grace        time.Duration
+	heartbeatTTL time.Duration // twice SCHEDULER_IP_REFRESH, as the original's
+	persist      bool          // SCHEDULER_PERSIST
 
 	configWhere string        // where the domain config lives, for log lines
 	configWait  time.Duration // DOMAIN_CONFIG_WAIT
@@ -97,9 +99,9 @@ type Counters struct {
 
 // New builds a crawler for the spider named by the SPIDER setting.
 func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
-	sp, err := spider.New(s.String("SPIDER"))
+	sp, err := spider.New(Spider.From(s))
 	if err != nil {
-		return nil, fmt.Errorf("setting SPIDER: %w", err)
+		return nil, fmt.Errorf("setting %s: %w", Spider.Name(), err)
 	}
 	scfg, err := scheduler.ConfigFromSettings(s, sp.Name())
 	if err != nil {
@@ -121,18 +123,19 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	configWait := s.Seconds("DOMAIN_CONFIG_WAIT")
+	configWait := DomainConfigWait.From(s)
 	if configWait < 0 {
-		return nil, fmt.Errorf("setting DOMAIN_CONFIG_WAIT: must not be negative, got %v", configWait)
+		return nil, fmt.Errorf("setting %s: must not be negative, got %v", DomainConfigWait.Name(), configWait)
 	}
 	host, _ := os.Hostname()
-	pub := kcfg.NewPublisher("crawled", s.Bool("KAFKA_APPID_TOPICS"), log)
+	pub := kcfg.NewPublisher("crawled", AppIDTopics.From(s), log)
 	e := &Engine{
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
 		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub,
-		pipe: pipeline.New(pub, log, s.Bool("KAFKA_BASE_64_ENCODE"), kcfg.MaxRequestBytes),
+		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes),
 		host: host, id: heartbeat.NewID(),
-		retryTimes: s.Int("RETRY_TIMES"), grace: s.Seconds("SHUTDOWN_GRACE"),
+		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
+		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
@@ -145,14 +148,14 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 }
 
 func (e *Engine) setupStats(ctx context.Context) error {
-	if !e.settings.Bool("STATS_STATUS_CODES") {
+	if !StatusCodes.From(e.settings) {
 		return nil
 	}
 	windows := stats.WindowsFromSettings(e.settings, e.log)
 	opts := stats.OptionsFromSettings(e.settings, e.log)
 	// 504 is always counted: requests that got no response at all count as
 	// 504s, as the original's retry middleware counts them.
-	codes := e.settings.Ints("STATUS_RESPONSE_CODES")
+	codes := StatusResponseCodes.From(e.settings)
 	if !slices.Contains(codes, 504) {
 		codes = append(codes, 504)
 	}
@@ -205,7 +208,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	background.Go(func() { e.sched.Run(bg) })
 	// The original's crawler heartbeat lives twice the IP refresh period.
 	background.Go(func() {
-		heartbeat.Run(bg, e.rdb, rediskeys.CrawlerHeartbeatKey(e.host, e.spider.Name(), e.id), 2*e.settings.Seconds("SCHEDULER_IP_REFRESH"), e.log)
+		heartbeat.Run(bg, e.rdb, rediskeys.CrawlerHeartbeatKey(e.host, e.spider.Name(), e.id), e.heartbeatTTL, e.log)
 	})
 	background.Go(func() { e.watchDomainConfig(bg) })
 	background.Go(func() { e.statsLoop(bg) })
@@ -235,7 +238,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	} else if n > 0 {
 		e.log.Info("Returned unfinished requests to their queues", logfactory.Extra{"requests": n})
 	}
-	if !e.settings.Bool("SCHEDULER_PERSIST") {
+	if !e.persist {
 		e.log.Warning("Clearing crawl queues")
 		if err := e.sched.Clear(rctx); err != nil {
 			e.log.Error("Failed to clear the crawl queues", logfactory.Extra{"error": err.Error()})

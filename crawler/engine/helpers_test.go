@@ -66,7 +66,7 @@ func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) 
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
 	}
-	s, err := settings.Load(engine.Defaults(), settings.Options{Environ: environ})
+	s, err := settings.Load(engine.Settings(), settings.Options{Environ: environ})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func (e *env) start(t testing.TB, overrides map[string]string) {
 			t.Logf("crawler log (last 16 KB of %d bytes):\n%s", len(out), out[max(0, len(out)-16<<10):])
 		}
 	})
-	cfg := logfactory.PrefixedConfigFromSettings(s, "SC_", "sc-crawler")
+	cfg := logfactory.Settings("SC_").Config(s)
 	cfg.Output = e.log
 	log, err := logfactory.New(cfg)
 	if err != nil {

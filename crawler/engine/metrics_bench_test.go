@@ -23,7 +23,7 @@ import (
 // page's CPU cost (crawler-cpu-µs/page of e2e's BenchmarkPagesPerSecond)
 // for the share (docs/metrics.md).
 func BenchmarkMetricsPerPage(b *testing.B) {
-	s, err := settings.Load(Defaults(), settings.Options{NoEnv: true})
+	s, err := settings.Load(Settings(), settings.Options{NoEnv: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,9 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 // gather registers the engine's metrics on a registry of their own and
@@ -107,9 +105,4 @@ func TestMetricsCountResponsesRetriesAndDropsAsTheyHappen(t *testing.T) {
 	if n := testutil.CollectAndCount(collectors(e), "scrapy_crawler_responses_total"); n != 4 {
 		t.Errorf("%d response series, want 4 (one per code seen)", n)
 	}
-}
-
-// A setting the crawler knows is in the cluster's list (settingstest.ExpectListed).
-func TestEverySettingIsInTheClusterList(t *testing.T) {
-	settingstest.ExpectListed(t, engine.Defaults())
 }

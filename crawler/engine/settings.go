@@ -4,7 +4,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -14,36 +13,30 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
-// Defaults are the crawler's settings: the spec's crawler settings (names
-// and defaults as Scrapy Cluster 1.3; logging is SC_LOG_*), the scheduler's
-// (scheduler.Defaults), the downloader's (fetch.Defaults), the stats
-// windows' (stats.Defaults: STATS_CYCLE, STATS_TIMES), the crawl ledger's
-// (ledger.Defaults: LEDGER_TTL; the crawler ignores LEDGER_COMPLETE_INTERVAL), the shared REDIS_*,
-// KAFKA_* and ZOOKEEPER_* settings, and:
-//
-//	SPIDER                 "link"  (Go) the spider type this process crawls for (--spider)
-//	SC_LOGGER_NAME         "sc-crawler"
-//	SC_LOG_FILE            "sc_crawler.log" (and SC_LOG_LEVEL, SC_LOG_JSON, SC_LOG_TEXT_FIELDS, SC_LOG_STDOUT, SC_LOG_DIR, SC_LOG_MAX_BYTES, SC_LOG_BACKUPS)
-//	KAFKA_APPID_TOPICS     false  also publish to <prefix>.crawled_<appid>
-//	KAFKA_BASE_64_ENCODE   false  publish bodies as base64 of the raw bytes
-//	STATS_STATUS_CODES     true   count responses per status code
-//	STATUS_RESPONSE_CODES  [200, 404, 403, 504]  the codes counted
-//	SHUTDOWN_GRACE         10     (Go) seconds in-flight requests may take to finish after SIGTERM; the rest go back to their queues
-//	DOMAIN_CONFIG_WAIT     30     (Go) seconds a starting crawler waits for its first domain config before it pops anything; 0 does not wait
-//	ADMIN_ADDR, ADMIN_PPROF       (Go) the admin endpoint, ":9412" (admin.Defaults)
-func Defaults() settings.Defaults {
-	return cli.Merge(
-		redisconn.Defaults(), kafkaclient.Defaults(), domainconfig.Defaults(),
-		logfactory.PrefixedDefaults("SC_", "sc_crawler.log"),
-		scheduler.Defaults(), fetch.Defaults(), stats.Defaults(), ledger.Defaults(), admin.Defaults(admin.CrawlerAddr),
-		settings.Defaults{
-			"SPIDER":                "link",
-			"SC_LOGGER_NAME":        "sc-crawler",
-			"KAFKA_APPID_TOPICS":    false,
-			"KAFKA_BASE_64_ENCODE":  false,
-			"STATS_STATUS_CODES":    true,
-			"STATUS_RESPONSE_CODES": []int{200, 404, 403, 504},
-			"SHUTDOWN_GRACE":        10.0,
-			"DOMAIN_CONFIG_WAIT":    30.0,
-		})
+// The engine's own settings: the spec's crawler settings the scheduler and
+// the downloader do not read, and ours.
+var (
+	Spider              = settings.String("SPIDER", "link", "the spider type this process crawls for (`--spider`)").Ours()
+	AppIDTopics         = settings.Bool("KAFKA_APPID_TOPICS", false, "also publish to `<prefix>.crawled_<appid>`")
+	Base64Encode        = settings.Bool("KAFKA_BASE_64_ENCODE", false, "publish bodies as base64 of the raw bytes")
+	StatusCodes         = settings.Bool("STATS_STATUS_CODES", true, "count responses per status code")
+	StatusResponseCodes = settings.Ints("STATUS_RESPONSE_CODES", []int{200, 404, 403, 504}, "the codes counted (504 always: requests that got no response count as 504s)")
+	ShutdownGrace       = settings.Seconds("SHUTDOWN_GRACE", 10.0, "seconds requests in flight may take to finish after SIGTERM; the rest go back to their queues").Ours()
+	DomainConfigWait    = settings.Seconds("DOMAIN_CONFIG_WAIT", 30.0, "seconds a starting crawler waits for its first domain config (blacklist and throttles) before it pops anything; "+
+		"none stored yet counts as the empty config, so only an unreachable ZooKeeper (or Redis) makes it wait; past it the crawler starts with an error line "+
+		"and applies the config when it comes; 0: no wait").Ours()
+)
+
+// Settings are the crawler's settings: the scheduler's
+// (scheduler.Settings), the downloader's (fetch.Settings), the stats
+// windows' (STATS_CYCLE, STATS_TIMES), the crawl ledger's (the crawler
+// ignores LEDGER_COMPLETE_INTERVAL), the shared REDIS_*, KAFKA_* and
+// ZOOKEEPER_* ones, the log settings as SC_LOG_* (as in the original), the
+// admin endpoint's (on :9412) and the engine's own.
+func Settings() settings.Group {
+	return settings.Join(
+		redisconn.Settings(), kafkaclient.Settings(), domainconfig.Settings(),
+		logfactory.Settings("SC_").Group("sc-crawler", "sc_crawler.log"),
+		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr),
+		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait))
 }

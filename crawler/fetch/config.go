@@ -21,8 +21,8 @@ import (
 // "scrapy-cluster-go".
 const DefaultUserAgent = "Scrapy-Cluster-Go/1.3 (+https://github.com/scrapycluster/scrapy-cluster-go)"
 
-// The defaults, in one place: Defaults (the settings) and Config's zero
-// values both come from these.
+// The defaults, in one place: the settings' and Config's zero values' both
+// come from these.
 const (
 	defaultTimeout         = 10 * time.Second
 	defaultMaxSize         = 10 << 20
@@ -40,28 +40,35 @@ func defaultHeaders() map[string]string {
 	return map[string]string{"Accept": defaultAccept, "Accept-Language": defaultAcceptLanguage}
 }
 
-// Defaults are the crawler's download settings. The crawler adds them to its
-// settings.Defaults (maps.Copy).
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		"DOWNLOAD_TIMEOUT":               defaultTimeout.Seconds(),
-		"DOWNLOAD_MAXSIZE":               defaultMaxSize,
-		"REDIRECT_ENABLED":               true,
-		"REDIRECT_MAX_TIMES":             defaultMaxRedirects,
-		"USER_AGENT":                     DefaultUserAgent,
-		"DEFAULT_REQUEST_HEADERS":        defaultHeaders(),
-		"ROBOTSTXT_OBEY":                 false,
-		"ROBOTSTXT_USER_AGENT":           "",
-		"ROBOTSTXT_CACHE_TTL":            int(defaultRobotsTTL.Seconds()),
-		"CONCURRENT_REQUESTS":            defaultConcurrency,
-		"CONCURRENT_REQUESTS_PER_DOMAIN": defaultPerDomain,
-		"RETRY_TIMES":                    defaultRetryTimes,
-		"RETRY_HTTP_CODES":               []int{defaultRetryStatusCode},
-		// Config's zero value blocks (AllowPrivate false): the default is
-		// the safe one, whichever way a Config is made.
-		"FETCH_BLOCK_PRIVATE":    !Config{}.AllowPrivate,
-		"FETCH_ALLOWED_NETWORKS": []string{},
-	}
+// The downloader's settings, Scrapy's names and defaults (times in
+// seconds). The scheduler also reads CONCURRENT_REQUESTS and
+// CONCURRENT_REQUESTS_PER_DOMAIN: they cap the requests in flight.
+var (
+	DownloadTimeout    = settings.Seconds("DOWNLOAD_TIMEOUT", defaultTimeout.Seconds(), "seconds for a whole request (redirects and body included)")
+	DownloadMaxSize    = settings.Int("DOWNLOAD_MAXSIZE", defaultMaxSize, "bodies are cut here; (Go) with `CONCURRENT_REQUESTS` it sets the soft memory limit of Go's garbage collector, 2 × `CONCURRENT_REQUESTS` × `DOWNLOAD_MAXSIZE` + 64 MiB, unless `GOMEMLIMIT` is set ([memory](production.md#fetching-safely))")
+	RedirectEnabled    = settings.Bool("REDIRECT_ENABLED", true, "follow redirects; false: 3xx responses are crawl results as they are")
+	RedirectMaxTimes   = settings.Int("REDIRECT_MAX_TIMES", defaultMaxRedirects, "redirects one request follows")
+	UserAgent          = settings.String("USER_AGENT", DefaultUserAgent, "sent when a request has no `useragent`")
+	DefaultHeaders     = settings.StringMap("DEFAULT_REQUEST_HEADERS", defaultHeaders(), "sent with every request; a header set to `\"\"` is not sent")
+	RobotsObey         = settings.Bool("ROBOTSTXT_OBEY", false, "honour robots.txt (cached per host)")
+	RobotsUserAgent    = settings.String("ROBOTSTXT_USER_AGENT", "", "the robots.txt group matched; empty: the product token of the request's User-Agent").Ours()
+	RobotsCacheTTL     = settings.Seconds("ROBOTSTXT_CACHE_TTL", int(defaultRobotsTTL.Seconds()), "seconds a host's robots.txt is kept").Ours()
+	ConcurrentRequests = settings.Int("CONCURRENT_REQUESTS", defaultConcurrency, "requests being fetched at once, in all; as many fetched pages again may be parsed and published meanwhile "+
+		"(their acknowledgements then wait up to 5 ms to share a round trip, holding nothing but the lease: a busy crawler acknowledges, and queues follow-ups, once per 5 ms)")
+	ConcurrentPerDomain = settings.Int("CONCURRENT_REQUESTS_PER_DOMAIN", defaultPerDomain, "requests being fetched at once per domain; (Go) an unmoderated domain's pop takes up to twice as many ahead "+
+		"(`CONCURRENT_REQUESTS` in all), leased, to start as its fetches end ([popping ahead](throttling-and-crash-safety.md#the-cluster-wide-domain-throttle))")
+	RetryTimes     = settings.Int("RETRY_TIMES", defaultRetryTimes, "retries of a request that got no response (a timeout, a connection error) or a status of `RETRY_HTTP_CODES`")
+	RetryHTTPCodes = settings.Ints("RETRY_HTTP_CODES", []int{defaultRetryStatusCode}, "statuses retried; other 4xx and 5xx pages are crawl results")
+	// Config's zero value blocks (AllowPrivate false): the default is the
+	// safe one, whichever way a Config is made.
+	BlockPrivate    = settings.Bool("FETCH_BLOCK_PRIVATE", !Config{}.AllowPrivate, "refuse loopback, private, link-local and other internal addresses ([fetching safely](production.md#fetching-safely))").Ours()
+	AllowedNetworks = settings.Strings("FETCH_ALLOWED_NETWORKS", []string{}, "internal networks fetched despite `FETCH_BLOCK_PRIVATE`, CIDR, comma-separated (e.g. `127.0.0.0/8,::1/128`)").Ours()
+)
+
+// Settings are the downloader's settings, for the crawler's settings.Group.
+func Settings() settings.Group {
+	return settings.Declare(DownloadTimeout, DownloadMaxSize, RedirectEnabled, RedirectMaxTimes, UserAgent, DefaultHeaders, RobotsObey,
+		RobotsUserAgent, RobotsCacheTTL, ConcurrentRequests, ConcurrentPerDomain, RetryTimes, RetryHTTPCodes, BlockPrivate, AllowedNetworks)
 }
 
 // Config is the download part of the crawler's settings. The zero value
@@ -127,7 +134,7 @@ type Config struct {
 	AllowedNetworks []netip.Prefix
 }
 
-// DefaultConfig is the configuration Defaults describe.
+// DefaultConfig is the configuration the settings' defaults describe.
 func DefaultConfig() Config {
 	c := Config{}.withDefaults()
 	c.RetryTimes = defaultRetryTimes
@@ -164,32 +171,28 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// ConfigFromSettings reads the download settings (see Defaults). It fails
+// ConfigFromSettings reads the download settings (Settings). It fails
 // with the setting's name when a value is unusable.
 func ConfigFromSettings(s *settings.Settings) (Config, error) {
-	headers, err := settings.Lookup[map[string]string](s, "DEFAULT_REQUEST_HEADERS")
+	allowed, err := ParseNetworks(AllowedNetworks.From(s))
 	if err != nil {
-		return Config{}, err
-	}
-	allowed, err := ParseNetworks(s.Strings("FETCH_ALLOWED_NETWORKS"))
-	if err != nil {
-		return Config{}, fmt.Errorf("setting FETCH_ALLOWED_NETWORKS: %w", err)
+		return Config{}, fmt.Errorf("setting %s: %w", AllowedNetworks.Name(), err)
 	}
 	cfg := Config{
-		Timeout:          s.Seconds("DOWNLOAD_TIMEOUT"),
-		MaxSize:          int64(s.Int("DOWNLOAD_MAXSIZE")),
-		DisableRedirects: !s.Bool("REDIRECT_ENABLED"),
-		MaxRedirects:     s.Int("REDIRECT_MAX_TIMES"),
-		UserAgent:        s.String("USER_AGENT"),
-		DefaultHeaders:   headers,
-		ObeyRobots:       s.Bool("ROBOTSTXT_OBEY"),
-		RobotsUserAgent:  s.String("ROBOTSTXT_USER_AGENT"),
-		RobotsCacheTTL:   s.Seconds("ROBOTSTXT_CACHE_TTL"),
-		MaxConns:         s.Int("CONCURRENT_REQUESTS"),
-		MaxConnsPerHost:  s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
-		RetryTimes:       s.Int("RETRY_TIMES"),
-		RetryHTTPCodes:   s.Ints("RETRY_HTTP_CODES"),
-		AllowPrivate:     !s.Bool("FETCH_BLOCK_PRIVATE"),
+		Timeout:          DownloadTimeout.From(s),
+		MaxSize:          int64(DownloadMaxSize.From(s)),
+		DisableRedirects: !RedirectEnabled.From(s),
+		MaxRedirects:     RedirectMaxTimes.From(s),
+		UserAgent:        UserAgent.From(s),
+		DefaultHeaders:   DefaultHeaders.From(s),
+		ObeyRobots:       RobotsObey.From(s),
+		RobotsUserAgent:  RobotsUserAgent.From(s),
+		RobotsCacheTTL:   RobotsCacheTTL.From(s),
+		MaxConns:         ConcurrentRequests.From(s),
+		MaxConnsPerHost:  ConcurrentPerDomain.From(s),
+		RetryTimes:       RetryTimes.From(s),
+		RetryHTTPCodes:   RetryHTTPCodes.From(s),
+		AllowPrivate:     !BlockPrivate.From(s),
 		AllowedNetworks:  allowed,
 	}
 	return cfg, cfg.Validate()

@@ -14,7 +14,7 @@ import (
 
 func load(t *testing.T, env ...string) (*settings.Settings, error) {
 	t.Helper()
-	return settings.Load(fetch.Defaults(), settings.Options{Environ: env})
+	return settings.Load(fetch.Settings(), settings.Options{Environ: env})
 }
 
 func TestTheDefaultSettingsAreTheDefaultConfig(t *testing.T) {

@@ -82,33 +82,9 @@
 //
 // # Settings
 //
-// Names and defaults are Scrapy's or Scrapy Cluster 1.3's; those marked (Go)
-// are ours:
-//
-//	DOWNLOAD_TIMEOUT                10        seconds for a whole Fetch (may be fractional)
-//	DOWNLOAD_MAXSIZE                10485760  bytes of body kept (10 MiB; Scrapy's 1 GiB
-//	                                          is far more than a Kafka message holds)
-//	REDIRECT_ENABLED                true      follow redirects
-//	REDIRECT_MAX_TIMES              20        redirects followed per Fetch
-//	USER_AGENT                      "Scrapy-Cluster-Go/1.3 (+https://github.com/scrapycluster/scrapy-cluster-go)"
-//	                                          when the crawl request has no useragent
-//	DEFAULT_REQUEST_HEADERS         Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8
-//	                                Accept-Language: en
-//	                                          sent with every request; merged one level
-//	                                          deep with a settings file's map; "" drops one
-//	ROBOTSTXT_OBEY                  false     honour robots.txt
-//	ROBOTSTXT_USER_AGENT            ""        robots.txt group to follow ("": the
-//	                                          User-Agent's product token)
-//	ROBOTSTXT_CACHE_TTL (Go)        3600      seconds a robots.txt is cached
-//	CONCURRENT_REQUESTS             16        the engine's limit of fetches in flight;
-//	                                          sizes the idle connection pool
-//	CONCURRENT_REQUESTS_PER_DOMAIN  8         the engine's per-domain limit; sizes the
-//	                                          idle connections kept per host
-//	RETRY_TIMES                     3         attempts after the first, for retryable
-//	                                          errors and statuses (the engine's)
-//	RETRY_HTTP_CODES                [504]     statuses retried rather than published
-//	FETCH_BLOCK_PRIVATE (Go)        true      refuse internal addresses (Address guard)
-//	FETCH_ALLOWED_NETWORKS (Go)     []        CIDR networks fetched despite the guard,
-//	                                          e.g. 127.0.0.0/8,::1/128 for a test site;
-//	                                          a value that is not one fails the start
+// The download settings are declared in config.go (Settings), with Scrapy's
+// or Scrapy Cluster 1.3's names and defaults; DOWNLOAD_MAXSIZE is 10 MiB,
+// not Scrapy's 1 GiB, which is far more than a Kafka message holds.
+// ConfigFromSettings reads them into a Config. The crawler's page in docs/
+// lists them with their docs.
 package fetch

@@ -5,55 +5,43 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// Defaults are the scheduler's settings, names and defaults as the
-// original's crawler settings.py (settings this implementation adds are
-// marked "(Go)"):
-//
-//	SCHEDULER_PERSIST                     true   false clears the spider's queues and filters when the crawler stops
-//	SCHEDULER_QUEUE_REFRESH               10     seconds between scans for domain queues (new queues are also announced at once)
-//	SCHEDULER_QUEUE_TIMEOUT               3600   seconds an unused domain queue stays in memory
-//	SCHEDULER_BACKLOG_BLACKLIST           true   false: requests for blacklisted domains are not queued at all
-//	SCHEDULER_TYPE_ENABLED                true   throttle per spider type
-//	SCHEDULER_IP_ENABLED                  true   throttle per public IP address
-//	SCHEDULER_IP_REFRESH                  60     seconds between public IP lookups
-//	SCHEUDLER_ITEM_RETRIES                2      accepted for compatibility (the original's misspelt name); the scheduler waits on denials instead of cycling
-//	PUBLIC_IP_URL                         "http://ip.42.pl/raw"  where the public IP is read; "" never looks it up (127.0.0.1)
-//	IP_ADDR_REGEX                         the first IPv4 address in the answer
-//	QUEUE_HITS                            10     pops per QUEUE_WINDOW per domain, unless the domain config says otherwise
-//	QUEUE_WINDOW                          60     seconds
-//	QUEUE_MODERATED                       true   spread the hits evenly over the window
-//	DUPEFILTER_TIMEOUT                    600    seconds a crawl's duplicate filter outlives its last queued request
-//	GLOBAL_PAGE_PER_DOMAIN_LIMIT          0      pages any crawl may queue per domain; 0 no limit
-//	GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT  600    seconds that count outlives its last change
-//	DOMAIN_MAX_PAGE_TIMEOUT               600    seconds a crawl's domain_max_pages count outlives its last change
-//	LEASE_TIMEOUT                         20     (Go) seconds a popped request stays leased to a crawler that stopped renewing it
-//	LEASE_REAP_INTERVAL                   5      (Go) seconds between returns of expired leases to their queues
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		"SCHEDULER_PERSIST":                    true,
-		"SCHEDULER_QUEUE_REFRESH":              10,
-		"SCHEDULER_QUEUE_TIMEOUT":              3600,
-		"SCHEDULER_BACKLOG_BLACKLIST":          true,
-		"SCHEDULER_TYPE_ENABLED":               true,
-		"SCHEDULER_IP_ENABLED":                 true,
-		"SCHEDULER_IP_REFRESH":                 60,
-		"SCHEUDLER_ITEM_RETRIES":               2,
-		"PUBLIC_IP_URL":                        "http://ip.42.pl/raw",
-		"IP_ADDR_REGEX":                        `(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`,
-		"QUEUE_HITS":                           10,
-		"QUEUE_WINDOW":                         60,
-		"QUEUE_MODERATED":                      true,
-		"DUPEFILTER_TIMEOUT":                   600,
-		"GLOBAL_PAGE_PER_DOMAIN_LIMIT":         0,
-		"GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT": 600,
-		"DOMAIN_MAX_PAGE_TIMEOUT":              600,
-		"LEASE_TIMEOUT":                        20.0,
-		"LEASE_REAP_INTERVAL":                  5.0,
-	}
+// The scheduler's settings, names and defaults as the original's crawler
+// settings.py (times in seconds).
+var (
+	Persist                = settings.Bool("SCHEDULER_PERSIST", true, "false: the spider's queues and filters are cleared when the crawler stops")
+	QueueRefresh           = settings.Seconds("SCHEDULER_QUEUE_REFRESH", 10, "seconds between scans for domain queues (new queues are also announced at once)")
+	QueueTimeout           = settings.Seconds("SCHEDULER_QUEUE_TIMEOUT", 3600, "seconds an unused domain queue stays in memory")
+	BacklogBlacklist       = settings.Bool("SCHEDULER_BACKLOG_BLACKLIST", true, "false: requests for blacklisted domains are not even queued")
+	TypeEnabled            = settings.Bool("SCHEDULER_TYPE_ENABLED", true, "throttle per spider type")
+	IPEnabled              = settings.Bool("SCHEDULER_IP_ENABLED", true, "throttle per public IP address")
+	IPRefresh              = settings.Seconds("SCHEDULER_IP_REFRESH", 60, "seconds between public IP lookups; the crawler's heartbeat lives twice that")
+	ItemRetries            = settings.Int("SCHEUDLER_ITEM_RETRIES", 2, "accepted for compatibility (the original's misspelt name), unused: the scheduler waits on denials instead of cycling")
+	PublicIPURL            = settings.String("PUBLIC_IP_URL", "http://ip.42.pl/raw", "where the public IP is read; empty: never (127.0.0.1)")
+	IPAddrRegex            = settings.String("IP_ADDR_REGEX", `(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`, "its first match in the answer is the public IP")
+	QueueHits              = settings.Int("QUEUE_HITS", 10, "pops per `QUEUE_WINDOW` per domain, unless the domain config says otherwise")
+	QueueWindow            = settings.Seconds("QUEUE_WINDOW", 60, "seconds of the domain throttle's window")
+	QueueModerated         = settings.Bool("QUEUE_MODERATED", true, "spread the hits evenly over the window")
+	DupeFilterTimeout      = settings.Seconds("DUPEFILTER_TIMEOUT", 600, "seconds a crawl's duplicate filter outlives its last queued request")
+	GlobalPageLimit        = settings.Int("GLOBAL_PAGE_PER_DOMAIN_LIMIT", 0, "pages any crawl may queue per domain; 0: no limit")
+	GlobalPageLimitTimeout = settings.Seconds("GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT", 600, "seconds that per-domain count outlives its last change")
+	DomainMaxPageTimeout   = settings.Seconds("DOMAIN_MAX_PAGE_TIMEOUT", 600, "seconds a crawl's `domain_max_pages` count outlives its last change")
+	LeaseTimeout           = settings.Seconds("LEASE_TIMEOUT", 20.0, "seconds a request stays leased to a crawler that stopped renewing its leases "+
+		"(rounded up to the next whole second of Redis's clock)").Ours()
+	LeaseReapInterval = settings.Seconds("LEASE_REAP_INTERVAL", 5.0, "seconds between returns of expired leases to their queues").Ours()
+)
+
+// Settings are the scheduler's settings, for the crawler's settings.Group.
+// It also reads the downloader's CONCURRENT_REQUESTS and
+// CONCURRENT_REQUESTS_PER_DOMAIN (fetch.Settings) and LEDGER_TTL.
+func Settings() settings.Group {
+	return settings.Declare(Persist, QueueRefresh, QueueTimeout, BacklogBlacklist, TypeEnabled, IPEnabled, IPRefresh, ItemRetries,
+		PublicIPURL, IPAddrRegex, QueueHits, QueueWindow, QueueModerated, DupeFilterTimeout, GlobalPageLimit, GlobalPageLimitTimeout,
+		DomainMaxPageTimeout, LeaseTimeout, LeaseReapInterval)
 }
 
 // Config is what the scheduler needs to know.
@@ -102,9 +90,9 @@ func (c Config) ledgerTTL() time.Duration {
 // CONCURRENT_REQUESTS, CONCURRENT_REQUESTS_PER_DOMAIN, LEDGER_TTL) for
 // spiderID.
 func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
-	re, err := regexp.Compile(s.String("IP_ADDR_REGEX"))
+	re, err := regexp.Compile(IPAddrRegex.From(s))
 	if err != nil {
-		return Config{}, fmt.Errorf("setting IP_ADDR_REGEX: %w", err)
+		return Config{}, fmt.Errorf("setting %s: %w", IPAddrRegex.Name(), err)
 	}
 	ledgerTTL, err := ledger.TTLFromSettings(s)
 	if err != nil {
@@ -112,15 +100,15 @@ func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 	}
 	c := Config{
 		LedgerTTL: ledgerTTL,
-		SpiderID:  spiderID, Hits: s.Int("QUEUE_HITS"), Window: s.Seconds("QUEUE_WINDOW"), Moderated: s.Bool("QUEUE_MODERATED"),
-		ByType: s.Bool("SCHEDULER_TYPE_ENABLED"), ByIP: s.Bool("SCHEDULER_IP_ENABLED"),
-		PublicIPURL: s.String("PUBLIC_IP_URL"), IPRegex: re, IPRefresh: s.Seconds("SCHEDULER_IP_REFRESH"),
-		QueueRefresh: s.Seconds("SCHEDULER_QUEUE_REFRESH"), QueueTimeout: s.Seconds("SCHEDULER_QUEUE_TIMEOUT"),
-		BacklogBlacklist: s.Bool("SCHEDULER_BACKLOG_BLACKLIST"), Persist: s.Bool("SCHEDULER_PERSIST"),
-		DupeTimeout: s.Seconds("DUPEFILTER_TIMEOUT"), DomainMaxPageTimeout: s.Seconds("DOMAIN_MAX_PAGE_TIMEOUT"),
-		GlobalPageLimit: s.Int("GLOBAL_PAGE_PER_DOMAIN_LIMIT"), GlobalPageTimeout: s.Seconds("GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT"),
-		LeaseTTL: s.Seconds("LEASE_TIMEOUT"), ReapInterval: s.Seconds("LEASE_REAP_INTERVAL"),
-		Concurrency: s.Int("CONCURRENT_REQUESTS"), PerDomain: s.Int("CONCURRENT_REQUESTS_PER_DOMAIN"),
+		SpiderID:  spiderID, Hits: QueueHits.From(s), Window: QueueWindow.From(s), Moderated: QueueModerated.From(s),
+		ByType: TypeEnabled.From(s), ByIP: IPEnabled.From(s),
+		PublicIPURL: PublicIPURL.From(s), IPRegex: re, IPRefresh: IPRefresh.From(s),
+		QueueRefresh: QueueRefresh.From(s), QueueTimeout: QueueTimeout.From(s),
+		BacklogBlacklist: BacklogBlacklist.From(s), Persist: Persist.From(s),
+		DupeTimeout: DupeFilterTimeout.From(s), DomainMaxPageTimeout: DomainMaxPageTimeout.From(s),
+		GlobalPageLimit: GlobalPageLimit.From(s), GlobalPageTimeout: GlobalPageLimitTimeout.From(s),
+		LeaseTTL: LeaseTimeout.From(s), ReapInterval: LeaseReapInterval.From(s),
+		Concurrency: fetch.ConcurrentRequests.From(s), PerDomain: fetch.ConcurrentPerDomain.From(s),
 	}
 	return c, c.validate()
 }

@@ -33,7 +33,7 @@ import (
 // New builds the kafka-monitor command tree. Plugins must be registered
 // (imported) by the binary.
 func New() *cobra.Command {
-	defaults := monitor.Defaults()
+	declared := monitor.Settings()
 	root, flags := cli.NewRoot("kafka-monitor",
 		"Scrapy Cluster Kafka Monitor: validates requests from Kafka and queues them in Redis",
 		`The Kafka Monitor consumes JSON crawl, action, stats and zookeeper requests from the
@@ -43,7 +43,7 @@ matching plugin store it in Redis for the crawlers and the Redis Monitor.
 
 Settings come from built-in defaults, a YAML file (--settings), environment variables of the
 same names and flags, in that order; 'kafka-monitor settings' prints them with their sources.`,
-		defaults)
+		declared)
 
 	run := &cobra.Command{
 		Use:   "run",
@@ -58,7 +58,7 @@ and exits 0.`,
 		Example: "  kafka-monitor run\n  kafka-monitor run --settings localsettings.yaml --log-level DEBUG",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+			return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
 				return monitor.New(ctx, s, log, rdb)
 			})
 		},
@@ -82,7 +82,7 @@ A failure to reach Kafka exits with 1.`,
 			if err != nil {
 				return err
 			}
-			s, log, err := setup(flags, defaults)
+			s, log, err := setup(flags, declared)
 			if err != nil {
 				return err
 			}
@@ -94,12 +94,12 @@ A failure to reach Kafka exits with 1.`,
 			return err
 		},
 	}
-	root.AddCommand(run, feed, cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
+	root.AddCommand(run, feed, cli.HealthcheckCommand(declared, flags, cli.AdminAddr))
 	return root
 }
 
-func setup(flags *cli.SettingsFlags, defaults settings.Defaults) (*settings.Settings, *logfactory.Logger, error) {
-	s, log, err := flags.Open(defaults)
+func setup(flags *cli.SettingsFlags, declared settings.Group) (*settings.Settings, *logfactory.Logger, error) {
+	s, log, err := flags.Open(declared)
 	if err != nil {
 		return nil, nil, err
 	}

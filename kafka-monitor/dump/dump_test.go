@@ -22,7 +22,7 @@ const firehose = "demo.crawled_firehose"
 // testConfig is the Kafka configuration of a component pointed at k.
 func testConfig(t *testing.T, k *harness.Kafka) kafkaclient.Config {
 	t.Helper()
-	s, err := settings.Load(kafkaclient.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{"KAFKA_HOSTS": k.Hosts()}})
+	s, err := settings.Load(kafkaclient.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{"KAFKA_HOSTS": k.Hosts()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func ExampleDump() {
 		panic(err)
 	}
 	defer broker.Close()
-	s, _ := settings.Load(kafkaclient.Defaults(), settings.Options{Environ: []string{"KAFKA_HOSTS=" + broker.Hosts()}})
+	s, _ := settings.Load(kafkaclient.Settings(), settings.Options{Environ: []string{"KAFKA_HOSTS=" + broker.Hosts()}})
 	cfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		panic(err)

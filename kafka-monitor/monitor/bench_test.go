@@ -76,7 +76,7 @@ func (c *cluster) logToDevNull(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { devNull.Close() })
-	cfg := logfactory.ConfigFromSettings(c.s, "kafka-monitor")
+	cfg := logfactory.Settings("").Config(c.s)
 	cfg.Output, cfg.Gather = devNull, true // as lines to stdout are
 	if c.log, err = logfactory.New(cfg); err != nil {
 		b.Fatal(err)

@@ -30,7 +30,7 @@ func Feed(ctx context.Context, s *settings.Settings, log *logfactory.Logger, raw
 	if err != nil {
 		return err
 	}
-	if err := plugin.CheckSize(raw, s.Int("MAX_REQUEST_BYTES")); err != nil {
+	if err := plugin.CheckSize(raw, MaxRequestBytes.From(s)); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidRequest, err)
 	}
 	if _, _, err := plugin.Validate(plugins, raw); err != nil {
@@ -46,17 +46,17 @@ func Feed(ctx context.Context, s *settings.Settings, log *logfactory.Logger, raw
 	if err != nil {
 		return err
 	}
-	topic := s.String("KAFKA_INCOMING_TOPIC")
-	if s.Bool("LOG_JSON") {
+	topic := IncomingTopic.From(s)
+	if logfactory.Settings("").JSON.From(s) {
 		log.Info("Feeding JSON into "+topic, logfactory.Extra{"value": shown})
 	} else {
 		pretty, _ := json.MarshalIndent(shown, "", "    ")
 		log.Info("Feeding JSON into " + topic + "\n" + string(pretty))
 	}
 
-	fctx, cancel := context.WithTimeout(ctx, s.Seconds("KAFKA_FEED_TIMEOUT"))
+	fctx, cancel := context.WithTimeout(ctx, FeedTimeout.From(s))
 	defer cancel()
-	if err := kcfg.EnsureTopics(fctx, kafkaclient.TopicSpec{Name: topic, Partitions: s.Int("KAFKA_INCOMING_PARTITIONS")}); err != nil {
+	if err := kcfg.EnsureTopics(fctx, kafkaclient.TopicSpec{Name: topic, Partitions: plugin.IncomingPartitions.From(s)}); err != nil {
 		log.Error("Failed to feed item into Kafka", logfactory.Extra{"error": err.Error()})
 		return err
 	}

@@ -39,7 +39,7 @@ func newMetrics(m *Monitor) *metrics {
 		}),
 		stored: map[string]prometheus.Counter{},
 		lag: &lagCollector{
-			client: m.kafka.NewClient(), topic: m.settings.String("KAFKA_INCOMING_TOPIC"), group: m.settings.String("KAFKA_GROUP"),
+			client: m.kafka.NewClient(), topic: m.topic, group: m.group,
 			timeout: min(m.kafka.ConnTimeout, 5*time.Second), // well within a scrape's timeout
 			desc: prometheus.NewDesc("scrapy_kafka_monitor_consumer_lag",
 				"Messages of the incoming topic the consumer group has not committed yet (the same for every monitor of the group).",

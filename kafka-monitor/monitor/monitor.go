@@ -60,6 +60,11 @@ type Monitor struct {
 	batchSize int
 	readAhead int64 // READ_AHEAD_BYTES: Run's budget for the messages it holds
 
+	topic, group string        // KAFKA_INCOMING_TOPIC, KAFKA_GROUP
+	partitions   int           // KAFKA_INCOMING_PARTITIONS, when Run creates the topic
+	heartbeat    time.Duration // HEARTBEAT_TIMEOUT
+	dumpEvery    time.Duration // STATS_DUMP; 0 never
+
 	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
 	marks     *storedMarks
 	reports   chan outcome // while Run runs: the stored batches for reportLoop
@@ -86,10 +91,12 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	host, _ := os.Hostname()
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
-		host: host, id: heartbeat.NewID(), maxBytes: s.Int("MAX_REQUEST_BYTES"), batchSize: max(1, s.Int("BATCH_SIZE")),
-		readAhead: int64(s.Int("READ_AHEAD_BYTES")),
-		marks:     newStoredMarks(rdb, s.String("KAFKA_GROUP"), s.String("KAFKA_INCOMING_TOPIC")),
+		host: host, id: heartbeat.NewID(), maxBytes: MaxRequestBytes.From(s), batchSize: max(1, BatchSize.From(s)),
+		readAhead: int64(ReadAheadBytes.From(s)),
+		topic:     IncomingTopic.From(s), group: ConsumerGroup.From(s), partitions: plugin.IncomingPartitions.From(s),
+		heartbeat: HeartbeatTimeout.From(s), dumpEvery: stats.Dump.From(s),
 	}
+	m.marks = newStoredMarks(rdb, m.group, m.topic)
 	m.metrics = newMetrics(m)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb}
 	for _, p := range plugins {
@@ -136,7 +143,7 @@ func (m *Monitor) Close() {
 // Run consumes the incoming topic until ctx is cancelled, then finishes the
 // batch in hand (when Redis is reachable), commits it and returns nil.
 func (m *Monitor) Run(ctx context.Context) error {
-	topic := m.settings.String("KAFKA_INCOMING_TOPIC")
+	topic := m.topic
 	if err := m.ensureTopic(ctx, topic); err != nil {
 		return nil // cancelled while Kafka was unreachable
 	}
@@ -145,18 +152,18 @@ func (m *Monitor) Run(ctx context.Context) error {
 	// Messages are held ahead by fetchLoop, within READ_AHEAD_BYTES; the
 	// reader's own queue only bridges a fetch.
 	kcfg.QueueCapacity = readerQueue
-	reader := kcfg.NewGroupReader(topic, m.settings.String("KAFKA_GROUP"))
+	reader := kcfg.NewGroupReader(topic, m.group)
 	defer reader.Close()
 	commits := startCommitter(reader, m.marks, m.log)
 	defer commits.close() // before reader.Close: the last commits go out first
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("kafka-monitor", m.host, m.id), m.settings.Seconds("HEARTBEAT_TIMEOUT"), m.log)
-	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
-		go m.dumpLoop(bg, every)
+	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("kafka-monitor", m.host, m.id), m.heartbeat, m.log)
+	if m.dumpEvery > 0 {
+		go m.dumpLoop(bg, m.dumpEvery)
 	}
-	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.settings.String("KAFKA_GROUP"), "id": m.id})
+	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.group, "id": m.id})
 
 	// Stored batches are reported (logs, stats) beside the next batch's
 	// work; at most one waits, and every one is reported before Run returns.
@@ -285,7 +292,7 @@ func (m *Monitor) ensureTopic(ctx context.Context, topic string) error {
 	backoff := time.Second
 	for {
 		tctx, cancel := context.WithTimeout(ctx, m.kafka.ConnTimeout)
-		err := m.kafka.EnsureTopics(tctx, kafkaclient.TopicSpec{Name: topic, Partitions: m.settings.Int("KAFKA_INCOMING_PARTITIONS")})
+		err := m.kafka.EnsureTopics(tctx, kafkaclient.TopicSpec{Name: topic, Partitions: m.partitions})
 		cancel()
 		if err == nil {
 			return nil

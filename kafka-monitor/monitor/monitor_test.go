@@ -21,7 +21,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 // cluster is a monitor's surroundings: real Redis, a kfake broker, settings
@@ -48,12 +47,12 @@ func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *
 		name, value, _ := strings.Cut(kv, "=")
 		flags[name] = value
 	}
-	s, err := settings.Load(monitor.Defaults(), settings.Options{NoEnv: true, Flags: flags})
+	s, err := settings.Load(monitor.Settings(), settings.Options{NoEnv: true, Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, "kafka-monitor")
+	cfg := logfactory.Settings("").Config(s)
 	cfg.Output = logs
 	log, err := logfactory.New(cfg)
 	if err != nil {
@@ -572,11 +571,6 @@ func TestMarksAreLookedUpOnlyWhereARedeliveryCanBe(t *testing.T) {
 	if n := c.rdb.ZCard(ctx, "link:marked.com:queue").Val(); n != 22 {
 		t.Errorf("queue holds %d, want the 22 distinct requests", n)
 	}
-}
-
-// A setting the Kafka Monitor knows is in the cluster's list (settingstest.ExpectListed).
-func TestEverySettingIsInTheClusterList(t *testing.T) {
-	settingstest.ExpectListed(t, monitor.Defaults())
 }
 
 // lifetimeIs reports whether v, a lifetime count from a stats snapshot,

@@ -11,7 +11,7 @@ import (
 // (Validate: decoding, the default plugins' schemas, its defaults filled
 // in, the scraper's Validator).
 func BenchmarkValidateCrawlRequest(b *testing.B) {
-	plugins, err := plugin.Load(plugin.Defaults()["PLUGINS"].(map[string]any))
+	plugins, err := plugin.Load(plugin.Plugins.Default())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,10 +14,10 @@ import (
 )
 
 func TestDefaultsRankTheBuiltInPluginsAsTheOriginal(t *testing.T) {
-	if got := plugin.Defaults()["PLUGINS"]; !reflect.DeepEqual(got, defaultPlugins) {
+	if got := plugin.Plugins.Default(); !reflect.DeepEqual(got, defaultPlugins) {
 		t.Fatalf("PLUGINS default %v, want the original's %v", got, defaultPlugins)
 	}
-	s, err := settings.Load(plugin.Defaults(), settings.Options{NoEnv: true})
+	s, err := settings.Load(plugin.Settings(), settings.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestLoadPluginsRejectsSettingsThatCannotWork(t *testing.T) {
 		{"two plugins at one rank", `{"plugins.stats_handler.StatsHandler": 100}`, "share rank 100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := settings.Load(plugin.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{"PLUGINS": tc.plugins}})
+			s, err := settings.Load(plugin.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{"PLUGINS": tc.plugins}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -143,35 +143,33 @@ type Loaded struct {
 	Schema *Schema
 }
 
-// Defaults are the settings of everything that validates requests for the
-// Kafka Monitor (the monitor itself, its feed command, the REST service's
-// /feed) and creates its incoming topic:
-//
-//	PLUGINS                   the four built-in plugins at ranks 100-400; null disables one
-//	KAFKA_INCOMING_PARTITIONS 6   (Go) partitions when a component creates the incoming topic
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		"PLUGINS": map[string]any{
-			"plugins.scraper_handler.ScraperHandler":     100,
-			"plugins.action_handler.ActionHandler":       200,
-			"plugins.stats_handler.StatsHandler":         300,
-			"plugins.zookeeper_handler.ZookeeperHandler": 400,
-		},
-		"KAFKA_INCOMING_PARTITIONS": 6,
-	}
-}
+// The settings of everything that validates requests for the Kafka Monitor
+// (the monitor itself, its feed command, the REST service's /feed) and
+// creates its incoming topic.
+var (
+	Plugins = settings.Map("PLUGINS", map[string]any{
+		"plugins.scraper_handler.ScraperHandler":     100,
+		"plugins.action_handler.ActionHandler":       200,
+		"plugins.stats_handler.StatsHandler":         300,
+		"plugins.zookeeper_handler.ZookeeperHandler": 400,
+	}, "the request plugins, name: rank, lowest tried first; `null` disables one; merges with the defaults. The REST service's `/feed` accepts what they accept")
+	IncomingPartitions = settings.Int("KAFKA_INCOMING_PARTITIONS", 6, "partitions of the incoming topic when a component creates it").Ours()
+)
+
+// Settings are the plugins' settings, for a component's settings.Group.
+func Settings() settings.Group { return settings.Declare(Plugins, IncomingPartitions) }
 
 // LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
 // plugin enabled is an error.
 func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
-	return loaded(plugins.LoadSetting(s, "PLUGINS"))
+	return loaded(plugins.LoadSetting(s, Plugins))
 }
 
 // Load instantiates the plugins a PLUGINS value enables (name: rank;
 // a null rank disables one) and compiles their schemas, sorted by rank.
 // Unknown names, non-integer ranks and duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
-	return loaded(plugins.Load("PLUGINS", enabled))
+	return loaded(plugins.Load(Plugins.Name(), enabled))
 }
 
 func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {

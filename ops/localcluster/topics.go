@@ -15,7 +15,7 @@ import (
 // topic, can watch them before the first page or answer arrives. Topics that
 // exist are left alone.
 func ensureOutputTopics(ctx context.Context, env []string, hosts string) ([]string, error) {
-	s, err := settings.Load(kafkaclient.Defaults(), settings.Options{Environ: env,
+	s, err := settings.Load(kafkaclient.Settings(), settings.Options{Environ: env,
 		Flags: map[string]string{"KAFKA_HOSTS": hosts}})
 	if err != nil {
 		return nil, fmt.Errorf("read the KAFKA_* settings: %w", err)

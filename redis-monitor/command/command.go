@@ -29,7 +29,7 @@ import (
 // New builds the redis-monitor command tree. Plugins must be registered
 // (imported) by the binary.
 func New() *cobra.Command {
-	defaults := monitor.Defaults()
+	declared := monitor.Settings()
 	root, flags := cli.NewRoot("redis-monitor",
 		"Scrapy Cluster Redis Monitor: answers info, stop, expire, stats and zookeeper requests",
 		`The Redis Monitor scans Redis for the request keys the Kafka Monitor writes (info:*, stop:*,
@@ -44,16 +44,16 @@ SIGINT or SIGTERM lets the request in hand finish (up to SHUTDOWN_GRACE seconds)
 
 Settings come from built-in defaults, a YAML file (--settings), environment variables of the
 same names and flags, in that order; 'redis-monitor settings' prints them with their sources.`,
-		defaults)
+		declared)
 	runE := func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
 			return monitor.New(ctx, s, log, rdb)
 		})
 	}
 	root.Args = cobra.NoArgs
 	root.RunE = runE
 	root.Example = "  redis-monitor\n  redis-monitor --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis redis-monitor --set ZOOKEEPER_HOSTS="
-	root.AddCommand(cli.HealthcheckCommand(defaults, flags, cli.AdminAddr))
+	root.AddCommand(cli.HealthcheckCommand(declared, flags, cli.AdminAddr))
 	root.AddCommand(&cobra.Command{
 		Use:   "run",
 		Short: "Run the Redis Monitor until SIGINT or SIGTERM (the same as no sub-command)",

@@ -15,14 +15,14 @@ import (
 func (m *Monitor) dumpLoop(ctx context.Context, every time.Duration) {
 	for lifecycle.Sleep(ctx, every) {
 		m.log.Dump("Redis Monitor Stats Dump", m.StatsSnapshot(ctx))
-		if m.settings.Bool("STATS_DUMP_CRAWL") {
+		if m.dumpCrawl {
 			if figures, err := CrawlDump(ctx, m); err == nil {
 				m.log.Dump("Crawler Stats Dump", figures)
 			} else {
 				m.log.Warning("Failed to gather crawler stats", logfactory.Extra{"error": err.Error()})
 			}
 		}
-		if m.settings.Bool("STATS_DUMP_QUEUE") {
+		if m.dumpQueue {
 			if figures, err := QueueDump(ctx, m); err == nil {
 				m.log.Dump("Queue Stats Dump", figures)
 			} else {

@@ -66,6 +66,10 @@ type Monitor struct {
 	idle     time.Duration
 	grace    time.Duration
 
+	heartbeat            time.Duration // HEARTBEAT_TIMEOUT
+	dumpEvery            time.Duration // STATS_DUMP; 0 never
+	dumpCrawl, dumpQueue bool          // STATS_DUMP_CRAWL, STATS_DUMP_QUEUE
+
 	completer     *ledger.Completer
 	completeEvery time.Duration
 
@@ -91,13 +95,17 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	host, _ := os.Hostname()
 	m := &Monitor{
 		settings: s, log: log, rdb: rdb, plugins: plugins,
-		publisher: kcfg.NewPublisher("outbound", s.Bool("KAFKA_APPID_TOPICS"), log),
+		publisher: kcfg.NewPublisher("outbound", AppIDTopics.From(s), log),
 		host:      host, id: heartbeat.NewID(),
-		lockTTL:  s.Seconds("REDIS_LOCK_EXPIRATION"),
-		retry:    s.Bool("RETRY_FAILURES"),
-		retryMax: int64(s.Int("RETRY_FAILURES_MAX")),
-		idle:     s.Seconds("SLEEP_TIME"),
-		grace:    s.Seconds("SHUTDOWN_GRACE"),
+		lockTTL:   LockExpiration.From(s),
+		retry:     RetryFailures.From(s),
+		retryMax:  int64(RetryFailuresMax.From(s)),
+		idle:      SleepTime.From(s),
+		grace:     ShutdownGrace.From(s),
+		heartbeat: HeartbeatTimeout.From(s),
+		dumpEvery: stats.Dump.From(s),
+		dumpCrawl: DumpCrawl.From(s),
+		dumpQueue: DumpQueue.From(s),
 	}
 	m.metrics = newMetrics(m)
 	if m.lockTTL < 100*time.Millisecond {
@@ -107,8 +115,8 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	if m.completeEvery = s.Seconds(ledger.SettingCompleteInterval); m.completeEvery <= 0 {
-		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.SettingCompleteInterval, m.completeEvery)
+	if m.completeEvery = ledger.CompleteInterval.From(s); m.completeEvery <= 0 {
+		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.CompleteInterval.Name(), m.completeEvery)
 	}
 	m.completer = ledger.NewCompleter(rdb, m.id, ttl)
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
@@ -186,9 +194,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("redis-monitor", m.host, m.id), m.settings.Seconds("HEARTBEAT_TIMEOUT"), m.log)
-	if every := m.settings.Seconds("STATS_DUMP"); every > 0 {
-		go m.dumpLoop(bg, every)
+	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("redis-monitor", m.host, m.id), m.heartbeat, m.log)
+	if m.dumpEvery > 0 {
+		go m.dumpLoop(bg, m.dumpEvery)
 	}
 	completing := make(chan struct{})
 	go func() {

@@ -21,7 +21,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 var redisServer *harness.Redis
@@ -129,7 +128,7 @@ func (c *cluster) settings(t testing.TB, overrides map[string]string) *settings.
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
 	}
-	s, err := settings.Load(monitor.Defaults(), settings.Options{Environ: environ})
+	s, err := settings.Load(monitor.Settings(), settings.Options{Environ: environ})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +140,7 @@ func (c *cluster) settings(t testing.TB, overrides map[string]string) *settings.
 func only(t testing.TB, plugins string) string {
 	t.Helper()
 	enabled := map[string]any{}
-	for name := range monitor.Defaults()["PLUGINS"].(map[string]any) {
+	for name := range plugin.Plugins.Default() {
 		enabled[name] = nil
 	}
 	if err := json.Unmarshal([]byte(plugins), &enabled); err != nil {
@@ -164,7 +163,7 @@ func (c *cluster) start(t testing.TB, overrides map[string]string) *running {
 	t.Helper()
 	s := c.settings(t, overrides)
 	out := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, "redis-monitor")
+	cfg := logfactory.Settings("").Config(s)
 	cfg.Output, cfg.Level, cfg.JSON = out, "DEBUG", true
 	log, err := logfactory.New(cfg)
 	if err != nil {
@@ -523,9 +522,4 @@ func TestAnswerWaitsForKafkaToComeBack(t *testing.T) {
 
 func kafkaTopic(name string) kafkaclient.TopicSpec {
 	return kafkaclient.TopicSpec{Name: name, Partitions: 1}
-}
-
-// A setting the Redis Monitor knows is in the cluster's list (settingstest.ExpectListed).
-func TestEverySettingIsInTheClusterList(t *testing.T) {
-	settingstest.ExpectListed(t, monitor.Defaults())
 }

@@ -17,7 +17,7 @@ func load(t *testing.T, plugins string) ([]plugin.Loaded, error) {
 	if plugins != "" {
 		flags["PLUGINS"] = plugins
 	}
-	s, err := settings.Load(monitor.Defaults(), settings.Options{NoEnv: true, Flags: flags})
+	s, err := settings.Load(monitor.Settings(), settings.Options{NoEnv: true, Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}

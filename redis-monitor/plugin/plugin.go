@@ -106,17 +106,30 @@ type Loaded struct {
 	Plugin Plugin
 }
 
+// Plugins is the PLUGINS setting: the Redis Monitor's plugins by name and
+// rank.
+var Plugins = settings.Map("PLUGINS", map[string]any{
+	"plugins.info_monitor.InfoMonitor":           100,
+	"plugins.stop_monitor.StopMonitor":           200,
+	"plugins.expire_monitor.ExpireMonitor":       300,
+	"plugins.stats_monitor.StatsMonitor":         400,
+	"plugins.zookeeper_monitor.ZookeeperMonitor": 500,
+}, "the monitor plugins, name: rank, lowest first; `null` disables one; merges with the defaults")
+
+// Settings are the plugins' settings, for the monitor's settings.Group.
+func Settings() settings.Group { return settings.Declare(Plugins) }
+
 // LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
 // plugin enabled is an error.
 func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
-	return loaded(plugins.LoadSetting(s, "PLUGINS"))
+	return loaded(plugins.LoadSetting(s, Plugins))
 }
 
 // Load instantiates the plugins a PLUGINS value enables (name: rank; a null
 // rank disables one), sorted by rank. Unknown names, non-integer ranks and
 // duplicate ranks are errors.
 func Load(enabled map[string]any) ([]Loaded, error) {
-	return loaded(plugins.Load("PLUGINS", enabled))
+	return loaded(plugins.Load(Plugins.Name(), enabled))
 }
 
 func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {

@@ -18,23 +18,16 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// The settings, with their defaults (all off).
-const (
-	// SettingAPIToken is the token every API request but the index (GET /)
-	// must carry as "Authorization: Bearer <token>"; "" (default) lets
-	// every request in.
-	SettingAPIToken = "API_TOKEN"
-	// SettingUIUser and SettingUIPassword are the console's basic-auth
-	// credentials; "" (default) for both leaves it open, unless
-	// API_TOKEN is set (see Policy.Console).
-	SettingUIUser     = "UI_AUTH_USER"
-	SettingUIPassword = "UI_AUTH_PASSWORD"
+// The access settings, all off by default.
+var (
+	APIToken = settings.String("API_TOKEN", "", "when set, every request but `GET /` must carry `Authorization: Bearer <API_TOKEN>` (401 otherwise), "+
+		"and the console asks for it as its password unless `UI_AUTH_USER` is set; see [access control](console.md#access-control)").Ours()
+	UIUser     = settings.String("UI_AUTH_USER", "", "the console's basic-auth user; empty leaves the console open (unless `API_TOKEN` is set)").Ours()
+	UIPassword = settings.String("UI_AUTH_PASSWORD", "", "the console's basic-auth password, with `UI_AUTH_USER` (set both or neither)").Ours()
 )
 
-// Defaults are the access settings with their defaults.
-func Defaults() settings.Defaults {
-	return settings.Defaults{SettingAPIToken: "", SettingUIUser: "", SettingUIPassword: ""}
-}
+// Settings are the access settings, for the REST service's settings.Group.
+func Settings() settings.Group { return settings.Declare(APIToken, UIUser, UIPassword) }
 
 // Policy is who may use the API and the console.
 type Policy struct {
@@ -47,9 +40,9 @@ type Policy struct {
 // FromSettings reads the policy. A user without a password (or the other
 // way round) is refused: it would leave the console open by mistake.
 func FromSettings(s *settings.Settings) (Policy, error) {
-	p := Policy{APIToken: s.String(SettingAPIToken), UIUser: s.String(SettingUIUser), UIPassword: s.String(SettingUIPassword)}
+	p := Policy{APIToken: APIToken.From(s), UIUser: UIUser.From(s), UIPassword: UIPassword.From(s)}
 	if (p.UIUser == "") != (p.UIPassword == "") {
-		return Policy{}, fmt.Errorf("settings %s and %s: set both or neither", SettingUIUser, SettingUIPassword)
+		return Policy{}, fmt.Errorf("settings %s and %s: set both or neither", UIUser.Name(), UIPassword.Name())
 	}
 	return p, nil
 }

@@ -29,7 +29,7 @@ import (
 // New builds the rest command tree. The request plugins must be registered
 // (imported) by the binary.
 func New() *cobra.Command {
-	defaults := server.Defaults()
+	declared := server.Settings()
 	root, flags := cli.NewRoot("rest",
 		"Scrapy Cluster REST service: HTTP gateway to the cluster (/, /feed, /poll)",
 		`The REST service lets applications that do not speak Kafka use the cluster over HTTP:
@@ -50,7 +50,7 @@ SIGINT or SIGTERM stops accepting connections, lets requests in flight finish an
 
 Settings come from built-in defaults, a YAML file (--settings), environment variables of the
 same names and flags, in that order; 'rest settings' prints them with their sources.`,
-		defaults)
+		declared)
 	root.Example = "  rest\n  rest --port 8080 --settings localsettings.yaml\n  rest --set KAFKA_HOSTS=kafka:9092 --set REDIS_HOST=redis --log-json\n  rest settings"
 	root.Args = cobra.NoArgs
 	pf := root.PersistentFlags()
@@ -58,9 +58,9 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 	pf.String("host", "", "address to listen on (setting FLASK_HOST, default 0.0.0.0: every interface)")
 	flags.Bind("port", "FLASK_PORT")
 	flags.Bind("host", "FLASK_HOST")
-	root.AddCommand(cli.HealthcheckCommand(defaults, flags, server.APIAddr))
+	root.AddCommand(cli.HealthcheckCommand(declared, flags, server.APIAddr))
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
 			svc, err := server.New(ctx, s, log, rdb)
 			if err != nil {
 				return nil, err

@@ -99,7 +99,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	k := harness.StartKafka(b)
 	rdb := r.TestClient(b)
 	fillCluster(b, rdb)
-	s, err := settings.Load(server.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{
+	s, err := settings.Load(server.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{
 		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port), "KAFKA_HOSTS": k.Hosts(),
 		"ZOOKEEPER_HOSTS": "", "FLASK_LOGGING_ENABLED": "false", "LOG_LEVEL": "ERROR",
 	}})

@@ -96,12 +96,12 @@ func (c *cluster) startSite(name, ip string, args ...string) string {
 func (c *cluster) startREST() {
 	tb := c.tb
 	tb.Helper()
-	s, err := settings.Load(server.Defaults(), settings.Options{NoEnv: true, Flags: c.env})
+	s, err := settings.Load(server.Settings(), settings.Options{NoEnv: true, Flags: c.env})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME"))
+	cfg := logfactory.Settings("").Config(s)
 	cfg.Output = logs
 	log, err := logfactory.New(cfg)
 	if err != nil {

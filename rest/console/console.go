@@ -64,6 +64,9 @@ type State struct {
 type Deps struct {
 	Settings *settings.Settings
 	Log      *logfactory.Logger
+	// KafkaRetry is how often reading the crawled firehose is retried
+	// while Kafka is away (the service's KAFKA_CONSUMER_SLEEP_TIME).
+	KafkaRetry time.Duration
 	// Redis is the service's client; the console does not close it.
 	Redis *redis.Client
 	// Kafka and KafkaClient read the crawled firehose.
@@ -113,14 +116,14 @@ func New(d Deps) (*Console, error) {
 	}
 	c := &Console{
 		settings: d.Settings, log: d.Log, rdb: d.Redis, api: d.API, state: d.State,
-		refresh: d.Settings.Seconds(SettingRefresh), appID: d.Settings.String(SettingAppID),
+		refresh: Refresh.From(d.Settings), appID: AppID.From(d.Settings),
 		pages: pages, static: http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
-		results:  newResults(d.Settings.Int(SettingResults)),
+		results:  newResults(ResultsBuffer.From(d.Settings)),
 		domains:  &domainStore{settings: d.Settings, rdb: d.Redis, log: d.Log},
 		shutdown: make(chan struct{}),
 	}
-	c.firehose = newFirehose(d.Kafka, d.KafkaClient, d.Settings.Seconds("KAFKA_CONSUMER_SLEEP_TIME"), c.results, d.Log)
-	if d.Settings.Bool(SettingLiveAtStart) {
+	c.firehose = newFirehose(d.Kafka, d.KafkaClient, d.KafkaRetry, c.results, d.Log)
+	if LiveAtStart.From(d.Settings) {
 		c.firehose.start()
 	}
 	return c, nil

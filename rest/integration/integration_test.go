@@ -35,7 +35,7 @@ type env struct {
 	logs  *harness.OutputBuffer // every component's log, for failure reports
 }
 
-func (e *env) load(t *testing.T, defaults settings.Defaults, extra ...string) *settings.Settings {
+func (e *env) load(t *testing.T, declared settings.Group, extra ...string) *settings.Settings {
 	t.Helper()
 	flags := map[string]string{
 		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(e.redis.Port), "REDIS_SOCKET_TIMEOUT": "2",
@@ -46,7 +46,7 @@ func (e *env) load(t *testing.T, defaults settings.Defaults, extra ...string) *s
 		name, value, _ := strings.Cut(kv, "=")
 		flags[name] = value
 	}
-	s, err := settings.Load(defaults, settings.Options{NoEnv: true, Flags: flags})
+	s, err := settings.Load(declared, settings.Options{NoEnv: true, Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +73,11 @@ func (e *env) client(t *testing.T) *redis.Client {
 func (e *env) monitors(t *testing.T) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	km, err := kmonitor.New(ctx, e.load(t, kmonitor.Defaults(), "STATS_DUMP=0"), e.logger(t, "kafka-monitor"), e.client(t))
+	km, err := kmonitor.New(ctx, e.load(t, kmonitor.Settings(), "STATS_DUMP=0"), e.logger(t, "kafka-monitor"), e.client(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm, err := rmonitor.New(ctx, e.load(t, rmonitor.Defaults(), "STATS_DUMP=0", "ZOOKEEPER_HOSTS=", "SLEEP_TIME=0.05"), e.logger(t, "redis-monitor"), e.client(t))
+	rm, err := rmonitor.New(ctx, e.load(t, rmonitor.Settings(), "STATS_DUMP=0", "ZOOKEEPER_HOSTS=", "SLEEP_TIME=0.05"), e.logger(t, "redis-monitor"), e.client(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func (e *env) monitors(t *testing.T) (stop func()) {
 // rest runs a REST instance behind httptest and waits until it is connected.
 func (e *env) rest(t *testing.T, extra ...string) (*server.Service, string) {
 	t.Helper()
-	svc, err := server.New(context.Background(), e.load(t, server.Defaults(), append([]string{"FLASK_LOGGING_ENABLED=false"}, extra...)...),
+	svc, err := server.New(context.Background(), e.load(t, server.Settings(), append([]string{"FLASK_LOGGING_ENABLED=false"}, extra...)...),
 		e.logger(t, "rest-service"), e.client(t))
 	if err != nil {
 		t.Fatal(err)

@@ -208,7 +208,7 @@ func startMonitor(t *testing.T, e *env, logs *harness.OutputBuffer) *kmonitor.Mo
 	if err != nil {
 		t.Fatal(err)
 	}
-	km, err := kmonitor.New(ctx, e.load(t, kmonitor.Defaults(), "STATS_DUMP=0"), log, e.client(t))
+	km, err := kmonitor.New(ctx, e.load(t, kmonitor.Settings(), "STATS_DUMP=0"), log, e.client(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,17 +15,17 @@ const msgUnauthorized = "A valid API token is required (Authorization: Bearer <A
 
 // setUpConsole reads the access policy and builds the console, unless
 // UI_ENABLED is false. The console calls the API (route) in process.
-func (svc *Service) setUpConsole(rdb *redis.Client) error {
+func (svc *Service) setUpConsole(rdb *redis.Client, kafkaRetry time.Duration) error {
 	policy, err := access.FromSettings(svc.settings)
 	if err != nil {
 		return err
 	}
 	svc.access = policy
-	if !svc.settings.Bool(console.SettingEnabled) {
+	if !console.Enabled.From(svc.settings) {
 		return nil
 	}
 	svc.console, err = console.New(console.Deps{
-		Settings: svc.settings, Log: svc.log, Redis: rdb,
+		Settings: svc.settings, Log: svc.log, KafkaRetry: kafkaRetry, Redis: rdb,
 		Kafka: svc.kafka.cfg, KafkaClient: svc.kafka.client,
 		API: http.HandlerFunc(svc.route),
 		State: func() console.State {

@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -66,7 +67,7 @@ func settingsFor(t testing.TB, redisPort int, kafkaHosts string, extra ...string
 		name, value, _ := strings.Cut(kv, "=")
 		flags[name] = value
 	}
-	s, err := settings.Load(server.Defaults(), settings.Options{NoEnv: true, Flags: flags})
+	s, err := settings.Load(server.Settings(), settings.Options{NoEnv: true, Flags: flags})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,13 +88,13 @@ func (c *cluster) start(t testing.TB, extra ...string) *instance {
 func startInstance(t testing.TB, s *settings.Settings, opts ...server.Option) *instance {
 	t.Helper()
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME"))
+	cfg := logfactory.Settings("").Config(s)
 	cfg.Output = logs
 	log, err := logfactory.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(s.Int("REDIS_PORT")), MaxRetries: -1,
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(redisconn.Port.From(s)), MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	svc, err := server.New(context.Background(), s, log, rdb, opts...)
 	if err != nil {

@@ -68,7 +68,7 @@ func (svc *Service) ServeAdmin(a *admin.Server) { svc.admin = a }
 
 // APIAddr is where the service listens: FLASK_HOST:FLASK_PORT.
 func APIAddr(s *settings.Settings) string {
-	return net.JoinHostPort(s.String("FLASK_HOST"), strconv.Itoa(s.Int("FLASK_PORT")))
+	return net.JoinHostPort(Host.From(s), strconv.Itoa(Port.From(s)))
 }
 
 // instrumented adds the admin endpoints (after ServeAdmin) to api and

@@ -76,6 +76,10 @@ type Service struct {
 	metrics   *metrics
 	admin     *admin.Server // nil: no admin endpoints (see ServeAdmin)
 
+	readTimeout, writeTimeout time.Duration // HTTP_READ_TIMEOUT, HTTP_WRITE_TIMEOUT
+	joinTimeout               time.Duration // DAEMON_THREAD_JOIN_TIMEOUT
+	addr                      string        // FLASK_HOST:FLASK_PORT
+
 	access  access.Policy
 	console *console.Console // nil: UI_ENABLED is false
 
@@ -100,7 +104,8 @@ func WithAccessLog(w io.Writer) Option { return func(o *options) { o.accessLog =
 // Kafka is reached), the poll store writer and the heartbeat. rdb is the
 // Redis client to use; the caller closes it after Close.
 func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...Option) (*Service, error) {
-	if err := checkSettings(s); err != nil {
+	cfg, err := configFromSettings(s)
+	if err != nil {
 		return nil, err
 	}
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
@@ -119,38 +124,37 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	svc := &Service{
 		settings: s, log: log, rdb: rdb, id: heartbeat.NewID(), started: time.Now(),
 		plugins: plugins, pollSchema: pollSchema, waiters: answers.NewWaiters(),
-		waitFor:   s.Seconds("WAIT_FOR_RESPONSE_TIME"),
-		feedLimit: s.Seconds("KAFKA_FEED_TIMEOUT"),
-		maxBody:   int64(s.Int("MAX_REQUEST_BYTES")),
+		waitFor: cfg.waitFor, feedLimit: cfg.feedLimit, maxBody: cfg.maxBody,
+		readTimeout: cfg.readTimeout, writeTimeout: cfg.writeTimeout, joinTimeout: cfg.joinTimeout, addr: APIAddr(s),
 	}
 	o := options{accessLog: os.Stderr}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if s.Bool("FLASK_LOGGING_ENABLED") {
+	if cfg.accessLog {
 		svc.accessLog = o.accessLog
 	}
 	svc.metrics = newMetrics(svc)
 
-	svc.redisLink = newLink("Redis", s.Seconds("SLEEP_TIME"), log, func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, s.Seconds("REDIS_SOCKET_TIMEOUT"))
+	pingTimeout := redisconn.SocketTimeout.From(s)
+	svc.redisLink = newLink("Redis", cfg.redisEvery, log, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 		defer cancel()
 		return redisconn.Ping(ctx, rdb)
 	})
-	svc.store = answers.NewStore(rdb, s.Seconds("POLL_RESULT_TIMEOUT"), log)
+	svc.store = answers.NewStore(rdb, cfg.pollTTL, log)
 	svc.store.OnError = svc.redisLost
 
-	checkEvery := s.Seconds("KAFKA_CONSUMER_SLEEP_TIME")
-	client := newKafkaClient(kcfg, checkEvery)
+	client := newKafkaClient(kcfg, cfg.kafkaEvery)
 	outbound := kcfg.Topic("outbound_firehose")
 	svc.kafka = &kafkaSide{
 		cfg: kcfg, client: client,
-		incoming: s.String("KAFKA_PRODUCER_TOPIC"), incomingPartitions: s.Int("KAFKA_INCOMING_PARTITIONS"),
+		incoming: cfg.incoming, incomingPartitions: cfg.incomingPartitions,
 		outbound: outbound, sendTimeout: svc.feedLimit,
 		consumer: answers.NewConsumer(kcfg, client, outbound, svc.waiters, svc.store, log),
 	}
-	svc.kafkaLink = newLink("Kafka", checkEvery, log, svc.kafka.check)
-	if err := svc.setUpConsole(rdb); err != nil {
+	svc.kafkaLink = newLink("Kafka", cfg.kafkaEvery, log, svc.kafka.check)
+	if err := svc.setUpConsole(rdb, cfg.kafkaEvery); err != nil {
 		return nil, err
 	}
 
@@ -160,7 +164,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	svc.goBackground(func() { svc.redisLink.run(bg) })
 	svc.goBackground(func() { svc.kafkaLink.run(bg) })
 	svc.goBackground(func() {
-		heartbeat.Run(bg, rdb, rediskeys.HeartbeatKey("rest", host, svc.id), s.Seconds("HEARTBEAT_TIMEOUT"), log)
+		heartbeat.Run(bg, rdb, rediskeys.HeartbeatKey("rest", host, svc.id), cfg.heartbeat, log)
 	})
 	log.Debug("Rest service set up", logfactory.Extra{"id": svc.id, "incoming": svc.kafka.incoming, "outbound": outbound})
 	return svc, nil
@@ -207,7 +211,7 @@ func (svc *Service) Handler() http.Handler {
 // ListenAndServe listens on FLASK_HOST:FLASK_PORT and serves until ctx is
 // done (see Serve).
 func (svc *Service) ListenAndServe(ctx context.Context) error {
-	addr := APIAddr(svc.settings)
+	addr := svc.addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
@@ -223,9 +227,9 @@ func (svc *Service) ListenAndServe(ctx context.Context) error {
 func (svc *Service) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           svc.Handler(),
-		ReadHeaderTimeout: svc.settings.Seconds("HTTP_READ_TIMEOUT"),
-		ReadTimeout:       svc.settings.Seconds("HTTP_READ_TIMEOUT"),
-		WriteTimeout:      svc.settings.Seconds("HTTP_WRITE_TIMEOUT"),
+		ReadHeaderTimeout: svc.readTimeout,
+		ReadTimeout:       svc.readTimeout,
+		WriteTimeout:      svc.writeTimeout,
 		ErrorLog:          log.New(serverErrors{svc.log}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
@@ -239,7 +243,7 @@ func (svc *Service) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	svc.log.Info("Closing Rest Service")
-	sctx, cancel := context.WithTimeout(context.Background(), svc.settings.Seconds("HTTP_WRITE_TIMEOUT"))
+	sctx, cancel := context.WithTimeout(context.Background(), svc.writeTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
@@ -284,7 +288,7 @@ func (svc *Service) Close() {
 		}()
 		select {
 		case <-done:
-		case <-time.After(svc.settings.Seconds("DAEMON_THREAD_JOIN_TIMEOUT")):
+		case <-time.After(svc.joinTimeout):
 			svc.bgCancel()
 			svc.log.Warning("Background work did not stop within DAEMON_THREAD_JOIN_TIMEOUT")
 		}

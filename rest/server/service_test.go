@@ -14,7 +14,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings/settingstest"
 )
 
 func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
@@ -153,9 +152,4 @@ func TestSlowClientsAreCutOffByTheReadTimeout(t *testing.T) {
 	if !strings.Contains(string(reply), "400") || !strings.Contains(string(reply), "The payload must be valid JSON.") {
 		t.Fatalf("reply %q", reply)
 	}
-}
-
-// A setting the REST service knows is in the cluster's list (settingstest.ExpectListed).
-func TestEverySettingIsInTheClusterList(t *testing.T) {
-	settingstest.ExpectListed(t, server.Defaults())
 }

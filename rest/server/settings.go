@@ -3,95 +3,105 @@ package server
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// Defaults are the REST service's settings with their defaults: the spec's
-// (names and values as Scrapy Cluster 1.3) plus the shared REDIS_*, KAFKA_*
-// and LOG_* settings of every component. Settings this implementation adds
-// are marked "(Go)". Times are seconds unless the name says otherwise.
-//
-//	FLASK_LOGGING_ENABLED      true       an access log line per request on stderr, as Flask's server writes
-//	FLASK_PORT                 5343       the port to listen on ("SC" in hexadecimal)
-//	FLASK_HOST                 "0.0.0.0"  (Go) the address to listen on
-//	SLEEP_TIME                 0.1        how often the Redis connection is checked
-//	HEARTBEAT_TIMEOUT          120        lifetime of the stats:rest:self:<host>:<id> key; refreshed every timeout/4
-//	DAEMON_THREAD_JOIN_TIMEOUT 10         how long background work may take to stop at shutdown
-//	WAIT_FOR_RESPONSE_TIME     5          how long /feed waits for an answer before returning a poll_id
-//	SCHEMA_DIR                 "schemas/" accepted for compatibility; the schemas are compiled in
-//	KAFKA_FEED_TIMEOUT         10         how long sending a request to Kafka may take
-//	KAFKA_CONSUMER_AUTO_OFFSET_RESET "latest"  where reading the outbound topic starts
-//	KAFKA_CONSUMER_SLEEP_TIME  1          how often the Kafka connection is checked
-//	KAFKA_PRODUCER_TOPIC       "demo.incoming"  the topic /feed sends to
-//	KAFKA_INCOMING_PARTITIONS  6          (Go) its partitions when this service creates it (the Kafka Monitor's default)
-//	PLUGINS                    the Kafka Monitor's  (Go) the request schemas /feed accepts, as the Kafka Monitor's PLUGINS
-//	POLL_RESULT_TIMEOUT        3600       (Go) lifetime of an answer kept at rest:poll:<uuid>
-//	MAX_REQUEST_BYTES          1 MiB      (Go) largest request body
-//	HTTP_READ_TIMEOUT          10         (Go) time to read a request
-//	HTTP_WRITE_TIMEOUT         30         (Go) time to handle and answer a request; more than WAIT_FOR_RESPONSE_TIME + KAFKA_FEED_TIMEOUT
-//	LOGGER_NAME                "rest-service"
-//	LOG_FILE                   "rest_service.log"
-//
-// plus the console's UI_*, API_TOKEN and ZOOKEEPER_* settings (console.Defaults).
-//
-//	ADMIN_PPROF                false      (Go) also serve Go's profiler at /debug/pprof/ (admin.PprofDefaults); /metrics, /healthz and /readyz are always served
-func Defaults() settings.Defaults {
-	km := plugin.Defaults()
-	return cli.Merge(cli.ComponentDefaults("rest_service.log"), console.Defaults(), admin.PprofDefaults(), settings.Defaults{
-		"FLASK_LOGGING_ENABLED":            true,
-		"FLASK_PORT":                       5343,
-		"FLASK_HOST":                       "0.0.0.0",
-		"SLEEP_TIME":                       0.1,
-		"HEARTBEAT_TIMEOUT":                120.0,
-		"DAEMON_THREAD_JOIN_TIMEOUT":       10.0,
-		"WAIT_FOR_RESPONSE_TIME":           5.0,
-		"SCHEMA_DIR":                       "schemas/",
-		"KAFKA_FEED_TIMEOUT":               10.0,
-		"KAFKA_CONSUMER_AUTO_OFFSET_RESET": "latest",
-		"KAFKA_CONSUMER_SLEEP_TIME":        1.0,
-		"KAFKA_PRODUCER_TOPIC":             "demo.incoming",
-		"KAFKA_INCOMING_PARTITIONS":        km["KAFKA_INCOMING_PARTITIONS"],
-		"PLUGINS":                          km["PLUGINS"],
-		"POLL_RESULT_TIMEOUT":              3600.0,
-		"MAX_REQUEST_BYTES":                1 << 20,
-		"HTTP_READ_TIMEOUT":                10.0,
-		"HTTP_WRITE_TIMEOUT":               30.0,
-		"LOGGER_NAME":                      "rest-service",
-	})
+// The REST service's own settings, names and defaults as the original's
+// rest settings.py (times in seconds).
+var (
+	LoggingEnabled   = settings.Bool("FLASK_LOGGING_ENABLED", true, "an access log line per request on stderr, as Flask's server writes")
+	Port             = settings.Int("FLASK_PORT", 5343, "port to listen on (`--port`)")
+	Host             = settings.String("FLASK_HOST", "0.0.0.0", "address to listen on (`--host`)").Ours()
+	SleepTime        = settings.Seconds("SLEEP_TIME", 0.1, "seconds between checks of the Redis connection")
+	HeartbeatTimeout = settings.Seconds("HEARTBEAT_TIMEOUT", 120.0, "seconds the `stats:rest:self:<host>:<id>` key lives; refreshed every quarter of it")
+	JoinTimeout      = settings.Seconds("DAEMON_THREAD_JOIN_TIMEOUT", 10.0, "seconds background work may take to stop at shutdown")
+	WaitForResponse  = settings.Seconds("WAIT_FOR_RESPONSE_TIME", 5.0, "seconds `/feed` waits for an answer before returning a `poll_id`")
+	SchemaDir        = settings.String("SCHEMA_DIR", "schemas/", "accepted for compatibility; the poll schema is compiled in and `/feed` uses the Kafka Monitor's")
+	FeedTimeout      = settings.Seconds("KAFKA_FEED_TIMEOUT", 10.0, "seconds sending a request to Kafka may take")
+	ConsumerSleep    = settings.Seconds("KAFKA_CONSUMER_SLEEP_TIME", 1.0, "seconds between checks of the Kafka connection (and metadata refreshes)")
+	ProducerTopic    = settings.String("KAFKA_PRODUCER_TOPIC", "demo.incoming", "the topic requests are sent to")
+	PollTimeout      = settings.Seconds("POLL_RESULT_TIMEOUT", 3600.0, "seconds an answer kept for `/poll` lives (the original kept them forever)").Ours()
+	MaxRequestBytes  = settings.Int("MAX_REQUEST_BYTES", 1<<20, "largest request body").Ours()
+	ReadTimeout      = settings.Seconds("HTTP_READ_TIMEOUT", 10.0, "seconds to read a request").Ours()
+	WriteTimeout     = settings.Seconds("HTTP_WRITE_TIMEOUT", 30.0, "seconds to handle and answer a request; must be more than `WAIT_FOR_RESPONSE_TIME` + `KAFKA_FEED_TIMEOUT`").Ours()
+)
+
+// Settings are the REST service's settings: its own, the shared REDIS_*,
+// KAFKA_* (answers are read from 'latest') and LOG_* ones, the Kafka
+// Monitor's PLUGINS and KAFKA_INCOMING_PARTITIONS (/feed validates as the
+// monitor does), the console's (UI_*, API_TOKEN, ZOOKEEPER_*) and
+// ADMIN_PPROF (the admin endpoint is served on the API's port).
+func Settings() settings.Group {
+	return settings.Join(cli.ComponentSettings("rest-service", "rest_service.log"), plugin.Settings(), console.Settings(),
+		settings.Declare(admin.Pprof, kafkaclient.AutoOffsetReset.WithDefault("latest"),
+			LoggingEnabled, Port, Host, SleepTime, HeartbeatTimeout, JoinTimeout, WaitForResponse, SchemaDir, FeedTimeout,
+			ConsumerSleep, ProducerTopic, PollTimeout, MaxRequestBytes, ReadTimeout, WriteTimeout))
 }
 
-// checkSettings rejects values the service cannot run with, naming the setting.
-func checkSettings(s *settings.Settings) error {
+// config is the service's own settings, read and checked.
+type config struct {
+	accessLog                   bool
+	redisEvery, kafkaEvery      time.Duration
+	heartbeat, joinTimeout      time.Duration
+	waitFor, feedLimit, pollTTL time.Duration
+	readTimeout, writeTimeout   time.Duration
+	incoming                    string
+	incomingPartitions          int
+	maxBody                     int64
+}
+
+// configFromSettings reads the service's settings and rejects values it
+// cannot run with, naming the setting.
+func configFromSettings(s *settings.Settings) (config, error) {
+	c := config{
+		accessLog: LoggingEnabled.From(s), redisEvery: SleepTime.From(s), kafkaEvery: ConsumerSleep.From(s),
+		heartbeat: HeartbeatTimeout.From(s), joinTimeout: JoinTimeout.From(s),
+		waitFor: WaitForResponse.From(s), feedLimit: FeedTimeout.From(s), pollTTL: PollTimeout.From(s),
+		readTimeout: ReadTimeout.From(s), writeTimeout: WriteTimeout.From(s),
+		incoming: ProducerTopic.From(s), incomingPartitions: plugin.IncomingPartitions.From(s),
+		maxBody: int64(MaxRequestBytes.From(s)),
+	}
 	var errs []error
-	positive := func(name string) {
-		if s.Float(name) <= 0 {
-			errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", name, s.Float(name)))
+	positive := func(d settings.Setting[time.Duration], v time.Duration) {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", d.Name(), v.Seconds()))
 		}
 	}
-	for _, name := range []string{"SLEEP_TIME", "HEARTBEAT_TIMEOUT", "KAFKA_FEED_TIMEOUT", "KAFKA_CONSUMER_SLEEP_TIME",
-		"POLL_RESULT_TIMEOUT", "HTTP_READ_TIMEOUT", "HTTP_WRITE_TIMEOUT", "MAX_REQUEST_BYTES", "KAFKA_INCOMING_PARTITIONS"} {
-		positive(name)
+	positive(SleepTime, c.redisEvery)
+	positive(HeartbeatTimeout, c.heartbeat)
+	positive(FeedTimeout, c.feedLimit)
+	positive(ConsumerSleep, c.kafkaEvery)
+	positive(PollTimeout, c.pollTTL)
+	positive(ReadTimeout, c.readTimeout)
+	positive(WriteTimeout, c.writeTimeout)
+	if c.maxBody <= 0 {
+		errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", MaxRequestBytes.Name(), c.maxBody))
 	}
-	if s.Float("WAIT_FOR_RESPONSE_TIME") < 0 {
-		errs = append(errs, fmt.Errorf("setting WAIT_FOR_RESPONSE_TIME: must not be negative, got %v", s.Float("WAIT_FOR_RESPONSE_TIME")))
+	if c.incomingPartitions <= 0 {
+		errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", plugin.IncomingPartitions.Name(), c.incomingPartitions))
 	}
-	if s.Float("DAEMON_THREAD_JOIN_TIMEOUT") < 0 {
-		errs = append(errs, fmt.Errorf("setting DAEMON_THREAD_JOIN_TIMEOUT: must not be negative, got %v", s.Float("DAEMON_THREAD_JOIN_TIMEOUT")))
+	if c.waitFor < 0 {
+		errs = append(errs, fmt.Errorf("setting %s: must not be negative, got %v", WaitForResponse.Name(), c.waitFor.Seconds()))
 	}
-	if p := s.Int("FLASK_PORT"); p < 0 || p > 65535 {
-		errs = append(errs, fmt.Errorf("setting FLASK_PORT: %d is not a TCP port", p))
+	if c.joinTimeout < 0 {
+		errs = append(errs, fmt.Errorf("setting %s: must not be negative, got %v", JoinTimeout.Name(), c.joinTimeout.Seconds()))
 	}
-	if s.String("KAFKA_PRODUCER_TOPIC") == "" {
-		errs = append(errs, errors.New("setting KAFKA_PRODUCER_TOPIC: must not be empty"))
+	if p := Port.From(s); p < 0 || p > 65535 {
+		errs = append(errs, fmt.Errorf("setting %s: %d is not a TCP port", Port.Name(), p))
 	}
-	if need := s.Seconds("WAIT_FOR_RESPONSE_TIME") + s.Seconds("KAFKA_FEED_TIMEOUT"); s.Seconds("HTTP_WRITE_TIMEOUT") <= need {
-		errs = append(errs, fmt.Errorf("setting HTTP_WRITE_TIMEOUT: must be more than WAIT_FOR_RESPONSE_TIME + KAFKA_FEED_TIMEOUT (%s), got %s",
-			need, s.Seconds("HTTP_WRITE_TIMEOUT")))
+	if c.incoming == "" {
+		errs = append(errs, fmt.Errorf("setting %s: must not be empty", ProducerTopic.Name()))
 	}
-	return errors.Join(errs...)
+	if need := c.waitFor + c.feedLimit; c.writeTimeout <= need {
+		errs = append(errs, fmt.Errorf("setting %s: must be more than %s + %s (%s), got %s",
+			WriteTimeout.Name(), WaitForResponse.Name(), FeedTimeout.Name(), need, c.writeTimeout))
+	}
+	return c, errors.Join(errs...)
 }

@@ -36,12 +36,12 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// Setting names.
-const (
-	// SettingAddr is the admin endpoint's host:port; "" serves none.
-	SettingAddr = "ADMIN_ADDR"
-	// SettingPprof serves /debug/pprof/ on the admin endpoint.
-	SettingPprof = "ADMIN_PPROF"
+// The admin settings. The REST service serves the endpoint on its API's
+// port, so it declares Pprof alone.
+var (
+	Addr = settings.String("ADMIN_ADDR", "",
+		"host:port of the admin endpoint: `/metrics`, `/healthz`, `/readyz` ([metrics and probes](metrics.md)); `\"\"` serves none; port 0 takes any free port (logged at start). Several processes on one host need one each; a taken port stops the start with an error naming this setting").Ours()
+	Pprof = settings.Bool("ADMIN_PPROF", false, "also serve Go's profiler at `/debug/pprof/` on the admin endpoint (the REST service's: its API port)").Ours()
 )
 
 // Default admin addresses: one port per component, so that every component
@@ -53,18 +53,9 @@ const (
 	CrawlerAddr      = ":9412"
 )
 
-// Defaults are the admin settings of a component that serves the endpoint
-// on an address of its own:
-//
-//	ADMIN_ADDR   addr   (Go) host:port of /metrics, /healthz, /readyz; "" serves none
-//	ADMIN_PPROF  false  (Go) also serve Go's profiler at /debug/pprof/
-func Defaults(addr string) settings.Defaults {
-	return settings.Defaults{SettingAddr: addr, SettingPprof: false}
-}
-
-// PprofDefaults is ADMIN_PPROF alone, for the REST service, which serves the
-// admin endpoint on its API port.
-func PprofDefaults() settings.Defaults { return settings.Defaults{SettingPprof: false} }
+// Settings are the admin settings of a component that serves the endpoint
+// on an address of its own, addr by default.
+func Settings(addr string) settings.Group { return settings.Declare(Addr.WithDefault(addr), Pprof) }
 
 // Check is one dependency /readyz probes.
 type Check struct {
@@ -250,7 +241,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("setting %s: listen on %s for the admin endpoint (give each process on a host its own, or \"\" for none): %w", SettingAddr, addr, err)
+		return nil, fmt.Errorf("setting %s: listen on %s for the admin endpoint (give each process on a host its own, or \"\" for none): %w", Addr.Name(), addr, err)
 	}
 	return ln, nil
 }

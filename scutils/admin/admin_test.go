@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -155,15 +156,12 @@ func TestDependencyChecksFollowRedisKafkaAndZooKeeper(t *testing.T) {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
 	zk := harness.StartZooKeeper(t)
-	defaults := settings.Defaults{"ZOOKEEPER_HOSTS": ""}
-	for name, v := range kafkaclient.Defaults() {
-		defaults[name] = v
-	}
-	s, err := settings.Load(defaults, settings.Options{Flags: map[string]string{"KAFKA_HOSTS": k.Hosts(), "ZOOKEEPER_HOSTS": zk.Addr}})
+	declared := settings.Join(kafkaclient.Settings(), domainconfig.Settings())
+	s, err := settings.Load(declared, settings.Options{Flags: map[string]string{"KAFKA_HOSTS": k.Hosts(), "ZOOKEEPER_HOSTS": zk.Addr}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checks, err := admin.DependencyChecks(s, defaults, r.TestClient(t))
+	checks, err := admin.DependencyChecks(s, r.TestClient(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,31 +202,20 @@ func TestDependencyChecksFollowRedisKafkaAndZooKeeper(t *testing.T) {
 func TestZooKeeperIsCheckedOnlyWhereTheComponentHasItAndItIsSet(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		defaults settings.Defaults
+		declared settings.Group
 		hosts    string
 		want     int
 	}{
-		{"a component without the setting does not check it", settings.Defaults{}, "zk:2181", 2},
-		{"an empty setting keeps the config in Redis", settings.Defaults{"ZOOKEEPER_HOSTS": "localhost:2181"}, "", 2},
-		{"a set one is checked", settings.Defaults{"ZOOKEEPER_HOSTS": "localhost:2181"}, "zk:2181", 3},
+		{"a component without the setting does not check it, even given one", kafkaclient.Settings(), "zk:2181", 2},
+		{"an empty setting keeps the config in Redis", settings.Join(kafkaclient.Settings(), domainconfig.Settings()), "", 2},
+		{"a set one is checked", settings.Join(kafkaclient.Settings(), domainconfig.Settings()), "zk:2181", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := settings.Defaults{}
-			for name, v := range kafkaclient.Defaults() {
-				d[name] = v
-			}
-			for name, v := range tc.defaults {
-				d[name] = v
-			}
-			flags := map[string]string{}
-			if _, ok := tc.defaults["ZOOKEEPER_HOSTS"]; ok {
-				flags["ZOOKEEPER_HOSTS"] = tc.hosts
-			}
-			s, err := settings.Load(d, settings.Options{Flags: flags})
+			s, err := settings.Load(tc.declared, settings.Options{Flags: map[string]string{"ZOOKEEPER_HOSTS": tc.hosts}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			checks, err := admin.DependencyChecks(s, d, nil)
+			checks, err := admin.DependencyChecks(s, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -36,17 +37,17 @@ func ZooKeeperCheck(hosts []string) Check {
 }
 
 // DependencyChecks are the checks a component's settings call for: Redis
-// and Kafka always, ZooKeeper when the component has the ZOOKEEPER_HOSTS
-// setting (in defaults) and it names servers.
-func DependencyChecks(s *settings.Settings, defaults settings.Defaults, rdb *redis.Client) ([]Check, error) {
+// and Kafka always, ZooKeeper when the component declares the domain
+// config's ZOOKEEPER_HOSTS and it names servers.
+func DependencyChecks(s *settings.Settings, rdb *redis.Client) ([]Check, error) {
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		return nil, err
 	}
 	checks := []Check{RedisCheck(rdb), KafkaCheck(kcfg)}
-	if _, ok := defaults["ZOOKEEPER_HOSTS"]; ok {
-		if hosts := zkwatch.SplitHosts(s.String("ZOOKEEPER_HOSTS")); len(hosts) > 0 {
-			checks = append(checks, ZooKeeperCheck(hosts))
+	if hosts, ok := domainconfig.Hosts.Lookup(s); ok {
+		if zk := zkwatch.SplitHosts(hosts); len(zk) > 0 {
+			checks = append(checks, ZooKeeperCheck(zk))
 		}
 	}
 	return checks, nil

@@ -31,22 +31,17 @@ type adminEndpoint struct {
 // openAdmin builds the process's admin Server with the dependency checks
 // its settings call for, and listens on ADMIN_ADDR when the component has
 // that setting and it is not "".
-func openAdmin(s *settings.Settings, defaults settings.Defaults, rdb *redis.Client) (*adminEndpoint, error) {
-	var pprof bool
-	if _, ok := defaults[admin.SettingPprof]; ok {
-		pprof = s.Bool(admin.SettingPprof)
-	}
-	checks, err := admin.DependencyChecks(s, defaults, rdb)
+func openAdmin(s *settings.Settings, rdb *redis.Client) (*adminEndpoint, error) {
+	pprof, _ := admin.Pprof.Lookup(s)
+	checks, err := admin.DependencyChecks(s, rdb)
 	if err != nil {
 		return nil, err
 	}
 	a := &adminEndpoint{server: admin.New(admin.WithPprof(pprof))}
 	a.server.AddCheck(checks...)
-	if _, ok := defaults[admin.SettingAddr]; ok {
-		if addr := s.String(admin.SettingAddr); addr != "" {
-			if a.ln, err = admin.Listen(addr); err != nil {
-				return nil, err
-			}
+	if addr, _ := admin.Addr.Lookup(s); addr != "" {
+		if a.ln, err = admin.Listen(addr); err != nil {
+			return nil, err
 		}
 	}
 	return a, nil
@@ -74,7 +69,7 @@ func (a *adminEndpoint) start(svc Service, log *logfactory.Logger) error {
 			log.Error("The admin endpoint stopped", logfactory.Extra{"error": err.Error()})
 		}
 	}()
-	log.Info("Serving /metrics, /healthz and /readyz", logfactory.Extra{"address": a.ln.Addr().String(), "setting": admin.SettingAddr})
+	log.Info("Serving /metrics, /healthz and /readyz", logfactory.Extra{"address": a.ln.Addr().String(), "setting": admin.Addr.Name()})
 	return nil
 }
 
@@ -91,14 +86,14 @@ func (a *adminEndpoint) close() {
 
 // AdminAddr is where the Kafka Monitor, Redis Monitor and crawler serve
 // their admin endpoint: ADMIN_ADDR.
-func AdminAddr(s *settings.Settings) string { return s.String(admin.SettingAddr) }
+func AdminAddr(s *settings.Settings) string { return admin.Addr.From(s) }
 
 // HealthcheckCommand returns a `healthcheck` sub-command: it GETs the
 // process's own /readyz at the address addr finds in the settings (an
 // unspecified host means this host's loopback) and exits 0 when ready, 1
 // otherwise, printing the answer. Container images have no curl; their
 // health checks run this.
-func HealthcheckCommand(defaults settings.Defaults, f *SettingsFlags, addr func(*settings.Settings) string) *cobra.Command {
+func HealthcheckCommand(declared settings.Group, f *SettingsFlags, addr func(*settings.Settings) string) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "healthcheck",
@@ -108,13 +103,13 @@ func HealthcheckCommand(defaults settings.Defaults, f *SettingsFlags, addr func(
 			"1 when it is not or does not answer. For container health checks.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.Load(defaults)
+			s, err := f.Load(declared)
 			if err != nil {
 				return err
 			}
 			a := addr(s)
 			if a == "" {
-				return fmt.Errorf("setting %s is empty: this process serves no admin endpoint", admin.SettingAddr)
+				return fmt.Errorf("setting %s is empty: this process serves no admin endpoint", admin.Addr.Name())
 			}
 			url, err := ReadyURL(a)
 			if err != nil {

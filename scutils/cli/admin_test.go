@@ -63,7 +63,7 @@ func (s *instrumented) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{s.runs}
 }
 
-func adminRoot(t *testing.T, defaults settings.Defaults, build cli.Builder) (*cobra.Command, *cli.SettingsFlags) {
+func adminRoot(t *testing.T, defaults settings.Group, build cli.Builder) (*cobra.Command, *cli.SettingsFlags) {
 	t.Helper()
 	root, flags := cli.NewRoot("thing", "short", "long", defaults)
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -81,7 +81,7 @@ func TestRunServiceServesTheAdminEndpointWithTheServicesMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	defaults := cli.Merge(cli.ComponentDefaults("x.log"), admin.Defaults(":9999"), settings.Defaults{"LOGGER_NAME": "thing"})
+	defaults := settings.Join(cli.ComponentSettings("thing", "x.log"), admin.Settings(":9999"))
 	t.Setenv("REDIS_PORT", strconv.Itoa(r.Port))
 	t.Setenv("KAFKA_HOSTS", k.Hosts())
 	t.Setenv("ADMIN_ADDR", addr)
@@ -136,7 +136,7 @@ func TestATakenAdminAddrFailsTheStartBeforeTheServiceIsBuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	defaults := cli.Merge(cli.ComponentDefaults("x.log"), admin.Defaults(":9999"), settings.Defaults{"LOGGER_NAME": "thing"})
+	defaults := settings.Join(cli.ComponentSettings("thing", "x.log"), admin.Settings(":9999"))
 	t.Setenv("ADMIN_ADDR", ln.Addr().String())
 	t.Setenv("LOG_LEVEL", "ERROR")
 	built := false

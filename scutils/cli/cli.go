@@ -8,7 +8,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -41,17 +40,23 @@ func AddSettingsFlags(cmd *cobra.Command) *SettingsFlags {
 	pf.String("log-level", "", "log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (setting LOG_LEVEL)")
 	pf.Bool("log-json", false, "write logs as JSON lines (setting LOG_JSON)")
 	pf.Bool("log-file", false, "write logs to the rotating file LOG_DIR/LOG_FILE instead of stdout (setting LOG_STDOUT=false)")
-	f.Bind("log-level", "LOG_LEVEL")
-	f.Bind("log-json", "LOG_JSON")
+	f.bindLogFlags()
 	return f
+}
+
+// bindLogFlags makes --log-level and --log-json set the log settings of
+// the prefix.
+func (f *SettingsFlags) bindLogFlags() {
+	log := logfactory.Settings(f.logPrefix)
+	f.Bind("log-level", log.Level.Name())
+	f.Bind("log-json", log.JSON.Name())
 }
 
 // SetLogPrefix makes the log flags set <prefix>LOG_* settings, for a
 // component whose log settings are named so (the crawler's SC_LOG_LEVEL...).
 func (f *SettingsFlags) SetLogPrefix(prefix string) {
 	f.logPrefix = prefix
-	f.Bind("log-level", prefix+"LOG_LEVEL")
-	f.Bind("log-json", prefix+"LOG_JSON")
+	f.bindLogFlags()
 	for _, name := range []string{"log-level", "log-json", "log-file"} {
 		if fl := f.cmd.PersistentFlags().Lookup(name); fl != nil {
 			fl.Usage = strings.ReplaceAll(fl.Usage, "setting LOG_", "setting "+prefix+"LOG_")
@@ -78,16 +83,15 @@ func (f *SettingsFlags) Bind(flag, setting string) { f.bindings[flag] = setting 
 // Unknown names are not an error: the original accepted anything, the
 // settings file and environment are shared by every component, and plugins
 // and spiders may read settings of their own. The caller closes the logger.
-func (f *SettingsFlags) Open(defaults settings.Defaults) (*settings.Settings, *logfactory.Logger, error) {
-	s, err := f.Load(defaults)
+func (f *SettingsFlags) Open(declared settings.Group) (*settings.Settings, *logfactory.Logger, error) {
+	s, err := f.Load(declared)
 	if err != nil {
 		return nil, nil, err
 	}
-	name := f.cmd.Root().Name()
-	if v, err := settings.Lookup[string](s, f.logPrefix+"LOGGER_NAME"); err == nil {
-		name = v
+	cfg := logfactory.Settings(f.logPrefix).Config(s)
+	if cfg.Name == "" {
+		cfg.Name = f.cmd.Root().Name()
 	}
-	cfg := logfactory.PrefixedConfigFromSettings(s, f.logPrefix, name)
 	if f.logStderr && cfg.Stdout {
 		cfg.Output = f.cmd.ErrOrStderr()
 	}
@@ -101,26 +105,27 @@ func (f *SettingsFlags) Open(defaults settings.Defaults) (*settings.Settings, *l
 	return s, log, nil
 }
 
-// Load loads defaults with the file, environment and flags the user gave.
-// Commands that run start with Open, which also names unknown settings.
-func (f *SettingsFlags) Load(defaults settings.Defaults) (*settings.Settings, error) {
+// Load loads a component's settings with the file, environment and flags
+// the user gave. Commands that run start with Open, which also names
+// unknown settings.
+func (f *SettingsFlags) Load(declared settings.Group) (*settings.Settings, error) {
 	flags := settings.FlagValues(f.cmd.Flags(), f.bindings)
 	if lf := f.cmd.Flags().Lookup("log-file"); lf != nil && lf.Changed {
 		toFile, _ := strconv.ParseBool(lf.Value.String())
-		flags[f.logPrefix+"LOG_STDOUT"] = strconv.FormatBool(!toFile)
+		flags[logfactory.Settings(f.logPrefix).Stdout.Name()] = strconv.FormatBool(!toFile)
 	}
 	for name, value := range f.set {
 		if _, bound := flags[name]; !bound {
 			flags[name] = value
 		}
 	}
-	return settings.Load(defaults, settings.Options{File: f.file, Flags: flags})
+	return settings.Load(declared, settings.Options{File: f.file, Flags: flags})
 }
 
 // SettingsCommand returns a `settings` sub-command printing the effective
 // settings as YAML, each with its source, so an operator can see what a
 // process will run with.
-func SettingsCommand(defaults settings.Defaults, f *SettingsFlags) *cobra.Command {
+func SettingsCommand(declared settings.Group, f *SettingsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "settings",
 		Short: "Print the effective settings and where each value comes from",
@@ -129,7 +134,7 @@ func SettingsCommand(defaults settings.Defaults, f *SettingsFlags) *cobra.Comman
 			"Settings no component knows (typos) are named on standard error, with the closest known name.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.Load(defaults)
+			s, err := f.Load(declared)
 			if err != nil {
 				return err
 			}
@@ -160,18 +165,10 @@ func PrintSettings(w io.Writer, s *settings.Settings) error {
 	return nil
 }
 
-// ComponentDefaults are the settings every component shares: REDIS_*,
-// KAFKA_* and LOG_*, with logFile as its LOG_FILE. A component merges its own
-// settings over them.
-func ComponentDefaults(logFile string) settings.Defaults {
-	return Merge(redisconn.Defaults(), kafkaclient.Defaults(), logfactory.Defaults(logFile))
-}
-
-// Merge combines several Defaults into one; later ones override earlier ones.
-func Merge(parts ...settings.Defaults) settings.Defaults {
-	out := settings.Defaults{}
-	for _, p := range parts {
-		maps.Copy(out, p)
-	}
-	return out
+// ComponentSettings are the settings every component shares: REDIS_*,
+// KAFKA_* and LOGGER_NAME and LOG_*, with loggerName and logFile as the
+// defaults of LOGGER_NAME and LOG_FILE. A component joins its own settings
+// to them (settings.Join).
+func ComponentSettings(loggerName, logFile string) settings.Group {
+	return settings.Join(redisconn.Settings(), kafkaclient.Settings(), logfactory.Settings("").Group(loggerName, logFile))
 }

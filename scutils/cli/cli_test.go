@@ -11,16 +11,17 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func run(t *testing.T, defaults settings.Defaults, args ...string) (string, error) {
+func run(t *testing.T, declared settings.Group, args ...string) (string, error) {
 	t.Helper()
 	root := &cobra.Command{Use: "x", SilenceUsage: true, SilenceErrors: true}
 	f := cli.AddSettingsFlags(root)
 	root.PersistentFlags().Int("redis-port", 0, "")
 	f.Bind("redis-port", "REDIS_PORT")
-	root.AddCommand(cli.SettingsCommand(defaults, f))
+	root.AddCommand(cli.SettingsCommand(declared, f))
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetArgs(args)
@@ -35,11 +36,11 @@ func TestSettingsCommandShowsValuesAndSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("LOG_JSON", "true")
-	defaults := cli.Merge(
-		settings.Defaults{"REDIS_HOST": "localhost", "REDIS_PORT": 6379, "LOG_LEVEL": "INFO", "LOG_JSON": false, "LOG_STDOUT": true},
-		settings.Defaults{"REDIS_PORT": 7000, "PLUGINS": map[string]int{"a": 1}},
+	declared := settings.Join(
+		redisconn.Settings(), logfactory.Settings("").Group("x", "x.log"),
+		settings.Declare(redisconn.Port.WithDefault(7000), settings.Map("PLUGINS", map[string]any{"a": 1}, "plugins")),
 	)
-	out, err := run(t, defaults, "settings", "--settings", file, "--redis-port", "7001",
+	out, err := run(t, declared, "settings", "--settings", file, "--redis-port", "7001",
 		"--log-level", "DEBUG", "--log-file", "--set", "PLUGINS={b: 2}")
 	if err != nil {
 		t.Fatal(err)
@@ -55,28 +56,29 @@ func TestSettingsCommandShowsValuesAndSources(t *testing.T) {
 }
 
 func TestBadSettingValueFailsTheCommand(t *testing.T) {
-	_, err := run(t, settings.Defaults{"REDIS_PORT": 6379}, "settings", "--set", "REDIS_PORT=x")
+	_, err := run(t, redisconn.Settings(), "settings", "--set", "REDIS_PORT=x")
 	if err == nil || !strings.Contains(err.Error(), "REDIS_PORT") {
 		t.Fatalf("err = %v", err)
 	}
 }
 
 func TestLogPrefixRebindsTheLogFlags(t *testing.T) {
-	defaults := cli.Merge(logfactory.PrefixedDefaults("SC_", "sc_crawler.log"))
-	root, flags := cli.NewRoot("crawler", "short", "long", defaults)
+	log := logfactory.Settings("SC_")
+	declared := log.Group("sc-crawler", "sc_crawler.log")
+	root, flags := cli.NewRoot("crawler", "short", "long", declared)
 	flags.SetLogPrefix("SC_")
 	var got *settings.Settings
 	root.RunE = func(*cobra.Command, []string) error {
 		var err error
-		got, err = flags.Load(defaults)
+		got, err = flags.Load(declared)
 		return err
 	}
 	root.SetArgs([]string{"--log-level", "DEBUG", "--log-json", "--log-file"})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.String("SC_LOG_LEVEL") != "DEBUG" || !got.Bool("SC_LOG_JSON") || got.Bool("SC_LOG_STDOUT") {
-		t.Fatalf("SC_LOG_LEVEL %q SC_LOG_JSON %v SC_LOG_STDOUT %v", got.String("SC_LOG_LEVEL"), got.Bool("SC_LOG_JSON"), got.Bool("SC_LOG_STDOUT"))
+	if cfg := log.Config(got); cfg.Level != "DEBUG" || !cfg.JSON || cfg.Stdout {
+		t.Fatalf("SC_LOG_LEVEL %q SC_LOG_JSON %v SC_LOG_STDOUT %v", cfg.Level, cfg.JSON, cfg.Stdout)
 	}
 	if usage := root.PersistentFlags().Lookup("log-file").Usage; !strings.Contains(usage, "SC_LOG_DIR/SC_LOG_FILE") || !strings.Contains(usage, "setting SC_LOG_STDOUT=false") {
 		t.Fatalf("usage %q", usage)

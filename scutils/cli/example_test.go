@@ -9,19 +9,22 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// A binary's main: defaults in one place, the shared flags, a sub-command
-// that loads the settings.
+// greeting is the greeter's own setting, declared where it is read.
+var greeting = settings.String("GREETING", "hello", "what the greeter says").Ours()
+
+// A binary's main: its settings declared in one place, the shared flags, a
+// sub-command that loads the settings.
 func ExampleNewRoot() {
-	defaults := cli.Merge(settings.Defaults{"GREETING": "hello", "LOG_LEVEL": "INFO"})
-	root, flags := cli.NewRoot("greeter", "Says hello", "Says hello, as configured.", defaults)
+	declared := settings.Join(cli.ComponentSettings("greeter", "greeter.log"), settings.Declare(greeting))
+	root, flags := cli.NewRoot("greeter", "Says hello", "Says hello, as configured.", declared)
 	root.AddCommand(&cobra.Command{
 		Use: "greet",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := flags.Load(defaults)
+			s, err := flags.Load(declared)
 			if err != nil {
 				return err
 			}
-			cmd.Println(s.String("GREETING"))
+			cmd.Println(greeting.From(s))
 			return nil
 		},
 	})

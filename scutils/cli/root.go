@@ -17,9 +17,10 @@ import (
 const Version = "0.1.0-dev"
 
 // NewRoot returns a binary's root command with the settings flags, the
-// `settings` sub-command and --version. Sub-commands load settings with
-// flags.Open(defaults), which also names unknown settings.
-func NewRoot(name, short, long string, defaults settings.Defaults) (*cobra.Command, *SettingsFlags) {
+// `settings` sub-command and --version. declared are the component's
+// settings; sub-commands load them with flags.Open(declared), which also
+// names unknown settings.
+func NewRoot(name, short, long string, declared settings.Group) (*cobra.Command, *SettingsFlags) {
 	root := &cobra.Command{
 		Use:           name,
 		Short:         short,
@@ -29,7 +30,7 @@ func NewRoot(name, short, long string, defaults settings.Defaults) (*cobra.Comma
 		SilenceErrors: true,
 	}
 	flags := AddSettingsFlags(root)
-	root.AddCommand(SettingsCommand(defaults, flags))
+	root.AddCommand(SettingsCommand(declared, flags))
 	return root, flags
 }
 

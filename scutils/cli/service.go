@@ -29,8 +29,8 @@ type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Log
 // gave and opens the logger, naming unknown settings (see Open), routes the
 // Redis client's own log lines to it, connects to Redis, builds the service
 // and runs it until ctx ends, closing everything afterwards.
-func RunService(ctx context.Context, f *SettingsFlags, defaults settings.Defaults, build Builder) error {
-	s, log, err := f.Open(defaults)
+func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, build Builder) error {
+	s, log, err := f.Open(declared)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func RunService(ctx context.Context, f *SettingsFlags, defaults settings.Default
 	redisconn.RouteClientLogs(log)
 	rdb := redisconn.New(s)
 	defer rdb.Close()
-	adm, err := openAdmin(s, defaults, rdb)
+	adm, err := openAdmin(s, rdb)
 	if err != nil {
 		return err
 	}

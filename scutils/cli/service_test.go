@@ -19,7 +19,7 @@ func (f *fakeService) Run(context.Context) error { f.ran = true; return errors.N
 func (f *fakeService) Close()                    { f.closed = true }
 
 func TestRunServiceBuildsRunsAndClosesWithTheUsersSettings(t *testing.T) {
-	defaults := cli.Merge(cli.ComponentDefaults("x.log"), settings.Defaults{"LOGGER_NAME": "thing"})
+	defaults := cli.ComponentSettings("thing", "x.log")
 	root, flags := cli.NewRoot("thing", "short", "long", defaults)
 	svc := &fakeService{}
 	var gotLevel, gotRedis string

@@ -17,8 +17,8 @@ import (
 )
 
 // warnDefaults are a component's settings that include QUEUE_HITS.
-func warnDefaults() settings.Defaults {
-	return cli.Merge(cli.ComponentDefaults("x.log"), settings.Defaults{"LOGGER_NAME": "thing", "QUEUE_HITS": 10})
+func warnDefaults() settings.Group {
+	return settings.Join(cli.ComponentSettings("thing", "x.log"), settings.Declare(settings.Int("QUEUE_HITS", 10, "hits")))
 }
 
 func TestOpenWarnsOfEachUnknownSettingWithItsSource(t *testing.T) {

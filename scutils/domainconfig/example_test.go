@@ -36,7 +36,7 @@ func ExampleDocument_Marshal() {
 // ZooKeeper server (or Redis), so it is compiled but not run.
 func ExampleStore() {
 	ctx := context.Background()
-	s, err := settings.Load(domainconfig.Defaults(), settings.Options{})
+	s, err := settings.Load(domainconfig.Settings(), settings.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func ExampleStore() {
 // ZooKeeper, or in Redis when ZOOKEEPER_HOSTS is empty.
 func ExampleWatch() {
 	ctx := context.Background()
-	s, err := settings.Load(domainconfig.Defaults(), settings.Options{})
+	s, err := settings.Load(domainconfig.Settings(), settings.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -50,38 +50,26 @@ var (
 	ErrUnavailable = errors.New("domain configuration store unreachable")
 )
 
-// The settings naming the document's place; the same in every component.
-const (
-	SettingHosts      = "ZOOKEEPER_HOSTS"
-	SettingAssignPath = "ZOOKEEPER_ASSIGN_PATH"
-	SettingID         = "ZOOKEEPER_ID"
+// The settings naming the document's place, the same in every component
+// that reads or writes it (the crawler, the Redis Monitor, the REST
+// service's console).
+var (
+	Hosts      = settings.String("ZOOKEEPER_HOSTS", "localhost:2181", "ZooKeeper of the domain config, comma-separated; empty keeps the config in Redis (Go)")
+	AssignPath = settings.String("ZOOKEEPER_ASSIGN_PATH", "/scrapy-cluster/crawler/", "folder of the domain config")
+	ID         = settings.String("ZOOKEEPER_ID", "all", "the domain config's name in that folder")
 )
 
-// Defaults are the spec's defaults of the ZooKeeper settings, shared by the
-// crawler and the Redis Monitor.
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		SettingHosts:      "localhost:2181",
-		SettingAssignPath: "/scrapy-cluster/crawler/",
-		SettingID:         "all",
-	}
-}
+// Settings are the ZooKeeper settings, for a component's settings.Group.
+func Settings() settings.Group { return settings.Declare(Hosts, AssignPath, ID) }
 
 // PathFromSettings is the document's path: ZOOKEEPER_ASSIGN_PATH and
 // ZOOKEEPER_ID joined as written, as the original does (so the assign path
 // should end with "/").
 func PathFromSettings(s *settings.Settings) (string, error) {
-	assign, err := settings.Lookup[string](s, SettingAssignPath)
-	if err != nil {
-		return "", err
-	}
-	id, err := settings.Lookup[string](s, SettingID)
-	if err != nil {
-		return "", err
-	}
+	assign, id := AssignPath.From(s), ID.From(s)
 	path := assign + id
 	if err := zkwatch.ValidatePath(path); err != nil {
-		return "", fmt.Errorf("%s %q + %s %q: %w", SettingAssignPath, assign, SettingID, id, err)
+		return "", fmt.Errorf("%s %q + %s %q: %w", AssignPath.Name(), assign, ID.Name(), id, err)
 	}
 	return path, nil
 }
@@ -133,18 +121,14 @@ func locate(s *settings.Settings) (location, error) {
 	if err != nil {
 		return location{}, err
 	}
-	hosts, err := settings.Lookup[string](s, SettingHosts)
-	if err != nil {
-		return location{}, err
-	}
-	if zkHosts := zkwatch.SplitHosts(hosts); len(zkHosts) > 0 {
+	if zkHosts := zkwatch.SplitHosts(Hosts.From(s)); len(zkHosts) > 0 {
 		return location{zkHosts: zkHosts, path: path}, nil
 	}
 	return location{path: path}, nil
 }
 
 // errNoRedis: the document is in Redis, and no Redis client was given.
-var errNoRedis = fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", SettingHosts)
+var errNoRedis = fmt.Errorf("domain configuration in Redis (%s is empty): no Redis client", Hosts.Name())
 
 // zkLogger passes the ZooKeeper client's and watcher's lines to a
 // logfactory logger at one level; with a nil logger they are dropped.

@@ -42,7 +42,7 @@ type backend struct {
 // process's environment) over their defaults.
 func loadSettings(t *testing.T, env ...string) *settings.Settings {
 	t.Helper()
-	s, err := settings.Load(domainconfig.Defaults(), settings.Options{Environ: append([]string{}, env...)})
+	s, err := settings.Load(domainconfig.Settings(), settings.Options{Environ: append([]string{}, env...)})
 	if err != nil {
 		t.Fatal(err)
 	}

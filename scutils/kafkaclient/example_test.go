@@ -3,7 +3,6 @@ package kafkaclient_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -22,9 +21,9 @@ func ExampleConfigFromSettings() {
 	}
 	defer broker.Close()
 
-	defaults := settings.Defaults{"KAFKA_INCOMING_TOPIC": "demo.incoming"}
-	maps.Copy(defaults, kafkaclient.Defaults())
-	s, _ := settings.Load(defaults, settings.Options{Environ: []string{"KAFKA_HOSTS=" + broker.Hosts()}})
+	incoming := settings.String("KAFKA_INCOMING_TOPIC", "demo.incoming", "the topic requests arrive on")
+	declared := settings.Join(kafkaclient.Settings(), settings.Declare(incoming))
+	s, _ := settings.Load(declared, settings.Options{Environ: []string{"KAFKA_HOSTS=" + broker.Hosts()}})
 	cfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		panic(err)
@@ -32,7 +31,7 @@ func ExampleConfigFromSettings() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	topic := s.String("KAFKA_INCOMING_TOPIC")
+	topic := incoming.From(s)
 	if err := cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: topic}); err != nil {
 		panic(err)
 	}

@@ -3,10 +3,10 @@
 // crawler, REST) talks to Kafka configured the same way. It wraps
 // github.com/segmentio/kafka-go.
 //
-// The settings are the KAFKA_* names of Defaults, with Scrapy Cluster 1.3's
-// names and defaults (the Default* constants); Config's fields say what each
-// does. A component may override a default in its own Defaults, e.g. the
-// REST service reads from 'latest'.
+// The settings are the KAFKA_* declarations below (Settings), with Scrapy
+// Cluster 1.3's names and defaults; Config's fields say what each does. A
+// component may give one a default of its own, e.g. the REST service reads
+// from 'latest' (AutoOffsetReset.WithDefault).
 //
 // Components that must not lose messages (the Kafka Monitor) read with
 // auto-commit off and commit each message after handling it: at-least-once.
@@ -27,47 +27,35 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// The defaults of the KAFKA_* settings (the setting each is for beside it)
-// and of Config's ClientID.
-const (
-	DefaultHosts             = "localhost:9092"        // KAFKA_HOSTS: comma-separated brokers
-	DefaultTopicPrefix       = "demo"                  // KAFKA_TOPIC_PREFIX
-	DefaultConnTimeout       = 5 * time.Second         // KAFKA_CONN_TIMEOUT, in seconds
-	DefaultBatchLinger       = 25 * time.Millisecond   // KAFKA_PRODUCER_BATCH_LINGER_MS
-	DefaultSendBufferBytes   = 4 << 20                 // KAFKA_PRODUCER_BUFFER_BYTES
-	DefaultMaxRequestBytes   = 1 << 20                 // KAFKA_PRODUCER_MAX_REQUEST_SIZE
-	DefaultAutoOffsetReset   = "earliest"              // KAFKA_CONSUMER_AUTO_OFFSET_RESET: "earliest" or "latest"
-	DefaultFetchMaxBytes     = 10 << 20                // KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES
-	DefaultFetchMaxWait      = 50 * time.Millisecond   // KAFKA_CONSUMER_TIMEOUT, in milliseconds
-	DefaultCommitInterval    = 5000 * time.Millisecond // KAFKA_CONSUMER_COMMIT_INTERVAL_MS
-	DefaultAutoCommit        = true                    // KAFKA_CONSUMER_AUTO_COMMIT_ENABLE
-	DefaultPartitions        = 3                       // KAFKA_TOPIC_PARTITIONS
-	DefaultReplicationFactor = 1                       // KAFKA_TOPIC_REPLICATION_FACTOR
-	DefaultClientID          = "scrapy-cluster"        // Config.ClientID
+// The Kafka settings every component shares. Times are in the unit their
+// name says, else in seconds.
+var (
+	Hosts           = settings.String("KAFKA_HOSTS", "localhost:9092", "Kafka brokers, comma-separated")
+	TopicPrefix     = settings.String("KAFKA_TOPIC_PREFIX", "demo", "prefix of the cluster's topics: `<prefix>.incoming`, `<prefix>.crawled_firehose`, `<prefix>.outbound_firehose`")
+	ConnTimeout     = settings.Seconds("KAFKA_CONN_TIMEOUT", 5, "seconds to connect to a broker")
+	BatchLinger     = settings.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS", 25, "ms a batching producer (`kafka-monitor feed`) waits to fill a batch; the services send at once with group commit (what arrives while two sends are out goes in the next)")
+	SendBuffer      = settings.Int("KAFKA_PRODUCER_BUFFER_BYTES", 4<<20, "TCP send buffer of the producers' connections")
+	MaxRequestBytes = settings.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE", 1<<20, "largest produce request, so the largest message sent: larger crawl results are cut or reduced ([crawl results](crawler.md#crawl-results))").Ours()
+	AutoOffsetReset = settings.String("KAFKA_CONSUMER_AUTO_OFFSET_RESET", "earliest", "where a reader without committed offsets starts: `earliest` or `latest`")
+	FetchMaxBytes   = settings.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES", 10<<20, "largest fetch, so the largest message read")
+	FetchMaxWait    = settings.Millis("KAFKA_CONSUMER_TIMEOUT", 50, "ms a fetch waits for new messages")
+	CommitInterval  = settings.Millis("KAFKA_CONSUMER_COMMIT_INTERVAL_MS", 5000, "ms between commits of a consumer group that commits periodically (`kafkadump dump -c`)")
+	AutoCommit      = settings.Bool("KAFKA_CONSUMER_AUTO_COMMIT_ENABLE", true, "`kafkadump dump -c` commits periodically (false: each message at once); the Kafka Monitor's `run` commits each batch once it is stored, the others read without a consumer group")
+	Partitions      = settings.Int("KAFKA_TOPIC_PARTITIONS", 3, "partitions of the topics a component creates (but the incoming topic's: `KAFKA_INCOMING_PARTITIONS`)").Ours()
+	Replication     = settings.Int("KAFKA_TOPIC_REPLICATION_FACTOR", 1, "replication of the topics a component creates").Ours()
 )
 
-// Defaults are the Kafka settings every component shares. A component adds
-// them to its own settings.Defaults (maps.Copy) and may override values.
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		"KAFKA_HOSTS":                            DefaultHosts,
-		"KAFKA_TOPIC_PREFIX":                     DefaultTopicPrefix,
-		"KAFKA_CONN_TIMEOUT":                     int(DefaultConnTimeout / time.Second),
-		"KAFKA_PRODUCER_BATCH_LINGER_MS":         int(DefaultBatchLinger / time.Millisecond),
-		"KAFKA_PRODUCER_BUFFER_BYTES":            DefaultSendBufferBytes,
-		"KAFKA_PRODUCER_MAX_REQUEST_SIZE":        DefaultMaxRequestBytes,
-		"KAFKA_CONSUMER_AUTO_OFFSET_RESET":       DefaultAutoOffsetReset,
-		"KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES": DefaultFetchMaxBytes,
-		"KAFKA_CONSUMER_TIMEOUT":                 int(DefaultFetchMaxWait / time.Millisecond),
-		"KAFKA_CONSUMER_COMMIT_INTERVAL_MS":      int(DefaultCommitInterval / time.Millisecond),
-		"KAFKA_CONSUMER_AUTO_COMMIT_ENABLE":      DefaultAutoCommit,
-		"KAFKA_TOPIC_PARTITIONS":                 DefaultPartitions,
-		"KAFKA_TOPIC_REPLICATION_FACTOR":         DefaultReplicationFactor,
-	}
+// Settings are the Kafka settings, for a component's settings.Group.
+func Settings() settings.Group {
+	return settings.Declare(Hosts, TopicPrefix, ConnTimeout, BatchLinger, SendBuffer, MaxRequestBytes, AutoOffsetReset,
+		FetchMaxBytes, FetchMaxWait, CommitInterval, AutoCommit, Partitions, Replication)
 }
 
+// DefaultClientID is Config.ClientID's default.
+const DefaultClientID = "scrapy-cluster"
+
 // Config is the Kafka part of a component's settings. ConfigFromSettings
-// fills it; the Default* constants are the settings' defaults.
+// fills it.
 type Config struct {
 	// Brokers are "host:port" addresses (KAFKA_HOSTS).
 	Brokers []string
@@ -112,22 +100,22 @@ type Config struct {
 // name when a value is unusable.
 func ConfigFromSettings(s *settings.Settings) (Config, error) {
 	cfg := Config{
-		Brokers:           settings.SplitList(s.String("KAFKA_HOSTS")),
-		TopicPrefix:       s.String("KAFKA_TOPIC_PREFIX"),
-		ConnTimeout:       s.Seconds("KAFKA_CONN_TIMEOUT"),
-		BatchLinger:       s.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS"),
-		SendBufferBytes:   s.Int("KAFKA_PRODUCER_BUFFER_BYTES"),
-		MaxRequestBytes:   s.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE"),
-		FetchMaxBytes:     s.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES"),
-		FetchMaxWait:      s.Millis("KAFKA_CONSUMER_TIMEOUT"),
-		Partitions:        s.Int("KAFKA_TOPIC_PARTITIONS"),
-		ReplicationFactor: s.Int("KAFKA_TOPIC_REPLICATION_FACTOR"),
+		Brokers:           settings.SplitList(Hosts.From(s)),
+		TopicPrefix:       TopicPrefix.From(s),
+		ConnTimeout:       ConnTimeout.From(s),
+		BatchLinger:       BatchLinger.From(s),
+		SendBufferBytes:   SendBuffer.From(s),
+		MaxRequestBytes:   MaxRequestBytes.From(s),
+		FetchMaxBytes:     FetchMaxBytes.From(s),
+		FetchMaxWait:      FetchMaxWait.From(s),
+		Partitions:        Partitions.From(s),
+		ReplicationFactor: Replication.From(s),
 		ClientID:          DefaultClientID,
 	}
-	if s.Bool("KAFKA_CONSUMER_AUTO_COMMIT_ENABLE") {
-		cfg.CommitInterval = s.Millis("KAFKA_CONSUMER_COMMIT_INTERVAL_MS")
+	if AutoCommit.From(s) {
+		cfg.CommitInterval = CommitInterval.From(s)
 	}
-	switch reset := strings.ToLower(s.String("KAFKA_CONSUMER_AUTO_OFFSET_RESET")); reset {
+	switch reset := strings.ToLower(AutoOffsetReset.From(s)); reset {
 	case "earliest", "smallest":
 		cfg.StartAtEarliest = true
 	case "latest", "largest":

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -20,9 +19,7 @@ import (
 
 func load(t *testing.T, environ ...string) (kafkaclient.Config, error) {
 	t.Helper()
-	d := settings.Defaults{"UNRELATED": 1}
-	maps.Copy(d, kafkaclient.Defaults())
-	s, err := settings.Load(d, settings.Options{Environ: environ})
+	s, err := settings.Load(kafkaclient.Settings(), settings.Options{Environ: environ})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,37 +45,29 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// The settings, with their defaults.
-const (
-	// SettingTTL is how long a crawl's ledger is kept after its last new
-	// work or its completion, in seconds (default 7 days).
-	SettingTTL = "LEDGER_TTL"
-	// SettingCompleteInterval is how often a Redis Monitor looks for
-	// finished crawls, in seconds; a crawl-complete follows a crawl's last
-	// page within about this long.
-	SettingCompleteInterval = "LEDGER_COMPLETE_INTERVAL"
-)
-
 // DefaultTTL is LEDGER_TTL's default.
 const DefaultTTL = 7 * 24 * time.Hour
 
 // DefaultCompleteInterval is LEDGER_COMPLETE_INTERVAL's default.
 const DefaultCompleteInterval = time.Second
 
-// Defaults are the ledger's settings; the components that write or read the
-// ledger add them to their settings.Defaults (maps.Copy).
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		SettingTTL:              int(DefaultTTL.Seconds()),
-		SettingCompleteInterval: DefaultCompleteInterval.Seconds(),
-	}
-}
+// The ledger's settings; the components that write or read the ledger
+// declare them (Settings).
+var (
+	TTL = settings.Seconds("LEDGER_TTL", int(DefaultTTL.Seconds()),
+		"seconds a crawl's ledger is kept after its last new work or its completion; at least 1").Ours()
+	CompleteInterval = settings.Seconds("LEDGER_COMPLETE_INTERVAL", DefaultCompleteInterval.Seconds(),
+		"seconds between a Redis Monitor's looks for finished crawls (`crawl-complete`); positive. The other components ignore it").Ours()
+)
+
+// Settings are the ledger's settings, for a component's settings.Group.
+func Settings() settings.Group { return settings.Declare(TTL, CompleteInterval) }
 
 // TTLFromSettings is LEDGER_TTL, checked.
 func TTLFromSettings(s *settings.Settings) (time.Duration, error) {
-	ttl := s.Seconds(SettingTTL)
+	ttl := TTL.From(s)
 	if ttl < time.Second {
-		return 0, fmt.Errorf("setting %s: must be at least 1 second, got %v", SettingTTL, ttl)
+		return 0, fmt.Errorf("setting %s: must be at least 1 second, got %v", TTL.Name(), ttl)
 	}
 	return ttl, nil
 }

@@ -439,13 +439,13 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestConfigFromSettingsUsesTheLogSettings(t *testing.T) {
-	s, err := settings.Load(Defaults("kafka_monitor.log"), settings.Options{Environ: []string{
+	s, err := settings.Load(Settings("").Group("kafka-monitor", "kafka_monitor.log"), settings.Options{Environ: []string{
 		"LOG_LEVEL=DEBUG", "LOG_JSON=true", "LOG_TEXT_FIELDS=false", "LOG_STDOUT=false", "LOG_DIR=/var/log/sc", "LOG_MAX_BYTES=1000", "LOG_BACKUPS=2",
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ConfigFromSettings(s, "kafka-monitor")
+	got := Settings("").Config(s)
 	want := Config{Name: "kafka-monitor", Level: "DEBUG", JSON: true, Stdout: false, Dir: "/var/log/sc",
 		File: "kafka_monitor.log", MaxBytes: 1000, Backups: 2}
 	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {

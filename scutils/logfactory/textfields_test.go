@@ -127,11 +127,11 @@ func TestTextFieldsOfALineAreBounded(t *testing.T) {
 func TestBareTextIsTheOriginalFormatByteForByte(t *testing.T) {
 	// The same lines as TestTextFormatIsByteExact, now with extras: with
 	// TextFields off (LOG_TEXT_FIELDS=false) they are not written.
-	s, err := settings.Load(Defaults("x.log"), settings.Options{NoEnv: true, Flags: map[string]string{"LOG_TEXT_FIELDS": "false", "LOG_LEVEL": "DEBUG"}})
+	s, err := settings.Load(Settings("").Group("scrapy-cluster", "x.log"), settings.Options{NoEnv: true, Flags: map[string]string{"LOG_TEXT_FIELDS": "false", "LOG_LEVEL": "DEBUG"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ConfigFromSettings(s, "scrapy-cluster")
+	cfg := Settings("").Config(s)
 	if cfg.TextFields {
 		t.Fatal("LOG_TEXT_FIELDS=false left TextFields on")
 	}
@@ -187,18 +187,18 @@ func TestTextFieldsAreOnByDefaultAndPrefixedForTheCrawler(t *testing.T) {
 	if !DefaultConfig().TextFields {
 		t.Error("DefaultConfig().TextFields is false")
 	}
-	s, err := settings.Load(PrefixedDefaults("SC_", "sc_crawler.log"), settings.Options{NoEnv: true})
+	s, err := settings.Load(Settings("SC_").Group("sc-crawler", "sc_crawler.log"), settings.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !PrefixedConfigFromSettings(s, "SC_", "sc-crawler").TextFields {
+	if !Settings("SC_").Config(s).TextFields {
 		t.Error("SC_LOG_TEXT_FIELDS does not default to true")
 	}
-	s, err = settings.Load(PrefixedDefaults("SC_", "sc_crawler.log"), settings.Options{Environ: []string{"SC_LOG_TEXT_FIELDS=false", "LOG_TEXT_FIELDS=true"}})
+	s, err = settings.Load(Settings("SC_").Group("sc-crawler", "sc_crawler.log"), settings.Options{Environ: []string{"SC_LOG_TEXT_FIELDS=false", "LOG_TEXT_FIELDS=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if PrefixedConfigFromSettings(s, "SC_", "sc-crawler").TextFields {
+	if Settings("SC_").Config(s).TextFields {
 		t.Error("SC_LOG_TEXT_FIELDS=false did not turn the fields off")
 	}
 }

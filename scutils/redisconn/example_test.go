@@ -9,7 +9,7 @@ import (
 
 // Every component connects to Redis from the same REDIS_* settings.
 func ExampleNew() {
-	s, _ := settings.Load(redisconn.Defaults(), settings.Options{Environ: []string{"REDIS_HOST=redis", "REDIS_DB=1"}})
+	s, _ := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{"REDIS_HOST=redis", "REDIS_DB=1"}})
 	c := redisconn.New(s)
 	defer c.Close()
 	fmt.Println(c.Options().Addr, c.Options().DB)

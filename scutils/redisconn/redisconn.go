@@ -1,11 +1,5 @@
 // Package redisconn builds the Redis client every component uses from the
-// shared REDIS_* settings, so they all connect the same way:
-//
-//	REDIS_HOST            "localhost"
-//	REDIS_PORT            6379
-//	REDIS_DB              0
-//	REDIS_PASSWORD        ""     (none)
-//	REDIS_SOCKET_TIMEOUT  10     seconds for connecting, reading and writing
+// shared REDIS_* settings (Settings), so they all connect the same way.
 //
 // go-redis reconnects by itself: a client survives a Redis restart, and calls
 // made while Redis is away fail with an error the caller retries.
@@ -24,24 +18,25 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-// Defaults are the Redis settings every component shares.
-func Defaults() settings.Defaults {
-	return settings.Defaults{
-		"REDIS_HOST":           "localhost",
-		"REDIS_PORT":           6379,
-		"REDIS_DB":             0,
-		"REDIS_PASSWORD":       "",
-		"REDIS_SOCKET_TIMEOUT": 10,
-	}
-}
+// The Redis settings every component shares.
+var (
+	Host          = settings.String("REDIS_HOST", "localhost", "Redis host")
+	Port          = settings.Int("REDIS_PORT", 6379, "Redis port")
+	DB            = settings.Int("REDIS_DB", 0, "Redis database")
+	Password      = settings.String("REDIS_PASSWORD", "", "Redis password (empty: none)")
+	SocketTimeout = settings.Seconds("REDIS_SOCKET_TIMEOUT", 10, "seconds connecting to Redis, or a call to it, may take")
+)
+
+// Settings are the Redis settings, for a component's settings.Group.
+func Settings() settings.Group { return settings.Declare(Host, Port, DB, Password, SocketTimeout) }
 
 // Options returns go-redis options for the REDIS_* settings.
 func Options(s *settings.Settings) *redis.Options {
-	timeout := s.Seconds("REDIS_SOCKET_TIMEOUT")
+	timeout := SocketTimeout.From(s)
 	return &redis.Options{
-		Addr:         net.JoinHostPort(s.String("REDIS_HOST"), strconv.Itoa(s.Int("REDIS_PORT"))),
-		DB:           s.Int("REDIS_DB"),
-		Password:     s.String("REDIS_PASSWORD"),
+		Addr:         net.JoinHostPort(Host.From(s), strconv.Itoa(Port.From(s))),
+		DB:           DB.From(s),
+		Password:     Password.From(s),
 		DialTimeout:  timeout,
 		ReadTimeout:  timeout,
 		WriteTimeout: timeout,

@@ -13,7 +13,7 @@ import (
 
 func TestClientFromSettingsReachesRedisAndSurvivesARestart(t *testing.T) {
 	r := harness.StartRedis(t)
-	s, err := settings.Load(redisconn.Defaults(), settings.Options{Environ: []string{
+	s, err := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{
 		"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(r.Port), "REDIS_DB=2", "REDIS_SOCKET_TIMEOUT=1",
 	}})
 	if err != nil {

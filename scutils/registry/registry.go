@@ -63,12 +63,12 @@ type Ranked[T any] struct {
 	Value T
 }
 
-// LoadSetting is Load of the ranking setting named setting in s, which
-// must enable at least one entry.
-func (r *Registry[T]) LoadSetting(s *settings.Settings, setting string) ([]Ranked[T], error) {
-	out, err := r.Load(setting, s.Map(setting))
+// LoadSetting is Load of the ranking setting's value in s, which must
+// enable at least one entry.
+func (r *Registry[T]) LoadSetting(s *settings.Settings, setting settings.Setting[map[string]any]) ([]Ranked[T], error) {
+	out, err := r.Load(setting.Name(), setting.From(s))
 	if err == nil && len(out) == 0 {
-		err = fmt.Errorf("setting %s: no %s enabled", setting, r.kind)
+		err = fmt.Errorf("setting %s: no %s enabled", setting.Name(), r.kind)
 	}
 	return out, err
 }

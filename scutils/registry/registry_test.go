@@ -64,7 +64,7 @@ func TestNamesAndNew(t *testing.T) {
 }
 
 func TestLoadSettingNeedsOneEntryEnabled(t *testing.T) {
-	d := settings.Defaults{"PLUGINS": map[string]any{"a": 100, "b": nil}}
+	plugins := settings.Map("PLUGINS", map[string]any{"a": 100, "b": nil}, "the enabled plugins")
 	for _, tc := range []struct {
 		name, flag, wantErr string
 		want                int
@@ -77,11 +77,11 @@ func TestLoadSettingNeedsOneEntryEnabled(t *testing.T) {
 			if tc.flag != "" {
 				flags["PLUGINS"] = tc.flag
 			}
-			s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
+			s, err := settings.Load(settings.Declare(plugins), settings.Options{NoEnv: true, Flags: flags})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := newTestRegistry().LoadSetting(s, "PLUGINS")
+			got, err := newTestRegistry().LoadSetting(s, plugins)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err %v, want %q", err, tc.wantErr)

@@ -5,6 +5,14 @@
 // before. Maps merge one level deep, as the original's SettingsWrapper does:
 // a file that sets FAMILY: {Sister: Kim} changes that key and keeps the others.
 //
+// Each setting is declared once, in the package that reads it, with its
+// name, default, type and a one-line doc (String, Int, Seconds, ... return a
+// Setting), and read only through that declaration (Setting.From). A
+// component's settings are its packages' declarations joined into a Group,
+// which Load loads. The settings tables in docs/ and the list of every
+// component's setting names (for the unknown-setting warnings) are derived
+// from the declarations by `make settings` (ops/cmd/settings-gen).
+//
 // Names nobody knows are kept but listed by Settings.Unknown, with the
 // closest known name, so a typo (QUEUE_HIT for QUEUE_HITS) can be named at
 // start-up instead of changing nothing without a word.
@@ -26,15 +34,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 )
-
-// Defaults is a component's built-in settings: name to default value. The
-// default's Go type is the setting's type. It is the single place a setting's
-// name and default live.
-type Defaults map[string]any
 
 // Source names where a setting's value came from.
 type Source string
@@ -66,22 +68,24 @@ type Options struct {
 // Settings is a loaded, type-checked set of settings. It is safe for
 // concurrent reads; Set is for start-up only.
 type Settings struct {
-	values  map[string]any
-	sources map[string]Source
-	unknown []Unknown
+	declared Group
+	values   map[string]any
+	sources  map[string]Source
+	unknown  []Unknown
 }
 
-// Load builds Settings from defaults and the overrides opts names.
-func Load(defaults Defaults, opts Options) (*Settings, error) {
-	s := &Settings{values: make(map[string]any, len(defaults)), sources: make(map[string]Source, len(defaults))}
-	for name, def := range defaults {
-		s.values[name] = cloneValue(def)
+// Load builds Settings from a component's declarations and the overrides
+// opts names.
+func Load(declared Group, opts Options) (*Settings, error) {
+	s := &Settings{declared: declared, values: make(map[string]any, len(declared)), sources: make(map[string]Source, len(declared))}
+	for name, d := range declared {
+		s.values[name] = cloneValue(d.Default)
 		s.sources[name] = FromDefault
 	}
-	unknown := newUnknownFinder(defaults)
+	unknown := newUnknownFinder(declared)
 	fromFile := map[string]bool{}
 	if opts.File != "" {
-		names, err := s.applyFile(defaults, opts.File)
+		names, err := s.applyFile(opts.File)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +107,7 @@ func Load(defaults Defaults, opts Options) (*Settings, error) {
 		}
 		for _, name := range s.Names() {
 			if raw, ok := env[name]; ok {
-				if err := s.applyString(defaults, name, raw, FromEnv); err != nil {
+				if err := s.applyString(name, raw, FromEnv); err != nil {
 					return nil, err
 				}
 			}
@@ -112,7 +116,7 @@ func Load(defaults Defaults, opts Options) (*Settings, error) {
 	}
 	flags := slices.Sorted(maps.Keys(opts.Flags))
 	for _, name := range flags {
-		if err := s.applyString(defaults, name, opts.Flags[name], FromFlag); err != nil {
+		if err := s.applyString(name, opts.Flags[name], FromFlag); err != nil {
 			return nil, err
 		}
 	}
@@ -122,7 +126,7 @@ func Load(defaults Defaults, opts Options) (*Settings, error) {
 }
 
 // applyFile applies the settings file and returns the names it gave.
-func (s *Settings) applyFile(defaults Defaults, path string) ([]string, error) {
+func (s *Settings) applyFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read settings file: %w", err)
@@ -133,7 +137,7 @@ func (s *Settings) applyFile(defaults Defaults, path string) ([]string, error) {
 	}
 	names := slices.Sorted(maps.Keys(doc))
 	for _, name := range names {
-		if err := s.apply(defaults, name, doc[name], FromFile); err != nil {
+		if err := s.apply(name, doc[name], FromFile); err != nil {
 			return nil, fmt.Errorf("settings file %s: %w", path, err)
 		}
 	}
@@ -144,9 +148,9 @@ func (s *Settings) applyFile(defaults Defaults, path string) ([]string, error) {
 // and map settings, and settings without a typed default, text starting with
 // "[" or "{" is read as YAML (so JSON works too); a list setting also accepts
 // "a, b, c".
-func (s *Settings) applyString(defaults Defaults, name, raw string, src Source) error {
+func (s *Settings) applyString(name, raw string, src Source) error {
 	var v any = raw
-	def := defaults[name]
+	def := s.declared[name].Default
 	switch def.(type) {
 	case []string, []int, map[string]any, map[string]int, map[string]string, nil:
 		if t := strings.TrimSpace(raw); strings.HasPrefix(t, "[") || strings.HasPrefix(t, "{") {
@@ -165,7 +169,7 @@ func (s *Settings) applyString(defaults Defaults, name, raw string, src Source) 
 			v = list
 		}
 	}
-	return s.apply(defaults, name, v, src)
+	return s.apply(name, v, src)
 }
 
 func isList(def any) bool {
@@ -192,9 +196,9 @@ func SplitList(raw string) []string {
 
 // apply converts v to the setting's type and stores it, merging maps one
 // level deep into the current value.
-func (s *Settings) apply(defaults Defaults, name string, v any, src Source) error {
-	def, known := defaults[name]
-	if !known || def == nil {
+func (s *Settings) apply(name string, v any, src Source) error {
+	def := s.declared[name].Default
+	if def == nil {
 		s.values[name] = v
 		s.sources[name] = src
 		return nil
@@ -257,6 +261,9 @@ func (s *Settings) All() map[string]any {
 
 // Lookup returns a setting as T, or an error naming the setting when it is
 // missing or of another type. Numbers convert between int and float64.
+// It is for the settings of plugins and spiders built outside this
+// repository, which no component declares; the components read theirs
+// through their declarations (Setting.From).
 func Lookup[T any](s *Settings, name string) (T, error) {
 	var zero T
 	v, ok := s.values[name]
@@ -271,53 +278,4 @@ func Lookup[T any](s *Settings, name string) (T, error) {
 		return zero, fmt.Errorf("setting %s: %w", name, err)
 	}
 	return conv.(T), nil
-}
-
-// must is Lookup for settings the component defined defaults for: Load has
-// already checked their types, so a failure is a programming error.
-func must[T any](s *Settings, name string) T {
-	v, err := Lookup[T](s, name)
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
-
-// String returns a string setting. It panics if the setting is missing or of
-// another type, which Load rules out for settings with defaults; use Lookup
-// for settings that may be absent.
-func (s *Settings) String(name string) string { return must[string](s, name) }
-
-// Int returns an integer setting (panics as String does).
-func (s *Settings) Int(name string) int { return must[int](s, name) }
-
-// Float returns a number setting (panics as String does).
-func (s *Settings) Float(name string) float64 { return must[float64](s, name) }
-
-// Bool returns a boolean setting (panics as String does).
-func (s *Settings) Bool(name string) bool { return must[bool](s, name) }
-
-// Strings returns a list-of-strings setting (panics as String does).
-func (s *Settings) Strings(name string) []string { return slices.Clone(must[[]string](s, name)) }
-
-// Ints returns a list-of-integers setting (panics as String does).
-func (s *Settings) Ints(name string) []int { return slices.Clone(must[[]int](s, name)) }
-
-// Map returns a map setting (panics as String does).
-func (s *Settings) Map(name string) map[string]any { return maps.Clone(must[map[string]any](s, name)) }
-
-// IntMap returns a map of integers, such as PLUGINS ranks (panics as String does).
-func (s *Settings) IntMap(name string) map[string]int {
-	return maps.Clone(must[map[string]int](s, name))
-}
-
-// Seconds returns a number-of-seconds setting (int or float) as a Duration,
-// the form the original's timeouts take (panics as String does).
-func (s *Settings) Seconds(name string) time.Duration {
-	return time.Duration(must[float64](s, name) * float64(time.Second))
-}
-
-// Millis returns a number-of-milliseconds setting as a Duration (panics as String does).
-func (s *Settings) Millis(name string) time.Duration {
-	return time.Duration(must[float64](s, name) * float64(time.Millisecond))
 }

@@ -1,6 +1,7 @@
 package settings_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,18 +14,38 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func defaults() settings.Defaults {
-	return settings.Defaults{
-		"NAME":          "Bill",
-		"FAMILY":        map[string]any{"Friends": []any{"Joe", "Mark"}, "Sister": "Kathy"},
-		"REDIS_PORT":    6379,
-		"LOG_STDOUT":    true,
-		"SLEEP_TIME":    0.5,
-		"STATS_TIMES":   []string{"SECONDS_15_MINUTE", "SECONDS_1_HOUR"},
-		"PLUGINS":       map[string]int{"scraper": 100, "action": 200},
-		"QUEUE_WINDOWS": []int{60, 3600},
-		"ANYTHING":      nil,
+// The settings of the tests, declared as a component declares its own.
+var (
+	name         = settings.String("NAME", "Bill", "a name")
+	family       = settings.Map("FAMILY", map[string]any{"Friends": []any{"Joe", "Mark"}, "Sister": "Kathy"}, "a family")
+	redisPort    = settings.Int("REDIS_PORT", 6379, "a port")
+	logStdout    = settings.Bool("LOG_STDOUT", true, "a switch")
+	sleepTime    = settings.Seconds("SLEEP_TIME", 0.5, "a time in seconds")
+	lingerMS     = settings.Millis("LINGER_MS", 25, "a time in milliseconds")
+	statsTimes   = settings.Strings("STATS_TIMES", []string{"SECONDS_15_MINUTE", "SECONDS_1_HOUR"}, "a list")
+	queueWindows = settings.Ints("QUEUE_WINDOWS", []int{60, 3600}, "a list of numbers")
+	headers      = settings.StringMap("HEADERS", map[string]string{"Accept": "text/html"}, "a map of texts")
+	ratio        = settings.Float("RATIO", 0.25, "a number")
+)
+
+// plugins is a rank map (map[string]int) and anything a setting without a
+// typed default: the loader takes both, though no component declares one.
+var (
+	plugins  = settings.Decl{Name: "PLUGINS", Default: map[string]int{"scraper": 100, "action": 200}}
+	anything = settings.Decl{Name: "ANYTHING"}
+)
+
+func defaults() settings.Group {
+	return settings.Declare(name, family, redisPort, logStdout, sleepTime, lingerMS, statsTimes, queueWindows, headers, ratio, plugins, anything)
+}
+
+func intMap(t *testing.T, s *settings.Settings, name string) map[string]int {
+	t.Helper()
+	m, err := settings.Lookup[map[string]int](s, name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
 
 func TestDefaultsAloneAreReturnedUnchanged(t *testing.T) {
@@ -32,10 +53,10 @@ func TestDefaultsAloneAreReturnedUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.String("NAME") != "Bill" || s.Int("REDIS_PORT") != 6379 || !s.Bool("LOG_STDOUT") {
+	if name.From(s) != "Bill" || redisPort.From(s) != 6379 || !logStdout.From(s) {
 		t.Fatalf("got %v", s.All())
 	}
-	if got := s.Strings("STATS_TIMES"); strings.Join(got, ",") != "SECONDS_15_MINUTE,SECONDS_1_HOUR" {
+	if got := statsTimes.From(s); strings.Join(got, ",") != "SECONDS_15_MINUTE,SECONDS_1_HOUR" {
 		t.Fatalf("STATS_TIMES = %v", got)
 	}
 	if s.Source("NAME") != settings.FromDefault {
@@ -48,10 +69,10 @@ func TestFileOverridesAndMergesMapsOneLevelDeep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.String("NAME") != "Joe" {
-		t.Errorf("NAME = %q, want Joe", s.String("NAME"))
+	if name.From(s) != "Joe" {
+		t.Errorf("NAME = %q, want Joe", name.From(s))
 	}
-	fam := s.Map("FAMILY")
+	fam := family.From(s)
 	if fam["Sister"] != "Kim" {
 		t.Errorf("FAMILY.Sister = %v, want Kim", fam["Sister"])
 	}
@@ -61,10 +82,10 @@ func TestFileOverridesAndMergesMapsOneLevelDeep(t *testing.T) {
 	if v, ok := s.Get("HOUSE"); !ok || v != true {
 		t.Errorf("HOUSE (no default) = %v, %v", v, ok)
 	}
-	if s.Int("REDIS_PORT") != 6380 || s.Source("REDIS_PORT") != settings.FromFile {
-		t.Errorf("REDIS_PORT = %d from %s", s.Int("REDIS_PORT"), s.Source("REDIS_PORT"))
+	if redisPort.From(s) != 6380 || s.Source("REDIS_PORT") != settings.FromFile {
+		t.Errorf("REDIS_PORT = %d from %s", redisPort.From(s), s.Source("REDIS_PORT"))
 	}
-	if got := s.Strings("STATS_TIMES"); len(got) != 1 || got[0] != "SECONDS_1_HOUR" {
+	if got := statsTimes.From(s); len(got) != 1 || got[0] != "SECONDS_1_HOUR" {
 		t.Errorf("lists are replaced, not merged: %v", got)
 	}
 }
@@ -78,14 +99,14 @@ func TestEnvironmentOverridesFileAndFlagsOverrideEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Int("REDIS_PORT") != 7000 || s.Source("REDIS_PORT") != settings.FromEnv {
-		t.Errorf("REDIS_PORT = %d from %s, want 7000 from env", s.Int("REDIS_PORT"), s.Source("REDIS_PORT"))
+	if redisPort.From(s) != 7000 || s.Source("REDIS_PORT") != settings.FromEnv {
+		t.Errorf("REDIS_PORT = %d from %s, want 7000 from env", redisPort.From(s), s.Source("REDIS_PORT"))
 	}
-	if s.Bool("LOG_STDOUT") {
+	if logStdout.From(s) {
 		t.Error("LOG_STDOUT=False from env not applied")
 	}
-	if s.String("NAME") != "Flag" || s.Source("NAME") != settings.FromFlag {
-		t.Errorf("NAME = %q from %s, want Flag from flag", s.String("NAME"), s.Source("NAME"))
+	if name.From(s) != "Flag" || s.Source("NAME") != settings.FromFlag {
+		t.Errorf("NAME = %q from %s, want Flag from flag", name.From(s), s.Source("NAME"))
 	}
 	if s.Has("UNRELATED") {
 		t.Error("environment variables without a setting must not become settings")
@@ -103,18 +124,18 @@ func TestEnvironmentParsesListsAndMaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Strings("STATS_TIMES"); strings.Join(got, "|") != "SECONDS_1_DAY|SECONDS_1_WEEK" {
+	if got := statsTimes.From(s); strings.Join(got, "|") != "SECONDS_1_DAY|SECONDS_1_WEEK" {
 		t.Errorf("STATS_TIMES = %q", got)
 	}
-	if got := s.Ints("QUEUE_WINDOWS"); len(got) != 2 || got[0] != 5 || got[1] != 10 {
+	if got := queueWindows.From(s); len(got) != 2 || got[0] != 5 || got[1] != 10 {
 		t.Errorf("QUEUE_WINDOWS = %v", got)
 	}
-	plugins := s.IntMap("PLUGINS")
+	plugins := intMap(t, s, "PLUGINS")
 	if plugins["stats"] != 300 || plugins["scraper"] != 100 {
 		t.Errorf("PLUGINS not merged one level deep: %v", plugins)
 	}
-	if s.Map("FAMILY")["Sister"] != "Ann" || s.Map("FAMILY")["Friends"] == nil {
-		t.Errorf("FAMILY = %v", s.Map("FAMILY"))
+	if family.From(s)["Sister"] != "Ann" || family.From(s)["Friends"] == nil {
+		t.Errorf("FAMILY = %v", family.From(s))
 	}
 	if m, ok := mustGet(t, s, "ANYTHING").(map[string]any); !ok || m["x"] == nil {
 		t.Errorf("ANYTHING = %#v", mustGet(t, s, "ANYTHING"))
@@ -145,7 +166,7 @@ func TestAnEmptyListFromTheEnvironmentIsAnEmptyList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Strings("STATS_TIMES"); got == nil || len(got) != 0 {
+	if got := statsTimes.From(s); got == nil || len(got) != 0 {
 		t.Errorf("STATS_TIMES = %#v, want an empty list", got)
 	}
 }
@@ -230,30 +251,105 @@ func TestLookupReportsMissingAndMistypedSettings(t *testing.T) {
 	if f, err := settings.Lookup[float64](s, "REDIS_PORT"); err != nil || f != 6379 {
 		t.Errorf("ints read as floats: %v, %v", f, err)
 	}
-	if s.Seconds("SLEEP_TIME") != 500*time.Millisecond || s.Millis("REDIS_PORT") != 6379*time.Millisecond {
-		t.Errorf("Seconds/Millis: %v %v", s.Seconds("SLEEP_TIME"), s.Millis("REDIS_PORT"))
-	}
-	defer func() {
-		if recover() == nil {
-			t.Error("Int of a string setting did not panic")
-		}
-	}()
-	s.Int("NAME")
 }
 
-func TestReturnedListsAndMapsAreCopies(t *testing.T) {
-	d := defaults()
-	s, err := settings.Load(d, settings.Options{NoEnv: true})
+func TestDeclarationsReadTheirValuesTyped(t *testing.T) {
+	s, err := settings.Load(defaults(), settings.Options{Environ: []string{"SLEEP_TIME=0.25", "LINGER_MS=5", "RATIO=2", `HEADERS={"X-A": "b"}`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Strings("STATS_TIMES")[0] = "changed"
-	s.IntMap("PLUGINS")["scraper"] = 1
-	if s.Strings("STATS_TIMES")[0] != "SECONDS_15_MINUTE" || s.IntMap("PLUGINS")["scraper"] != 100 {
+	if got := sleepTime.From(s); got != 250*time.Millisecond {
+		t.Errorf("SLEEP_TIME = %v, want 250ms", got)
+	}
+	if got := lingerMS.From(s); got != 5*time.Millisecond {
+		t.Errorf("LINGER_MS = %v, want 5ms", got)
+	}
+	if got := ratio.From(s); got != 2 {
+		t.Errorf("RATIO = %v, want 2", got)
+	}
+	if got := headers.From(s); len(got) != 2 || got["X-A"] != "b" || got["Accept"] != "text/html" {
+		t.Errorf("HEADERS = %v, want both headers (maps merge)", got)
+	}
+	s.Set("REDIS_PORT", 7000.0) // Set stores any value; From converts it
+	if got := redisPort.From(s); got != 7000 {
+		t.Errorf("REDIS_PORT after Set = %v", got)
+	}
+}
+
+func TestADeclarationNeedsTheComponentToDeclareIt(t *testing.T) {
+	s, err := settings.Load(settings.Declare(name), settings.Options{NoEnv: true, Flags: map[string]string{"REDIS_PORT": "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := redisPort.Lookup(s); ok {
+		t.Errorf("Lookup of an undeclared setting = %v, true (a value given under its name is no declaration)", v)
+	}
+	if v, ok := name.Lookup(s); !ok || v != "Bill" {
+		t.Errorf("Lookup(NAME) = %q, %v", v, ok)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "REDIS_PORT") {
+			t.Errorf("From of an undeclared setting: recovered %v, want a panic naming it", r)
+		}
+	}()
+	redisPort.From(s)
+}
+
+func TestWithDefaultAndOursChangeACopy(t *testing.T) {
+	addr := settings.String("ADMIN_ADDR", "", "the admin endpoint")
+	mine := addr.WithDefault(":9412").Ours()
+	if addr.Default() != "" || addr.Decl().Ours {
+		t.Errorf("the declaration changed: %+v", addr.Decl())
+	}
+	if d := mine.Decl(); d.Default != ":9412" || !d.Ours || d.Doc != "the admin endpoint" || d.Name != "ADMIN_ADDR" {
+		t.Errorf("WithDefault(...).Ours() = %+v", d)
+	}
+	whole := settings.Seconds("HEARTBEAT_TIMEOUT", 120, "").WithDefault(time.Minute)
+	if d := whole.Decl().Default; d != 60 {
+		t.Errorf("an int seconds setting's new default is stored as %#v, want int 60", d)
+	}
+	frac := settings.Seconds("SLEEP_TIME", 0.1, "").WithDefault(250 * time.Millisecond)
+	if d := frac.Decl().Default; d != 0.25 {
+		t.Errorf("a float seconds setting's new default is stored as %#v, want 0.25", d)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a fraction of a second as the default of an int seconds setting did not panic")
+		}
+	}()
+	settings.Seconds("HEARTBEAT_TIMEOUT", 120, "").WithDefault(1500 * time.Millisecond)
+}
+
+func TestJoinTakesTheLastDeclarationOfAName(t *testing.T) {
+	addr := settings.String("ADMIN_ADDR", "", "the admin endpoint")
+	g := settings.Join(settings.Declare(addr, name), settings.Declare(addr.WithDefault(":9410")))
+	if len(g) != 2 || g["ADMIN_ADDR"].Default != ":9410" {
+		t.Errorf("Join = %+v", g)
+	}
+	if got := g.Names(); len(got) != 2 || got[0] != "ADMIN_ADDR" || got[1] != "NAME" {
+		t.Errorf("Names() = %q", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Declare took one name twice")
+		}
+	}()
+	settings.Declare(addr, addr.WithDefault("x"))
+}
+
+func TestReturnedListsAndMapsAreCopies(t *testing.T) {
+	s, err := settings.Load(defaults(), settings.Options{NoEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statsTimes.From(s)[0] = "changed"
+	family.From(s)["Sister"] = "changed"
+	headers.From(s)["Accept"] = "changed"
+	if statsTimes.From(s)[0] != "SECONDS_15_MINUTE" || family.From(s)["Sister"] != "Kathy" || headers.From(s)["Accept"] != "text/html" {
 		t.Fatal("callers can change loaded settings through returned values")
 	}
-	if d["STATS_TIMES"].([]string)[0] != "SECONDS_15_MINUTE" {
-		t.Fatal("Load changed the defaults")
+	if statsTimes.Default()[0] != "SECONDS_15_MINUTE" || family.Default()["Sister"] != "Kathy" {
+		t.Fatal("Load or From changed the declared defaults")
 	}
 }
 

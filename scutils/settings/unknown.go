@@ -59,7 +59,7 @@ func (s Source) describe() string {
 // Unknown lists the names the file, the environment and the flags gave that
 // the component does not know, sorted by name.
 //
-//   - File: every name that neither the component's defaults nor any other
+//   - File: every name that neither the component nor any other
 //     component has (see KnownToCluster).
 //   - Environment: the same, for variables that look like settings: named
 //     like a setting family (KAFKA_, REDIS_, SCHEDULER_, LOG_, ...; see
@@ -71,16 +71,16 @@ func (s *Settings) Unknown() []Unknown { return slices.Clone(s.unknown) }
 
 // unknownFinder collects the unknown names while Load reads its sources.
 type unknownFinder struct {
-	defaults Defaults
+	declared Group
 	found    map[string]*Unknown
 }
 
-func newUnknownFinder(defaults Defaults) *unknownFinder {
-	return &unknownFinder{defaults: defaults, found: map[string]*Unknown{}}
+func newUnknownFinder(declared Group) *unknownFinder {
+	return &unknownFinder{declared: declared, found: map[string]*Unknown{}}
 }
 
 func (f *unknownFinder) own(name string) bool {
-	_, ok := f.defaults[name]
+	_, ok := f.declared[name]
 	return ok
 }
 
@@ -178,7 +178,7 @@ func (f *unknownFinder) suggest(name string) string {
 			best, bestDist, bestOwn = known, d, own
 		}
 	}
-	for known := range f.defaults {
+	for known := range f.declared {
 		consider(known, true)
 	}
 	for _, known := range clusterNames {

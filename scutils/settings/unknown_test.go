@@ -64,12 +64,12 @@ func TestTheClusterListIsSortedWithoutDuplicates(t *testing.T) {
 
 // kafkaMonitorLike are defaults of a component that does not know the
 // crawler's settings (QUEUE_HITS, SCHEDULER_QUEUE_REFRESH).
-var kafkaMonitorLike = Defaults{"REDIS_HOST": "localhost", "REDIS_PORT": 6379, "LOG_LEVEL": "INFO", "KAFKA_HOSTS": "localhost:9092", "PLUGINS": map[string]int{}}
+var kafkaMonitorLike = groupOf(map[string]any{"REDIS_HOST": "localhost", "REDIS_PORT": 6379, "LOG_LEVEL": "INFO", "KAFKA_HOSTS": "localhost:9092", "PLUGINS": map[string]int{}})
 
 func TestUnknownNamesAreFoundInEachSourceWithTheirClosestName(t *testing.T) {
 	tests := []struct {
 		name     string
-		defaults Defaults
+		defaults Group
 		file     string
 		env      []string
 		flags    map[string]string
@@ -91,7 +91,7 @@ func TestUnknownNamesAreFoundInEachSourceWithTheirClosestName(t *testing.T) {
 			[]Unknown{{Name: "queue_hits", Sources: []Source{FromFile}, Suggestion: "QUEUE_HITS"}}},
 		{"a name given twice is named once with both sources", nil, "QUEUE_HIT: 5\n", []string{"QUEUE_HIT=6"}, map[string]string{"QUEUE_HIT": "7"},
 			[]Unknown{{Name: "QUEUE_HIT", Sources: []Source{FromFile, FromEnv, FromFlag}, Suggestion: "QUEUE_HITS"}}},
-		{"the component's own names win a tie", Defaults{"QUEUE_HITZ": 1}, "", nil, map[string]string{"QUEUE_HIT": "5"},
+		{"the component's own names win a tie", groupOf(map[string]any{"QUEUE_HITZ": 1}), "", nil, map[string]string{"QUEUE_HIT": "5"},
 			[]Unknown{{Name: "QUEUE_HIT", Sources: []Source{FromFlag}, Suggestion: "QUEUE_HITZ"}}},
 		{"an env variable of a setting family is named", kafkaMonitorLike, "", []string{"SCHEDULER_NEW_THING=1", "SC_LOG_FORMAT=x", "REDIS_URL=redis://x"}, nil,
 			[]Unknown{{Name: "REDIS_URL", Sources: []Source{FromEnv}}, {Name: "SCHEDULER_NEW_THING", Sources: []Source{FromEnv}}, {Name: "SC_LOG_FORMAT", Sources: []Source{FromEnv}}}},
@@ -113,7 +113,7 @@ func TestUnknownNamesAreFoundInEachSourceWithTheirClosestName(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			defaults := Defaults{"QUEUE_HITS": 10, "SPIDER": "link"}
+			defaults := groupOf(map[string]any{"QUEUE_HITS": 10, "SPIDER": "link"})
 			if tt.defaults != nil {
 				defaults = tt.defaults
 			}
@@ -140,7 +140,7 @@ func TestUnknownNamesAreFoundInEachSourceWithTheirClosestName(t *testing.T) {
 
 func TestValuesOfUnknownNamesAreKept(t *testing.T) {
 	// Plugins and spiders may read settings of their own that no default names.
-	s, err := Load(Defaults{"QUEUE_HITS": 10}, Options{Environ: []string{}, Flags: map[string]string{"MY_PLUGIN_TOKEN": "abc"}})
+	s, err := Load(groupOf(map[string]any{"QUEUE_HITS": 10}), Options{Environ: []string{}, Flags: map[string]string{"MY_PLUGIN_TOKEN": "abc"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestValuesOfUnknownNamesAreKept(t *testing.T) {
 
 func TestNoEnvLooksAtNoEnvironment(t *testing.T) {
 	t.Setenv("QUEUE_HIT", "5")
-	s, err := Load(Defaults{"QUEUE_HITS": 10}, Options{NoEnv: true})
+	s, err := Load(groupOf(map[string]any{"QUEUE_HITS": 10}), Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,9 +182,9 @@ func TestUnknownWarningsReadAsSentences(t *testing.T) {
 }
 
 func BenchmarkLoadWithUnknownNames(b *testing.B) {
-	defaults := Defaults{}
+	defaults := Group{}
 	for _, name := range clusterNames {
-		defaults[name] = ""
+		defaults[name] = Decl{Name: name, Default: ""}
 	}
 	env := os.Environ()
 	for range 50 - min(len(env), 50) {

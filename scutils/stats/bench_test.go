@@ -43,7 +43,7 @@ func BenchmarkRollingTimeWindowIncrement(b *testing.B) {
 // plus the lifetime counter: seven keys per increment.
 func BenchmarkWindowSetIncrement(b *testing.B) {
 	rdb := harness.StartRedis(b).TestClient(b)
-	windows, err := WindowsByName(Defaults()["STATS_TIMES"].([]string))
+	windows, err := WindowsByName(Times.Default())
 	if err != nil {
 		b.Fatal(err)
 	}

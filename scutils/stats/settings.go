@@ -12,7 +12,7 @@ import (
 // WindowsFromSettings reads STATS_TIMES; as the original, names it does not
 // know are logged and skipped.
 func WindowsFromSettings(s *settings.Settings, log *logfactory.Logger) []int {
-	windows, unknown := KnownWindows(s.Strings("STATS_TIMES"))
+	windows, unknown := KnownWindows(Times.From(s))
 	for _, name := range unknown {
 		log.Warning("Unable to find Stats Time '" + name + "'")
 	}
@@ -23,7 +23,7 @@ func WindowsFromSettings(s *settings.Settings, log *logfactory.Logger) []int {
 // upkeep every STATS_CYCLE seconds, upkeep failures logged at DEBUG.
 func OptionsFromSettings(s *settings.Settings, log *logfactory.Logger) []Option {
 	return []Option{
-		WithCycleTime(s.Seconds("STATS_CYCLE")),
+		WithCycleTime(Cycle.From(s)),
 		WithErrorHandler(func(err error) {
 			log.Debug("Stats upkeep failed", logfactory.Extra{"error": err.Error()})
 		}),
@@ -34,8 +34,8 @@ func OptionsFromSettings(s *settings.Settings, log *logfactory.Logger) []Option 
 // STATS_TOTAL, STATS_PLUGINS (counters for plugins, by stats name) and
 // STATS_CYCLE.
 func NewMonitorStatsFromSettings(ctx context.Context, rdb redis.Cmdable, s *settings.Settings, log *logfactory.Logger, component string, plugins []string) (*MonitorStats, error) {
-	cfg := MonitorStatsConfig{Component: component, Windows: WindowsFromSettings(s, log), Total: s.Bool("STATS_TOTAL")}
-	if s.Bool("STATS_PLUGINS") {
+	cfg := MonitorStatsConfig{Component: component, Windows: WindowsFromSettings(s, log), Total: Total.From(s)}
+	if Plugins.From(s) {
 		cfg.Plugins = plugins
 	}
 	return NewMonitorStats(ctx, rdb, cfg, OptionsFromSettings(s, log)...)

@@ -21,7 +21,7 @@ func main() {
 
 // newRoot builds the command tree; main runs it.
 func newRoot() *cobra.Command {
-	defaults := cli.ComponentDefaults("kafkadump.log")
+	declared := dump.Settings()
 	root, flags := cli.NewRoot("kafkadump", "Scrapy Cluster Kafka topic dump utility for debugging",
 		`kafkadump checks the message flows of a Scrapy Cluster: 'list' names the topics of the
 Kafka cluster and 'dump' prints the messages of one topic as they arrive.
@@ -30,7 +30,7 @@ Messages go to stdout; logs (the start line, warnings, the closing count of
 messages) go to stderr, so the output can be piped to jq or a file.
 
 The brokers are the setting KAFKA_HOSTS (default localhost:9092), from
---kafka-host, --set KAFKA_HOSTS=..., the environment or the --settings file.`, defaults)
+--kafka-host, --set KAFKA_HOSTS=..., the environment or the --settings file.`, declared)
 	root.Example = `  kafkadump list
   kafkadump dump -t demo.crawled_firehose -p
   kafkadump dump -t demo.outbound_firehose --kafka-host kafka:9092`
@@ -49,11 +49,11 @@ The brokers are the setting KAFKA_HOSTS (default localhost:9092), from
 			f.Usage = text
 		}
 	}
-	root.AddCommand(listCommand(defaults, flags), dumpCommand(defaults, flags))
+	root.AddCommand(listCommand(declared, flags), dumpCommand(declared, flags))
 	return root
 }
 
-func listCommand(defaults settings.Defaults, flags *cli.SettingsFlags) *cobra.Command {
+func listCommand(declared settings.Group, flags *cli.SettingsFlags) *cobra.Command {
 	var partitions bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -69,7 +69,7 @@ Internal topics such as __consumer_offsets are left out.`,
   kafkadump list --partitions --kafka-host kafka:9092`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, log, err := setUp(defaults, flags)
+			cfg, log, err := setUp(declared, flags)
 			if err != nil {
 				return err
 			}
@@ -81,7 +81,7 @@ Internal topics such as __consumer_offsets are left out.`,
 	return cmd
 }
 
-func dumpCommand(defaults settings.Defaults, flags *cli.SettingsFlags) *cobra.Command {
+func dumpCommand(declared settings.Group, flags *cli.SettingsFlags) *cobra.Command {
 	var opts dump.Options
 	cmd := &cobra.Command{
 		Use:   "dump -t TOPIC",
@@ -117,7 +117,7 @@ not exist is an error: kafkadump never creates topics.`,
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			cfg, log, err := setUp(defaults, flags)
+			cfg, log, err := setUp(declared, flags)
 			if err != nil {
 				return err
 			}
@@ -143,8 +143,8 @@ not exist is an error: kafkadump never creates topics.`,
 
 // setUp loads the settings and returns the Kafka configuration and a logger
 // writing to stderr (or the log file), so that stdout carries only output.
-func setUp(defaults settings.Defaults, flags *cli.SettingsFlags) (kafkaclient.Config, *logfactory.Logger, error) {
-	s, log, err := flags.Open(defaults)
+func setUp(declared settings.Group, flags *cli.SettingsFlags) (kafkaclient.Config, *logfactory.Logger, error) {
+	s, log, err := flags.Open(declared)
 	if err != nil {
 		return kafkaclient.Config{}, nil, err
 	}

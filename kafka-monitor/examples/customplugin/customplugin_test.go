@@ -54,7 +54,7 @@ func TestTheSettingNameEnablesIt(t *testing.T) {
 func TestNewPluginStoresItsRequestsThroughTheMonitor(t *testing.T) {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
-	s, err := settings.Load(monitor.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{
+	s, err := settings.Load(monitor.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{
 		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port), "KAFKA_HOSTS": k.Hosts(),
 		"STATS_DUMP": "0", "LOG_LEVEL": "WARNING",
 		"PLUGINS": `{"` + customplugin.Key + `": 500}`,
@@ -62,10 +62,10 @@ func TestNewPluginStoresItsRequestsThroughTheMonitor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(s.Map("PLUGINS")); got != 5 {
+	if got := len(plugin.Plugins.From(s)); got != 5 {
 		t.Fatalf("PLUGINS has %d entries, want the 4 defaults plus the example", got)
 	}
-	log, err := logfactory.New(logfactory.ConfigFromSettings(s, "kafka-monitor"))
+	log, err := logfactory.New(logfactory.Settings("").Config(s))
 	if err != nil {
 		t.Fatal(err)
 	}

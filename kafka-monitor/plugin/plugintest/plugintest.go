@@ -27,10 +27,10 @@ type Fixture struct {
 	Env    plugin.Env
 }
 
-// Setup sets p up with rdb and the given settings (over the shared
-// component defaults, plugin.Defaults and extra defaults), as the monitor
-// does before the first request.
-func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {
+// Setup sets p up with rdb and the given settings (overrides, over the
+// shared component settings, plugin.Settings and the extra declarations),
+// as the monitor does before the first request.
+func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
 	flags := map[string]string{}
 	for k, v := range overrides {
@@ -40,7 +40,7 @@ func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.D
 		}
 		flags[k] = string(b)
 	}
-	d := cli.Merge(cli.ComponentDefaults("test.log"), plugin.Defaults(), defaults)
+	d := settings.Join(cli.ComponentSettings("test", "test.log"), plugin.Settings(), declared)
 	s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
 	if err != nil {
 		t.Fatal(err)

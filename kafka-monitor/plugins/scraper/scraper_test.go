@@ -33,7 +33,7 @@ func request(t testing.TB, raw string) plugin.Request {
 func newHandler(t testing.TB, c *redis.Client) *scraper.Handler {
 	t.Helper()
 	h := &scraper.Handler{}
-	plugintest.Setup(t, h, c, ledger.Defaults(), nil)
+	plugintest.Setup(t, h, c, ledger.Settings(), nil)
 	return h
 }
 
@@ -506,12 +506,12 @@ func TestABatchDroppedBeforeFlushWritesNothing(t *testing.T) {
 }
 
 func TestSetupRefusesALedgerTTLBelowOneSecond(t *testing.T) {
-	s, err := settings.Load(ledger.Defaults(), settings.Options{NoEnv: true, Flags: map[string]string{ledger.SettingTTL: "0"}})
+	s, err := settings.Load(ledger.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{ledger.TTL.Name(): "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = (&scraper.Handler{}).Setup(context.Background(), plugin.Env{Settings: s})
-	if err == nil || !strings.Contains(err.Error(), ledger.SettingTTL) {
+	if err == nil || !strings.Contains(err.Error(), ledger.TTL.Name()) {
 		t.Fatalf("Setup with LEDGER_TTL 0 = %v, want an error naming the setting", err)
 	}
 }

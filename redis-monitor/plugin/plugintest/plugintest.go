@@ -31,11 +31,12 @@ type Fixture struct {
 	published []map[string]any
 }
 
-// Setup sets p up with rdb, the given settings (over the shared component
-// defaults plus extra defaults) and a clock at 2026-01-02 03:04:05 UTC.
-func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {
+// Setup sets p up with rdb, the given settings (overrides, over the shared
+// component settings and the extra declarations) and a clock at
+// 2026-01-02 03:04:05 UTC.
+func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
-	d := cli.Merge(cli.ComponentDefaults("test.log"), defaults)
+	d := settings.Join(cli.ComponentSettings("test", "test.log"), declared)
 	var environ []string
 	for k, v := range overrides {
 		b, _ := json.Marshal(v)

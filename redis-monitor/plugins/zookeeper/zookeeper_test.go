@@ -50,7 +50,7 @@ type cluster struct {
 // monitor sets up a plugin on c as the monitor does.
 func (c cluster) monitor(t *testing.T) *plugintest.Fixture {
 	t.Helper()
-	return plugintest.Setup(t, &zookeeper.Monitor{}, c.rdb, domainconfig.Defaults(), c.overrides)
+	return plugintest.Setup(t, &zookeeper.Monitor{}, c.rdb, domainconfig.Settings(), c.overrides)
 }
 
 func folder(t *testing.T) string {
@@ -372,7 +372,7 @@ func TestAChangeMadeWhileZooKeeperIsDownWaitsAndIsAnsweredOnceStored(t *testing.
 	z := harness.StartZooKeeper(t) // its own server: this test stops it
 	c := zooKeeperCluster(t, z)
 	m := &zookeeper.Monitor{UpdateTimeout: 300 * time.Millisecond}
-	f := plugintest.Setup(t, m, c.rdb, domainconfig.Defaults(), c.overrides)
+	f := plugintest.Setup(t, m, c.rdb, domainconfig.Settings(), c.overrides)
 	request(t, f, "zk:blacklist-update:ebay.com:app", `{"domain":"ebay.com","uuid":"u1"}`)
 
 	z.Stop()
@@ -513,7 +513,7 @@ func TestMonitorsChangingTheDocumentAtOnceLoseNothing(t *testing.T) {
 }
 
 func TestSetupRefusesAnInvalidPath(t *testing.T) {
-	s, err := settings.Load(domainconfig.Defaults(), settings.Options{NoEnv: true})
+	s, err := settings.Load(domainconfig.Settings(), settings.Options{NoEnv: true})
 	if err != nil {
 		t.Fatal(err)
 	}
