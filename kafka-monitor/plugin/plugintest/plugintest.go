@@ -69,7 +69,11 @@ func (f *Fixture) Handle(t testing.TB, raw string) error {
 // *plugin.InvalidError saying why not.
 func Validate(t testing.TB, p plugin.Plugin, raw string) (plugin.Request, error) {
 	t.Helper()
-	_, req, err := plugin.Validate([]plugin.Loaded{{Key: p.Name(), Plugin: p, Schema: compile(t, p)}}, []byte(raw))
+	loaded, err := plugin.NewLoaded(p.Name(), 0, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, req, err := plugin.Validate([]plugin.Loaded{loaded}, []byte(raw))
 	return req, err
 }
 
