@@ -61,6 +61,7 @@ type Service struct {
 	id       string
 	started  time.Time
 
+	api        *http.ServeMux // routes
 	plugins    []plugin.Loaded
 	pollSchema *plugin.Schema
 	waiters    *answers.Waiters
@@ -131,6 +132,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		svc.accessLog = o.accessLog
 	}
 	svc.metrics = newMetrics(svc)
+	svc.api = svc.routes()
 
 	svc.redisLink = newLink("Redis", s.Seconds("SLEEP_TIME"), log, func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, s.Seconds("REDIS_SOCKET_TIMEOUT"))
