@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,22 +98,13 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 	c := newCluster(t)
 	in := c.start(t)
-	// Each endpoint asked with a method it does not answer, and its Allow.
-	for request, allow := range map[string]string{
+	in.wantNotAllowed(t, map[string]string{
 		"GET /poll": "POST", "PUT /feed": "POST", "DELETE /": "GET, HEAD, POST",
 		"POST /crawls": "GET, HEAD", "PATCH /crawls/c1": "GET, HEAD",
-	} {
-		method, path, _ := strings.Cut(request, " ")
-		req, _ := http.NewRequest(method, in.url+path, nil)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != 405 || res.Header.Get("Allow") != allow {
-			t.Errorf("%s: status %d, Allow %q, want 405 and %q", request, res.StatusCode, res.Header.Get("Allow"), allow)
-		}
-	}
+		// The console's pages, assets and event stream.
+		"PUT /ui/submit": "GET, HEAD, POST", "POST /ui/live": "GET, HEAD", "DELETE /ui/": "GET, HEAD",
+		"POST /ui/static/console.css": "GET, HEAD", "POST /ui/live/events": "GET, HEAD",
+	})
 }
 
 func TestJSONContentTypesAreAcceptedAsFlaskDoes(t *testing.T) {
