@@ -27,9 +27,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 // env is one crawler engine running against real Redis, the kfake broker
 // and a loopback test site.
@@ -82,12 +82,9 @@ func newEnv(t testing.TB, overrides map[string]string, siteOpts ...testsite.Opti
 // starts.
 func newEnvWith(t testing.TB, overrides map[string]string, prepare func(*env, testing.TB), siteOpts ...testsite.Option) *env {
 	t.Helper()
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	e := &env{
+		rdb:   redisServer.EmptyClient(t),
 		kafka: harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true}),
-		rdb:   redisServer.TestClient(t),
 		site:  testsite.Start(t, siteOpts...),
 	}
 	if prepare != nil {

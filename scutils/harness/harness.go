@@ -139,24 +139,12 @@ func lineCommand(addr, command string, timeout time.Duration) (string, error) {
 //	var server *harness.Redis
 //	func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
 func RunWithRedis(m *testing.M, server **Redis) int {
-	r, err := LaunchRedis(RedisOptions{})
-	if err != nil {
-		return reportLaunchError("redis-server", err)
-	}
-	defer r.Close()
-	*server = r
-	return m.Run()
+	return runWith(m, "redis-server", server, func() (*Redis, error) { return LaunchRedis(RedisOptions{}) })
 }
 
 // RunWithZooKeeper is RunWithRedis for a shared ZooKeeper server.
 func RunWithZooKeeper(m *testing.M, server **ZooKeeper) int {
-	z, err := LaunchZooKeeper()
-	if err != nil {
-		return reportLaunchError("zookeeper", err)
-	}
-	defer z.Close()
-	*server = z
-	return m.Run()
+	return runWith(m, "zookeeper", server, LaunchZooKeeper)
 }
 
 // reportLaunchError turns a failed launch in TestMain into an exit code:

@@ -46,11 +46,7 @@ func StartKafka(tb testing.TB, opts ...KafkaOptions) *Kafka {
 		o = opts[0]
 	}
 	k, err := LaunchKafka(o)
-	if err != nil {
-		tb.Fatalf("start kafka: %v", err)
-	}
-	tb.Cleanup(k.Close)
-	return k
+	return started(tb, "kafka", k, err)
 }
 
 // LaunchKafka starts a kfake cluster on free loopback ports. Close stops it.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +16,9 @@ import (
 )
 
 // One real redis-server serves the whole package; each test uses its own keys.
-var server *harness.Redis
+var server harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 func client(tb testing.TB) *redis.Client {
 	tb.Helper()
