@@ -41,11 +41,7 @@ func (k *Kafka) Hosts() string { return strings.Join(k.Addrs, ",") }
 // StartKafka starts a kfake cluster for tb and closes it when tb ends.
 func StartKafka(tb testing.TB, opts ...KafkaOptions) *Kafka {
 	tb.Helper()
-	var o KafkaOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	k, err := LaunchKafka(o)
+	k, err := LaunchKafka(optional(opts))
 	return started(tb, "kafka", k, err)
 }
 

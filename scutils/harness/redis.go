@@ -33,11 +33,7 @@ type Redis struct {
 // StartRedis starts a redis-server for tb and stops it when tb ends.
 func StartRedis(tb testing.TB, opts ...RedisOptions) *Redis {
 	tb.Helper()
-	var o RedisOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	r, err := LaunchRedis(o)
+	r, err := LaunchRedis(optional(opts))
 	return started(tb, "redis-server", r, err)
 }
 
@@ -47,11 +43,7 @@ func LaunchRedis(opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis-server: %w (apt-get install redis-server)", ErrMissing)
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "harness-redis-")
+	port, dir, err := reserve("redis")
 	if err != nil {
 		return nil, err
 	}

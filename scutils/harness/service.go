@@ -33,6 +33,16 @@ func (s *server) run(spec ProcessSpec, timeout time.Duration, ready func() error
 	return nil
 }
 
+// reserve picks a free loopback port for a server and makes a directory
+// for its files.
+func reserve(name string) (port int, dir string, err error) {
+	if port, err = FreePort(); err != nil {
+		return 0, "", err
+	}
+	dir, err = os.MkdirTemp("", "harness-"+name+"-")
+	return port, dir, err
+}
+
 // take returns the running process (nil if none) and forgets it.
 func (s *server) take() *Process {
 	s.mu.Lock()
@@ -54,6 +64,15 @@ func (s *server) Close() {
 	os.RemoveAll(s.dir)
 }
 
+// optional is the first of opts, or the zero T: an optional argument.
+func optional[T any](opts []T) T {
+	var o T
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	return o
+}
+
 // started is what StartRedis, StartZooKeeper and StartKafka return: the
 // service launched for tb (closed when tb ends), or tb skipped or failed
 // (handleStartError) when launching failed.
@@ -66,8 +85,10 @@ func started[S interface{ Close() }](tb testing.TB, name string, s S, err error)
 	return s
 }
 
-// runWith is RunWithRedis and RunWithZooKeeper: launch into *s, run the
-// tests, close it.
+// runWith is a TestMain body for packages whose tests share one server:
+// it launches the server into *s, runs the tests, closes the server and
+// returns the exit code. A server that is not installed skips the package
+// (or fails it when CI=true).
 func runWith[S interface{ Close() }](m *testing.M, name string, s *S, launch func() (S, error)) int {
 	launched, err := launch()
 	if err != nil {
@@ -87,17 +108,21 @@ func runWith[S interface{ Close() }](m *testing.M, name string, s *S, launch fun
 // Tests take clients of it (TestClient, or EmptyClient for a clean one).
 type SharedRedis struct{ *Redis }
 
-// Main runs the package's tests with the server (RunWithRedis) and exits
-// with their result.
-func (s *SharedRedis) Main(m *testing.M) { os.Exit(RunWithRedis(m, &s.Redis)) }
+// Main runs the package's tests with the server and exits with their
+// result; a missing redis-server skips them (fails them when CI=true).
+func (s *SharedRedis) Main(m *testing.M) {
+	os.Exit(runWith(m, "redis-server", &s.Redis, func() (*Redis, error) { return LaunchRedis(RedisOptions{}) }))
+}
 
 // SharedZooKeeper is SharedRedis for ZooKeeper; tests work under node paths
 // of their own (Node).
 type SharedZooKeeper struct{ *ZooKeeper }
 
-// Main runs the package's tests with the server (RunWithZooKeeper) and
-// exits with their result.
-func (s *SharedZooKeeper) Main(m *testing.M) { os.Exit(RunWithZooKeeper(m, &s.ZooKeeper)) }
+// Main runs the package's tests with the server and exits with their
+// result; a missing ZooKeeper skips them (fails them when CI=true).
+func (s *SharedZooKeeper) Main(m *testing.M) {
+	os.Exit(runWith(m, "zookeeper", &s.ZooKeeper, LaunchZooKeeper))
+}
 
 // Node is a client of the server (ZooKeeperClient) and a node path unique
 // to this call (UniqueNodePath) followed by leaf.

@@ -52,11 +52,7 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 	if _, _, err := zooKeeperClassPath(); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "harness-zookeeper-")
+	port, dir, err := reserve("zookeeper")
 	if err != nil {
 		return nil, err
 	}
