@@ -32,21 +32,8 @@ type Fixture struct {
 // does before the first request.
 func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {
 	t.Helper()
-	flags := map[string]string{}
-	for k, v := range overrides {
-		b, _ := json.Marshal(v)
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		}
-		flags[k] = string(b)
-	}
-	d := cli.Merge(cli.ComponentDefaults("test.log"), plugin.Defaults(), defaults)
-	s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := harness.QuietLogger(t)
-	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: log, Redis: rdb}}
+	s := harness.LoadSettings(t, cli.Merge(cli.ComponentDefaults("test.log"), plugin.Defaults(), defaults), overrides)
+	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: harness.QuietLogger(t), Redis: rdb}}
 	if err := p.Setup(context.Background(), f.Env); err != nil {
 		t.Fatal(err)
 	}

@@ -35,23 +35,10 @@ type Fixture struct {
 // defaults plus extra defaults) and a clock at 2026-01-02 03:04:05 UTC.
 func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, defaults settings.Defaults, overrides map[string]any) *Fixture {
 	t.Helper()
-	d := cli.Merge(cli.ComponentDefaults("test.log"), defaults)
-	var environ []string
-	for k, v := range overrides {
-		b, _ := json.Marshal(v)
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		}
-		environ = append(environ, k+"="+string(b))
-	}
-	s, err := settings.Load(d, settings.Options{Environ: environ})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := harness.QuietLogger(t)
+	s := harness.LoadSettings(t, cli.Merge(cli.ComponentDefaults("test.log"), defaults), overrides)
 	f := &Fixture{Plugin: p, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.Env = plugin.Env{
-		Settings: s, Logger: log, Redis: rdb,
+		Settings: s, Logger: harness.QuietLogger(t), Redis: rdb,
 		Publish: f.record,
 		Now:     func() time.Time { return f.Clock },
 	}
