@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,23 +50,10 @@ type env struct {
 // testSettings are the crawler's defaults made quick and local.
 func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) *settings.Settings {
 	t.Helper()
-	env := map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(redisServer.Port),
-		"KAFKA_HOSTS": kafkaHosts, "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_PRODUCER_BATCH_LINGER_MS": "1",
-		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2",
-		"SC_LOG_LEVEL": "DEBUG", "SC_LOG_JSON": "true",
-		// The test sites are on loopback, which the fetcher refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-	}
-	for k, v := range overrides {
-		env[k] = v
-	}
-	var environ []string
-	for k, v := range env {
-		environ = append(environ, k+"="+v)
-	}
-	s, err := settings.Load(engine.Defaults(), settings.Options{Environ: environ})
+	env := harness.ClusterSettings(redisServer.Port, kafkaHosts, "")
+	maps.Copy(env, map[string]string{"DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2"})
+	maps.Copy(env, overrides)
+	s, err := settings.Load(engine.Defaults(), settings.Options{Environ: harness.Environ(env)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -47,20 +48,11 @@ func newCluster(tb testing.TB) *cluster {
 	c.rdb = r.TestClient(tb)
 	zk := harness.StartZooKeeper(tb)
 	k := harness.StartKafka(tb)
-	c.env = map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port),
-		"KAFKA_HOSTS": k.Hosts(), "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_INCOMING_PARTITIONS": "1",
-		"KAFKA_PRODUCER_BATCH_LINGER_MS": "1", "KAFKA_CONSUMER_SLEEP_TIME": "0.2",
-		"ZOOKEEPER_HOSTS": zk.Addr, "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"SCHEDULER_QUEUE_REFRESH": "1", "QUEUE_HITS": "100000", "QUEUE_WINDOW": "60", "QUEUE_MODERATED": "false",
-		"DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1", "SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30",
-		"LOG_JSON": "true", "SC_LOG_JSON": "true", "LOG_STDOUT": "true", "SC_LOG_STDOUT": "true",
-		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "WAIT_FOR_RESPONSE_TIME": "10",
-		// The test sites are on loopback, which the crawler refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-		// Free admin ports: the defaults are fixed, and test packages run side by side.
-		"ADMIN_ADDR": "127.0.0.1:0",
-	}
+	c.env = harness.ClusterSettings(r.Port, k.Hosts(), zk.Addr)
+	maps.Copy(c.env, map[string]string{
+		"KAFKA_CONSUMER_SLEEP_TIME": "0.2", "SCHEDULER_QUEUE_REFRESH": "1",
+		"SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
+	})
 	c.site1 = c.startSite("site1", "127.0.0.1", "--pages", "4", "--fanout", "2", "--depth", "1")
 	c.site2 = c.startSite("site2", "127.0.0.2", "--fanout", "6", "--depth", "3")
 	c.start("kafka-monitor", "kafka-monitor", "run")
@@ -142,11 +134,7 @@ func (c *cluster) startREST() {
 // It must not exit before.
 func (c *cluster) start(name, bin string, args ...string) *harness.Process {
 	c.tb.Helper()
-	var env []string
-	for k, v := range c.env {
-		env = append(env, k+"="+v)
-	}
-	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: bins.Path(c.tb, bin), Args: args, Env: env,
+	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: bins.Path(c.tb, bin), Args: args, Env: harness.Environ(c.env),
 		StopGrace: 10 * time.Second, Supervise: true})
 	c.procs = append(c.procs, p)
 	return p
