@@ -93,12 +93,7 @@ func (e *env) start(t testing.TB, overrides map[string]string) {
 			t.Logf("crawler log (last 16 KB of %d bytes):\n%s", len(out), out[max(0, len(out)-16<<10):])
 		}
 	})
-	cfg := logfactory.PrefixedConfigFromSettings(s, "SC_", "sc-crawler")
-	cfg.Output = e.log
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.PrefixedConfigFromSettings(s, "SC_", "sc-crawler"), e.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	eng, err := engine.New(ctx, s, log, redisServer.TestClient(t))
 	if err != nil {

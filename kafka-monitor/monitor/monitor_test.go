@@ -53,12 +53,7 @@ func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *
 		t.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, "kafka-monitor")
-	cfg.Output = logs
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.ConfigFromSettings(s, "kafka-monitor"), logs)
 	return &cluster{redis: r, kafka: k, rdb: r.TestClient(t), s: s, log: log, logs: logs}
 }
 

@@ -93,12 +93,7 @@ func (c *cluster) startREST() {
 		tb.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME"))
-	cfg.Output = logs
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	log := harness.Logger(tb, logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME")), logs)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + c.env["REDIS_PORT"]})
 	svc, err := server.New(context.Background(), s, log, rdb, server.WithAccessLog(logs))
 	if err != nil {
