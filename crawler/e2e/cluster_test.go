@@ -25,7 +25,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins is the crawler binary, built at most once per test binary.
 var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler"}}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins are the cluster's binaries, built once per test binary.
 var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
@@ -95,7 +94,24 @@ func (c *cluster) startREST() {
 	logs := &harness.OutputBuffer{}
 	log := harness.Logger(tb, logfactory.ConfigFromSettings(s, s.String("LOGGER_NAME")), logs)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + c.env["REDIS_PORT"]})
-	svc, err := server.New(context.Background(), s, log, rdb, server.WithAccessLog(logs))
+	tb.Cleanup(func() {
+		rdb.Close()
+		if tb.Failed() {
+			tb.Logf("REST service log (last 16 KiB):\n%s", harness.Tail(logs.String(), 16<<10))
+		}
+	})
+	var svc *server.Service
+	svc, c.restURL = serveREST(tb, s, log, rdb, server.WithAccessLog(logs))
+	harness.WaitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
+		return svc.KafkaConnected() && svc.RedisConnected()
+	})
+}
+
+// serveREST runs a REST service with s, log and rdb on a loopback port
+// until tb ends, and returns it with its base URL.
+func serveREST(tb testing.TB, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...server.Option) (*server.Service, string) {
+	tb.Helper()
+	svc, err := server.New(context.Background(), s, log, rdb, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,15 +128,8 @@ func (c *cluster) startREST() {
 			tb.Errorf("REST service: %v", err)
 		}
 		svc.Close()
-		rdb.Close()
-		if tb.Failed() {
-			tb.Logf("REST service log (last 16 KiB):\n%s", harness.Tail(logs.String(), 16<<10))
-		}
 	})
-	c.restURL = "http://" + ln.Addr().String()
-	harness.WaitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
-		return svc.KafkaConnected() && svc.RedisConnected()
-	})
+	return svc, "http://" + ln.Addr().String()
 }
 
 // start runs a binary (kafka-monitor, redis-monitor, crawler, testsite)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,7 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins are the four component binaries, built once per test binary.
 var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
