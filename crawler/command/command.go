@@ -54,27 +54,20 @@ crawler's log settings are SC_LOG_* as in the original.`,
 	flags.SetLogPrefix("SC_")
 	root.PersistentFlags().String("spider", "", "the spider type to crawl for: "+strings.Join(spider.Registered(), ", ")+" (setting SPIDER, default link)")
 	flags.Bind("spider", "SPIDER")
-	runE := func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-			e, err := engine.New(ctx, s, log, rdb)
-			if err != nil {
-				return nil, err
-			}
-			gc := gctune.Apply(gctune.DefaultPercent, e.MemoryBound())
-			log.Info("Go garbage collector set", logfactory.Extra{"gogc": gc.Percent, "gogc_from_env": gc.PercentFromEnv,
-				"memory_limit_bytes": gc.Limit, "memory_limit_from_env": gc.LimitFromEnv})
-			return e, nil
-		})
-	}
-	root.Args = cobra.NoArgs
-	root.RunE = runE
 	root.Example = "  crawler\n  crawler --spider wandering\n  crawler --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis crawler --set ZOOKEEPER_HOSTS="
-	root.AddCommand(cli.HealthcheckCommand(declared, flags, cli.AdminAddr))
-	root.AddCommand(&cobra.Command{
-		Use:   "run",
-		Short: "Crawl until SIGINT or SIGTERM (the same as no sub-command)",
-		Args:  cobra.NoArgs,
-		RunE:  runE,
-	})
+	cli.RunsService(root, flags, declared, "Crawl until SIGINT or SIGTERM (the same as no sub-command)", newEngine)
 	return root
+}
+
+// newEngine builds the crawler's engine and tunes the garbage collector to
+// the memory it may hold.
+func newEngine(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+	e, err := engine.New(ctx, s, log, rdb)
+	if err != nil {
+		return nil, err
+	}
+	gc := gctune.Apply(gctune.DefaultPercent, e.MemoryBound())
+	log.Info("Go garbage collector set", logfactory.Extra{"gogc": gc.Percent, "gogc_from_env": gc.PercentFromEnv,
+		"memory_limit_bytes": gc.Limit, "memory_limit_from_env": gc.LimitFromEnv})
+	return e, nil
 }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +25,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins is the crawler binary, built at most once per test binary.
 var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler"}}
@@ -62,16 +61,7 @@ func newCluster(tb testing.TB) *cluster {
 // settings are the environment a crawler of the cluster runs with: quick,
 // local, no throttle to speak of, JSON logs; overrides win.
 func (c *cluster) settings(overrides map[string]string) map[string]string {
-	env := map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(c.redis.Port),
-		"KAFKA_HOSTS": c.kafka.Hosts(), "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_PRODUCER_BATCH_LINGER_MS": "1",
-		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1",
-		"SC_LOG_JSON": "true", "SC_LOG_LEVEL": "DEBUG", "SC_LOG_STDOUT": "true",
-		"ADMIN_ADDR": "127.0.0.1:0", // any free port: several crawlers run at once
-		// The test sites are on loopback, which the fetcher refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-	}
+	env := harness.ClusterSettings(c.redis.Port, c.kafka.Hosts(), "")
 	maps.Copy(env, overrides)
 	return env
 }
@@ -90,11 +80,7 @@ type crawler struct {
 func (c *cluster) startCrawler(tb testing.TB, name string, overrides map[string]string, args ...string) *crawler {
 	tb.Helper()
 	// Only our settings: nothing from the test's environment leaks in.
-	var env []string
-	for k, v := range c.settings(overrides) {
-		env = append(env, k+"="+v)
-	}
-	proc := harness.StartProcess(tb, harness.ProcessSpec{Name: "crawler " + name, Path: crawlerBinary(tb), Args: args, Env: env,
+	proc := harness.StartProcess(tb, harness.ProcessSpec{Name: "crawler " + name, Path: crawlerBinary(tb), Args: args, Env: harness.Environ(c.settings(overrides)),
 		StopGrace: 10 * time.Second})
 	p := &crawler{Process: proc, name: name, out: proc.Output()}
 	tb.Cleanup(func() {

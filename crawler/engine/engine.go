@@ -275,37 +275,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		return // shutting down: released later
 	}
 	if err != nil {
-		extra["error"] = err.Error()
-		if fetch.IsRetryable(err) {
-			// As the original: no response counts (and is logged) as a 504.
-			e.countStatus(504)
-			retryExtra := logfactory.Extra{"error_reason": err.Error(), "retry_count": req.RetryTimes, "status_code": 504}
-			for k, v := range extra {
-				retryExtra[k] = v
-			}
-			e.log.Error("Scraper Retry", retryExtra)
-			e.retry(ctx, item, extra, tally, noResponseReason(err))
-			return
-		}
-		e.counters.Dropped.Add(1)
-		if reason := fetch.DropReason(err); reason != "" {
-			extra["reason"] = reason // "private_address", "robots_txt", ...
-		}
-		switch {
-		case errors.Is(err, fetch.ErrForbiddenAddress):
-			e.counters.Refused.Add(1)
-			tally.RefusedPopped(crawl, ledger.RefusedPrivateAddress)
-			e.metrics.drop(ledger.RefusedPrivateAddress)
-		case errors.Is(err, fetch.ErrRobotsDisallowed):
-			e.counters.Refused.Add(1)
-			tally.RefusedPopped(crawl, ledger.RefusedRobots)
-			e.metrics.drop(ledger.RefusedRobots)
-		default:
-			tally.Dropped(crawl, ledger.DroppedUncrawlable)
-			e.metrics.drop(ledger.DroppedUncrawlable)
-		}
-		e.log.Warning("Request cannot be crawled; dropped", extra)
-		e.done(ctx, item, tally)
+		e.fetchFailed(ctx, item, tally, extra, err)
 		return
 	}
 	e.countStatus(res.Status)
@@ -320,12 +290,60 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}, extra)
 	e.counters.Pages.Add(1)
+	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
+		return // shutting down: released later
+	}
+	e.finish(ctx, item, tally, out)
+}
+
+// fetchFailed retries a request that got no response (as a 504) and drops
+// one that cannot be crawled (a refused address, robots.txt, a bad URL).
+func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *ledger.Tally, extra logfactory.Extra, err error) {
+	crawl := item.Crawl()
+	extra["error"] = err.Error()
+	if fetch.IsRetryable(err) {
+		// As the original: no response counts (and is logged) as a 504.
+		e.countStatus(504)
+		retryExtra := logfactory.Extra{"error_reason": err.Error(), "retry_count": item.Request.RetryTimes, "status_code": 504}
+		for k, v := range extra {
+			retryExtra[k] = v
+		}
+		e.log.Error("Scraper Retry", retryExtra)
+		e.retry(ctx, item, extra, tally, noResponseReason(err))
+		return
+	}
+	e.counters.Dropped.Add(1)
+	if reason := fetch.DropReason(err); reason != "" {
+		extra["reason"] = reason // "private_address", "robots_txt", ...
+	}
+	switch {
+	case errors.Is(err, fetch.ErrForbiddenAddress):
+		e.counters.Refused.Add(1)
+		tally.RefusedPopped(crawl, ledger.RefusedPrivateAddress)
+		e.metrics.drop(ledger.RefusedPrivateAddress)
+	case errors.Is(err, fetch.ErrRobotsDisallowed):
+		e.counters.Refused.Add(1)
+		tally.RefusedPopped(crawl, ledger.RefusedRobots)
+		e.metrics.drop(ledger.RefusedRobots)
+	default:
+		tally.Dropped(crawl, ledger.DroppedUncrawlable)
+		e.metrics.drop(ledger.DroppedUncrawlable)
+	}
+	e.log.Warning("Request cannot be crawled; dropped", extra)
+	e.done(ctx, item, tally)
+}
+
+// publish sends the spider's pages to the crawled topics and notes in
+// tally what became of the request: published, dropped with the reason a
+// page could not be sent, or dropped because the spider made no page. It
+// is false when ctx ended first.
+func (e *Engine) publish(ctx context.Context, pages []*spider.Page, crawl ledger.Crawl, tally *ledger.Tally, extra logfactory.Extra) bool {
 	published, cut := 0, false
 	var failed error
-	for _, page := range out.Pages {
+	for _, page := range pages {
 		pageCut, err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page)
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if err != nil { // cannot ever be sent (logged by the pipeline)
 			e.counters.Dropped.Add(1)
@@ -354,12 +372,17 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		tally.Dropped(crawl, ledger.DroppedNoResult)
 		e.metrics.drop(ledger.DroppedNoResult)
 	}
-	// The follow-ups are queued in the step that ends the lease: after
-	// the results are out, once however often the page is crawled.
+	return true
+}
+
+// finish ends the request's lease with tally and queues the spider's
+// follow-up requests, in one step: after the results are out, once
+// however often the page is crawled.
+func (e *Engine) finish(ctx context.Context, item *scheduler.Item, tally *ledger.Tally, out spider.Output) {
 	e.untilDone(ctx, "acknowledge a request and queue its follow-up requests", func() error {
 		n, err := e.sched.Finish(ctx, item, tally, out.Requests, out.Refused)
 		if err == nil && (len(out.Requests) > 0 || len(out.Refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
-			fields := logfactory.Extra{"url": req.URL, "queued": n.Queued}
+			fields := logfactory.Extra{"url": item.Request.URL, "queued": n.Queued}
 			for r, c := range n.Refused {
 				fields["refused_"+string(r)] = c
 			}

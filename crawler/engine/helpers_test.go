@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,9 +27,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 // env is one crawler engine running against real Redis, the kfake broker
 // and a loopback test site.
@@ -50,23 +50,10 @@ type env struct {
 // testSettings are the crawler's defaults made quick and local.
 func testSettings(t testing.TB, kafkaHosts string, overrides map[string]string) *settings.Settings {
 	t.Helper()
-	env := map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(redisServer.Port),
-		"KAFKA_HOSTS": kafkaHosts, "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_PRODUCER_BATCH_LINGER_MS": "1",
-		"ZOOKEEPER_HOSTS": "", "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"QUEUE_HITS": "100000", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2",
-		"SC_LOG_LEVEL": "DEBUG", "SC_LOG_JSON": "true",
-		// The test sites are on loopback, which the fetcher refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-	}
-	for k, v := range overrides {
-		env[k] = v
-	}
-	var environ []string
-	for k, v := range env {
-		environ = append(environ, k+"="+v)
-	}
-	s, err := settings.Load(engine.Settings(), settings.Options{Environ: environ})
+	env := harness.ClusterSettings(redisServer.Port, kafkaHosts, "")
+	maps.Copy(env, map[string]string{"DOWNLOAD_TIMEOUT": "2", "SHUTDOWN_GRACE": "2"})
+	maps.Copy(env, overrides)
+	s, err := settings.Load(engine.Settings(), settings.Options{Environ: harness.Environ(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,12 +69,9 @@ func newEnv(t testing.TB, overrides map[string]string, siteOpts ...testsite.Opti
 // starts.
 func newEnvWith(t testing.TB, overrides map[string]string, prepare func(*env, testing.TB), siteOpts ...testsite.Option) *env {
 	t.Helper()
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	e := &env{
+		rdb:   redisServer.EmptyClient(t),
 		kafka: harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true}),
-		rdb:   redisServer.TestClient(t),
 		site:  testsite.Start(t, siteOpts...),
 	}
 	if prepare != nil {
@@ -109,12 +93,7 @@ func (e *env) start(t testing.TB, overrides map[string]string) {
 			t.Logf("crawler log (last 16 KB of %d bytes):\n%s", len(out), out[max(0, len(out)-16<<10):])
 		}
 	})
-	cfg := logfactory.Settings("SC_").Config(s)
-	cfg.Output = e.log
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Settings("SC_").Config(s), e.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	eng, err := engine.New(ctx, s, log, redisServer.TestClient(t))
 	if err != nil {

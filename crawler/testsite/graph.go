@@ -14,13 +14,16 @@ var leafPaths = []string{"/allow/1", "/allow/2", "/deny/1", "/deny/2", "/private
 
 // files are the non-HTML files "/" links to: extensions Scrapy's link
 // extractor ignores by default (matched case-insensitively).
-var files = []struct{ path, contentType, body string }{
+var files = []fixedFile{
 	{"/files/report.pdf", "application/pdf", "%PDF-1.4\n%test site\n"},
 	{"/files/photo.jpg", "image/jpeg", "\xff\xd8\xff\xe0test site\xff\xd9"},
 	{"/files/archive.zip", "application/zip", "PK\x05\x06" + strings.Repeat("\x00", 18)},
 	{"/static/style.css", "text/css; charset=utf-8", "body { color: black; }\n"},
 	{"/files/IMAGE.PNG", "image/png", "\x89PNG\r\n\x1a\ntest site"},
 }
+
+// fixedFile is a response served as it is written.
+type fixedFile struct{ path, contentType, body string }
 
 // FilePaths are the paths of the non-HTML files "/" links to.
 func FilePaths() []string {

@@ -25,30 +25,63 @@ const maxSlow = 5 * time.Minute
 func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if loc, ok := s.redirectTarget(path, r.URL.Query()); ok {
-		if path == "/set-cookie" {
-			s.setCookie(w, r)
-		}
-		code := http.StatusFound
-		if c, err := strconv.Atoi(r.URL.Query().Get("code")); err == nil && c >= 300 && c <= 308 {
-			code = c
-		}
-		// Location as given (relative ones stay relative: clients resolve them).
-		w.Header().Set("Location", loc)
-		w.WriteHeader(code)
+		s.redirect(w, r, loc)
 		return
 	}
-	for _, f := range files {
-		if path == f.path {
-			w.Header().Set("Content-Type", f.contentType)
-			_, _ = io.WriteString(w, f.body)
-			return
+	if f, ok := fixedBody(path); ok {
+		w.Header().Set("Content-Type", f.contentType)
+		_, _ = io.WriteString(w, f.body)
+		return
+	}
+	if s.misbehave(w, r) {
+		return
+	}
+	s.content(w, r)
+}
+
+// redirect answers a redirect to loc, with ?code= (302 by default); one
+// from /set-cookie sets its cookie too.
+func (s *Site) redirect(w http.ResponseWriter, r *http.Request, loc string) {
+	if r.URL.Path == "/set-cookie" {
+		s.setCookie(w, r)
+	}
+	code := http.StatusFound
+	if c, err := strconv.Atoi(r.URL.Query().Get("code")); err == nil && c >= 300 && c <= 308 {
+		code = c
+	}
+	// Location as given (relative ones stay relative: clients resolve them).
+	w.Header().Set("Location", loc)
+	w.WriteHeader(code)
+}
+
+// oddEncodings are the special pages in odd encodings, served as written.
+var oddEncodings = []fixedFile{
+	{"/malformed", htmlType, malformedBody},
+	{"/latin1", "text/html; charset=ISO-8859-1", latin1Body},
+	{"/meta-charset", "text/html", metaCharsetBody},
+	{"/shift-jis", "text/html", shiftJISBody},
+	{"/binary", htmlType, binaryBody},
+}
+
+// fixedBody is what path answers as it is written: one of the files "/"
+// links to or of the pages in odd encodings.
+func fixedBody(path string) (fixedFile, bool) {
+	for _, table := range [][]fixedFile{files, oddEncodings} {
+		for _, f := range table {
+			if path == f.path {
+				return f, true
+			}
 		}
 	}
+	return fixedFile{}, false
+}
+
+// misbehave answers the pages that misbehave on the wire (hang, stall,
+// reset, crawl along, grow huge or bombs, bad encodings), and is false for
+// any other path.
+func (s *Site) misbehave(w http.ResponseWriter, r *http.Request) bool {
+	path := r.URL.Path
 	switch {
-	case path == "/robots.txt":
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(s.opts.robotsStatus)
-		_, _ = io.WriteString(w, s.opts.robotsBody)
 	case path == "/hang":
 		s.hang(r.Context())
 	case path == "/hang-body":
@@ -72,12 +105,39 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		d, ok := slowDelay(path)
 		if !ok {
 			http.Error(w, "want /slow/<milliseconds> up to 300000", http.StatusBadRequest)
-			return
+			break
 		}
 		if !s.wait(r.Context(), d) {
 			panic(http.ErrAbortHandler) // closing: drop the connection unanswered
 		}
 		s.page(w, path, http.StatusOK, "Slow page", fmt.Sprintf("This page took %v.", d))
+	case strings.HasPrefix(path, "/huge/"):
+		s.huge(w, r)
+	case strings.HasPrefix(path, "/bomb/"):
+		s.bomb(w, r)
+	case path == "/drip":
+		s.drip(w, r)
+	case path == "/gzip", path == "/deflate":
+		s.compressed(w, path)
+	case path == "/bad-gzip":
+		w.Header().Set("Content-Type", htmlType)
+		w.Header().Set("Content-Encoding", "gzip")
+		_, _ = io.WriteString(w, BadGzipBody)
+	default:
+		return false
+	}
+	return true
+}
+
+// content answers robots.txt, the status, cookie and echo pages, and the
+// site's HTML pages (404 for an unknown path).
+func (s *Site) content(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case path == "/robots.txt":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(s.opts.robotsStatus)
+		_, _ = io.WriteString(w, s.opts.robotsBody)
 	case strings.HasPrefix(path, "/status/"):
 		code, ok := statusCode(path)
 		if !ok {
@@ -89,33 +149,6 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.page(w, path, code, fmt.Sprintf("%d %s", code, http.StatusText(code)), "A page answered with this status.")
-	case strings.HasPrefix(path, "/huge/"):
-		s.huge(w, r)
-	case strings.HasPrefix(path, "/bomb/"):
-		s.bomb(w, r)
-	case path == "/drip":
-		s.drip(w, r)
-	case path == "/malformed":
-		w.Header().Set("Content-Type", htmlType)
-		_, _ = io.WriteString(w, malformedBody)
-	case path == "/latin1":
-		w.Header().Set("Content-Type", "text/html; charset=ISO-8859-1")
-		_, _ = io.WriteString(w, latin1Body)
-	case path == "/meta-charset":
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, metaCharsetBody)
-	case path == "/shift-jis":
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = io.WriteString(w, shiftJISBody)
-	case path == "/binary":
-		w.Header().Set("Content-Type", htmlType)
-		_, _ = io.WriteString(w, binaryBody)
-	case path == "/gzip", path == "/deflate":
-		s.compressed(w, path)
-	case path == "/bad-gzip":
-		w.Header().Set("Content-Type", htmlType)
-		w.Header().Set("Content-Encoding", "gzip")
-		_, _ = io.WriteString(w, BadGzipBody)
 	case path == "/set-cookie":
 		s.setCookie(w, r)
 		s.page(w, path, http.StatusOK, "Cookie set", "This response set a cookie.")
@@ -126,14 +159,12 @@ func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
 		s.page(w, path, http.StatusOK, "Test site", "The root of a deterministic test site.")
 	case path == "/special":
 		s.page(w, path, http.StatusOK, "Special pages", "Pages that misbehave; crawling them is slow.")
+	case path == "/redirect-chain/0":
+		s.page(w, path, http.StatusOK, "End of the redirect chain", "The redirects ended here.")
 	default:
 		if idx, ok := s.treeIndices(path); ok {
 			s.page(w, path, http.StatusOK, "Page "+strings.Trim(strings.ReplaceAll(treePath(idx)[len("/page"):], "/", "."), "."),
 				fmt.Sprintf("A tree page at level %d.", len(idx)))
-			return
-		}
-		if path == "/redirect-chain/0" {
-			s.page(w, path, http.StatusOK, "End of the redirect chain", "The redirects ended here.")
 			return
 		}
 		if _, ok := s.hrefs(path); ok { // allow/deny/private leaves

@@ -15,12 +15,10 @@
 package command
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
@@ -57,11 +55,7 @@ stats:kafka-monitor:fail:* and skipped. SIGINT or SIGTERM finishes the batch in 
 and exits 0.`,
 		Example: "  kafka-monitor run\n  kafka-monitor run --settings localsettings.yaml --log-level DEBUG",
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-				return monitor.New(ctx, s, log, rdb)
-			})
-		},
+		RunE:    cli.RunCommand(flags, declared, cli.Build(monitor.New)),
 	}
 
 	feed := &cobra.Command{

@@ -165,97 +165,132 @@ func (m *Monitor) Run(ctx context.Context) error {
 	}
 	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.group, "id": m.id})
 
-	// Stored batches are reported (logs, stats) beside the next batch's
-	// work; at most one waits, and every one is reported before Run returns.
+	budget := newReadAhead(m.readAhead)
+	defer m.startReports(budget)()
+	msgs := make(chan kafka.Message, m.batchSize)
+	go m.fetchLoop(ctx, reader, budget, msgs)
+	m.consume(ctx, msgs, commits)
+	return nil
+}
+
+// startReports has stored batches reported (logs, stats) beside the next
+// batch's work, by reportLoop: at most one waits. The function it returns
+// waits until every one is reported.
+func (m *Monitor) startReports(budget *readAhead) (wait func()) {
 	m.reports = make(chan outcome, 1)
 	reported := make(chan struct{})
-	budget := newReadAhead(m.readAhead)
 	go m.reportLoop(m.reports, budget, reported)
-	defer func() {
+	return func() {
 		close(m.reports)
 		<-reported
 		m.reports = nil
-	}()
+	}
+}
 
-	// A fetcher fills a channel while a batch is processed; a batch is the
-	// first waiting message plus whatever else is already waiting. Two
-	// batches are in flight at most: the next one is validated and stored
-	// while the writes of the one before are in Redis, so that neither this
-	// process nor Redis waits for the other. Batches are committed and
-	// reported in order, and one is never left waiting for more messages.
-	msgs := make(chan kafka.Message, m.batchSize)
-	go m.fetchLoop(ctx, reader, budget, msgs)
-	var inFlight *flight
-	// landFailed commits and reports the batch in flight, if any, and
-	// reports whether it was not stored: then Run stops, logging that its
-	// messages and the others held (more) will be delivered again.
-	landFailed := func(more int) bool {
-		f := inFlight
-		inFlight = nil
-		if f == nil || m.land(f, func() { commits.add(f.batch) }) == nil {
-			return false
-		}
-		m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(f.batch) + more})
-		return true
-	}
-	closing := func() error {
-		if !landFailed(0) {
-			m.log.Info("Closing Kafka Monitor")
-		}
-		return nil
-	}
+// consume validates and stores the messages fetched into msgs, batch by
+// batch, until msgs is closed, ctx ends or a batch is not stored.
+//
+// A batch is the first waiting message plus whatever else is already
+// waiting. Two batches are in flight at most: the next one is validated
+// and stored while the writes of the one before are in Redis, so that
+// neither this process nor Redis waits for the other. Batches are
+// committed and reported in order, and one is never left waiting for more
+// messages.
+func (m *Monitor) consume(ctx context.Context, msgs <-chan kafka.Message, commits *committer) {
+	l := &lander{m: m, commits: commits}
 	for {
-		var first kafka.Message
-		var ok bool
-		select {
-		case first, ok = <-msgs:
-		default:
-			// Nothing waits: the batch in flight is landed before waiting.
-			if landFailed(0) {
-				return nil
-			}
-			first, ok = <-msgs
-		}
+		batch, ok := l.next(msgs)
 		if !ok {
-			return closing()
-		}
-		batch := []kafka.Message{first}
-	drain:
-		for len(batch) < m.batchSize {
-			select {
-			case msg, ok := <-msgs:
-				if !ok {
-					break drain
-				}
-				batch = append(batch, msg)
-			default:
-				break drain
-			}
+			return
 		}
 		// Marks are looked up (a start, a rebalance, a redelivery): those
 		// of the batch in flight must be written first.
-		if !m.marks.readsOn(batch) && landFailed(len(batch)) {
-			return nil
+		if !m.marks.readsOn(batch) && l.landFailed(len(batch)) {
+			return
 		}
 		next, err := m.launch(ctx, batch)
 		if err != nil {
-			if !landFailed(len(batch)) {
+			if !l.landFailed(len(batch)) {
 				m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(batch)})
 			}
-			return nil
+			return
 		}
-		if landFailed(len(batch)) {
+		if l.landFailed(len(batch)) {
 			// The batch before was not stored: next must not be committed
 			// past it. What next stored is marked, and skipped when it is
 			// delivered again.
 			_ = next.wait()
-			return nil
+			return
 		}
-		inFlight = next
+		l.inFlight = next
 		if ctx.Err() != nil {
-			return closing()
+			l.close()
+			return
 		}
 	}
+}
+
+// lander lands consume's batch in flight.
+type lander struct {
+	m        *Monitor
+	commits  *committer
+	inFlight *flight
+}
+
+// landFailed commits and reports the batch in flight, if any, and reports
+// whether it was not stored: then consume stops, logging that its messages
+// and the others held (more) will be delivered again.
+func (l *lander) landFailed(more int) bool {
+	f := l.inFlight
+	l.inFlight = nil
+	if f == nil || l.m.land(f, func() { l.commits.add(f.batch) }) == nil {
+		return false
+	}
+	l.m.log.Info("Stopped before the batch was stored; it will be delivered again", logfactory.Extra{"messages": len(f.batch) + more})
+	return true
+}
+
+// close lands the batch in flight as the monitor closes.
+func (l *lander) close() {
+	if !l.landFailed(0) {
+		l.m.log.Info("Closing Kafka Monitor")
+	}
+}
+
+// next returns the next batch of msgs: the first message, waiting for it
+// only once the batch in flight is landed, and up to the batch size of
+// those already waiting behind it. It is false when consume must stop:
+// msgs was closed (the batch in flight is then landed) or the batch in
+// flight was not stored.
+func (l *lander) next(msgs <-chan kafka.Message) ([]kafka.Message, bool) {
+	var first kafka.Message
+	var ok bool
+	select {
+	case first, ok = <-msgs:
+	default:
+		// Nothing waits: the batch in flight is landed before waiting.
+		if l.landFailed(0) {
+			return nil, false
+		}
+		first, ok = <-msgs
+	}
+	if !ok {
+		l.close()
+		return nil, false
+	}
+	batch := []kafka.Message{first}
+	for len(batch) < l.m.batchSize {
+		select {
+		case msg, ok := <-msgs:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch, msg)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
 }
 
 // fetchLoop reads messages into msgs until ctx is done, then closes it,

@@ -52,12 +52,7 @@ func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *
 		t.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.Settings("").Config(s)
-	cfg.Output = logs
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Settings("").Config(s), logs)
 	return &cluster{redis: r, kafka: k, rdb: r.TestClient(t), s: s, log: log, logs: logs}
 }
 

@@ -135,11 +135,10 @@ func Register(name string, f Factory) { plugins.Register(name, f) }
 // Registered returns the registered plugin names, sorted.
 func Registered() []string { return plugins.Names() }
 
-// Loaded is an enabled plugin with its rank and compiled schema.
+// Loaded is an enabled plugin with its rank (Key is its PLUGINS name) and
+// compiled schema.
 type Loaded struct {
-	Key    string // the PLUGINS name
-	Rank   int
-	Plugin Plugin
+	registry.Loaded[Plugin]
 	Schema *Schema
 }
 
@@ -159,6 +158,16 @@ var (
 // Settings are the plugins' settings, for a component's settings.Group.
 func Settings() settings.Group { return settings.Declare(Plugins, IncomingPartitions) }
 
+// NewLoaded makes p, enabled under key at rank, a Loaded: it compiles p's
+// schema.
+func NewLoaded(key string, rank int, p Plugin) (Loaded, error) {
+	schema, err := CompileSchema(p.Name(), p.Schema())
+	if err != nil {
+		return Loaded{}, fmt.Errorf("plugin %s: %w", key, err)
+	}
+	return Loaded{Loaded: registry.Loaded[Plugin]{Key: key, Rank: rank, Plugin: p}, Schema: schema}, nil
+}
+
 // LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
 // plugin enabled is an error.
 func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
@@ -172,17 +181,15 @@ func Load(enabled map[string]any) ([]Loaded, error) {
 	return loaded(plugins.Load(Plugins.Name(), enabled))
 }
 
-func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {
+func loaded(enabled []registry.Loaded[Plugin], err error) ([]Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Loaded, len(ranked))
-	for i, r := range ranked {
-		schema, err := CompileSchema(r.Value.Name(), r.Value.Schema())
-		if err != nil {
-			return nil, fmt.Errorf("plugin %s: %w", r.Key, err)
+	out := make([]Loaded, len(enabled))
+	for i, e := range enabled {
+		if out[i], err = NewLoaded(e.Key, e.Rank, e.Plugin); err != nil {
+			return nil, err
 		}
-		out[i] = Loaded{Key: r.Key, Rank: r.Rank, Plugin: r.Value, Schema: schema}
 	}
 	return out, nil
 }

@@ -134,11 +134,11 @@ func (*fussy) Validate(req plugin.Request) error {
 }
 
 func TestAValidatorRefusesAndItsPanicOnlyRefusesTheRequest(t *testing.T) {
-	schema, err := plugin.CompileSchema("fussy", (&fussy{}).Schema())
+	loaded, err := plugin.NewLoaded("fussy", 1, &fussy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins := []plugin.Loaded{{Key: "fussy", Rank: 1, Plugin: &fussy{}, Schema: schema}}
+	plugins := []plugin.Loaded{loaded}
 	for raw, want := range map[string]string{`{"n": 13}`: "n: unlucky", `{"n": 666}`: "validation panicked: oops", `{"n": 1}`: ""} {
 		_, _, err := plugin.Validate(plugins, []byte(raw))
 		switch {

@@ -61,6 +61,65 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.BinDir, err = filepath.Abs(cfg.BinDir); err != nil {
 		return err
 	}
+	svc := cfg.services()
+	plan, err := cfg.plan(svc)
+	if err != nil {
+		return err
+	}
+	if err := checkPorts(cfg.ports(svc)); err != nil {
+		return err
+	}
+	names := []string{"kafka"}
+	for _, tier := range plan {
+		for _, s := range tier {
+			names = append(names, s.name)
+		}
+	}
+	con := newConsole(cfg.Out, cfg.Color, names)
+	closeServices, err := startServices(ctx, &cfg, svc, con)
+	if err != nil {
+		return err
+	}
+	defer closeServices()
+
+	con.logf("admin endpoints: %s", adminSummary(plan))
+	procs := &processes{cfg: &cfg, con: con, exited: make(chan *child, len(names))}
+	if err := procs.start(ctx, plan, svc, cwd); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	announced := make(chan struct{})
+	defer func() {
+		cancel()
+		<-announced
+	}()
+	go func() {
+		defer close(announced)
+		announce(runCtx, cfg, svc, con, findChild(procs.started, "rest"), cwd)
+	}()
+
+	select {
+	case <-ctx.Done():
+		cancel()
+		<-announced
+		con.logf("stopping: SIGTERM to every process (Ctrl-C again kills them at once)")
+		if err := procs.stopAll(); err != nil {
+			return err // the command prints it
+		}
+		con.logf("every process stopped")
+		return nil
+	case c := <-procs.exited:
+		cancel()
+		c.reported.Store(true)
+		err := fmt.Errorf("%s exited unexpectedly (%s)", c.name, describeExit(c.err))
+		con.logf("%v: stopping the cluster", err)
+		return errors.Join(err, procs.stopAll())
+	}
+}
+
+// services says where Kafka, Redis and ZooKeeper are: in cfg.Env, or else
+// embedded on cfg's ports.
+func (cfg *Config) services() services {
 	svc := services{
 		kafkaHosts:     lookupEnv(cfg.Env, "KAFKA_HOSTS"),
 		redisHost:      lookupEnv(cfg.Env, "REDIS_HOST"),
@@ -77,38 +136,41 @@ func Run(ctx context.Context, cfg Config) error {
 	} else if svc.redisPort == "" {
 		svc.redisPort = "6379"
 	}
+	return svc
+}
 
-	plan, err := cfg.plan(svc)
-	if err != nil {
-		return err
-	}
-	if err := checkPorts(cfg.ports(svc)); err != nil {
-		return err
-	}
-	names := []string{"kafka"}
-	for _, tier := range plan {
-		for _, s := range tier {
-			names = append(names, s.name)
+// startServices locks the data directory, starts the embedded Kafka broker
+// and miniredis the cluster uses (or says which services it uses instead)
+// and creates the output topics. closeAll closes what it started, last
+// first.
+func startServices(ctx context.Context, cfg *Config, svc services, con *console) (closeAll func(), err error) {
+	var closers []func()
+	closeAll = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
 		}
 	}
-	con := newConsole(cfg.Out, cfg.Color, names)
-
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
 	if cfg.DataDir != "" && (svc.kafkaEmbedded || (svc.redisEmbedded && cfg.Redis == RedisSystem)) {
 		unlock, err := lockDataDir(cfg.DataDir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer unlock()
+		closers = append(closers, unlock)
 	}
 	if svc.kafkaEmbedded {
-		k, err := startKafka(&cfg, con)
+		k, err := startKafka(cfg, con)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer func() {
+		closers = append(closers, func() {
 			k.Close()
 			con.logf("embedded Kafka broker stopped")
-		}()
+		})
 		where := "in memory"
 		if cfg.DataDir != "" {
 			where = "data in " + filepath.Join(cfg.DataDir, "kafka")
@@ -126,12 +188,12 @@ func Run(ctx context.Context, cfg Config) error {
 	case cfg.Redis == RedisEmbedded:
 		r, err := startMiniredis(cfg.RedisPort)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer func() {
+		closers = append(closers, func() {
 			r.Close()
 			con.logf("embedded Redis stopped")
-		}()
+		})
 		con.logf("embedded Redis (miniredis) on %s, in memory", r.addr)
 	}
 	if topics, err := ensureOutputTopics(ctx, cfg.Env, svc.kafkaHosts); err != nil {
@@ -144,83 +206,75 @@ func Run(ctx context.Context, cfg Config) error {
 	} else {
 		con.logf("no ZooKeeper: the domain config lives in Redis")
 	}
+	return closeAll, nil
+}
 
-	con.logf("admin endpoints: %s", adminSummary(plan))
-	exited := make(chan *child, len(names))
-	var started [][]*child
-	stopAll := func() error {
-		var errs []error
-		for i := len(started) - 1; i >= 0; i-- {
-			errs = append(errs, stopChildren(con, started[i], cfg.StopTimeout, cfg.Force))
-		}
-		return errors.Join(errs...)
-	}
+// processes are the cluster's processes, started tier by tier.
+type processes struct {
+	cfg     *Config
+	con     *console
+	started [][]*child // by tier
+	exited  chan *child
+}
+
+// start starts plan's processes tier by tier and waits for the first
+// tier's (redis-server, the test site) to answer. When one fails it stops
+// those started and returns why; when ctx ends meanwhile it returns nil
+// (Run then stops them cleanly).
+func (ps *processes) start(ctx context.Context, plan [][]spec, svc services, cwd string) error {
 	for i, tier := range plan {
 		var children []*child
 		for _, s := range tier {
-			c, err := startChild(con, s, cwd, exited)
+			c, err := startChild(ps.con, s, cwd, ps.exited)
 			if err != nil {
-				started = append(started, children)
-				return errors.Join(err, stopAll())
+				ps.started = append(ps.started, children)
+				return errors.Join(err, ps.stopAll())
 			}
-			con.logf("started %s (pid %d): %s", s.name, c.pid(), commandLine(s))
+			ps.con.logf("started %s (pid %d): %s", s.name, c.pid(), commandLine(s))
 			children = append(children, c)
 		}
-		started = append(started, children)
+		ps.started = append(ps.started, children)
 		if i == 0 {
-			if err := waitInfrastructure(ctx, cfg, svc, exited); err != nil {
+			if err := waitInfrastructure(ctx, *ps.cfg, svc, ps.exited); err != nil {
 				if ctx.Err() != nil {
-					break // stopped while starting: a clean stop below
+					return nil // stopped while starting: Run stops them cleanly
 				}
-				return errors.Join(err, stopAll())
+				return errors.Join(err, ps.stopAll())
 			}
 		}
 	}
+	return nil
+}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	announced := make(chan struct{})
-	defer func() {
-		cancel()
-		<-announced
-	}()
-	go func() {
-		defer close(announced)
-		rest := findChild(started, "rest")
-		if rest == nil {
-			return // stopped while starting
-		}
-		myID, err := waitREST(runCtx, rest.pid(), cfg.RESTPort, cfg.ReadyTimeout)
-		switch {
-		case runCtx.Err() != nil:
-			return
-		case errors.Is(err, errForeignREST):
-			con.logf("%v: not announcing the cluster", err)
-			return
-		case err != nil:
-			con.logf("the REST service does not report Kafka and Redis connected after %s (%v); see the logs above", cfg.ReadyTimeout, err)
-		default:
-			con.logf("rest (pid %d, my_id %s) reports Kafka and Redis connected", rest.pid(), myID)
-		}
-		con.print(nextSteps(cfg, svc, cwd))
-	}()
-
-	select {
-	case <-ctx.Done():
-		cancel()
-		<-announced
-		con.logf("stopping: SIGTERM to every process (Ctrl-C again kills them at once)")
-		if err := stopAll(); err != nil {
-			return err // the command prints it
-		}
-		con.logf("every process stopped")
-		return nil
-	case c := <-exited:
-		cancel()
-		c.reported.Store(true)
-		err := fmt.Errorf("%s exited unexpectedly (%s)", c.name, describeExit(c.err))
-		con.logf("%v: stopping the cluster", err)
-		return errors.Join(err, stopAll())
+// stopAll stops the processes started, the last tier first.
+func (ps *processes) stopAll() error {
+	var errs []error
+	for i := len(ps.started) - 1; i >= 0; i-- {
+		errs = append(errs, stopChildren(ps.con, ps.started[i], ps.cfg.StopTimeout, ps.cfg.Force))
 	}
+	return errors.Join(errs...)
+}
+
+// announce waits until rest reports Kafka and Redis connected and prints
+// the commands to try, unless ctx ends first or another program answers
+// on the REST port. rest is nil when the cluster stopped while starting.
+func announce(ctx context.Context, cfg Config, svc services, con *console, rest *child, cwd string) {
+	if rest == nil {
+		return
+	}
+	myID, err := waitREST(ctx, rest.pid(), cfg.RESTPort, cfg.ReadyTimeout)
+	switch {
+	case ctx.Err() != nil:
+		return
+	case errors.Is(err, errForeignREST):
+		con.logf("%v: not announcing the cluster", err)
+		return
+	case err != nil:
+		con.logf("the REST service does not report Kafka and Redis connected after %s (%v); see the logs above", cfg.ReadyTimeout, err)
+	default:
+		con.logf("rest (pid %d, my_id %s) reports Kafka and Redis connected", rest.pid(), myID)
+	}
+	con.print(nextSteps(cfg, svc, cwd))
 }
 
 // plan lists the processes to start, in tiers: the first (redis-server,

@@ -2,7 +2,6 @@ package opscheck_test
 
 import (
 	"maps"
-	"os"
 	"slices"
 	"testing"
 
@@ -24,7 +23,7 @@ var binaryPackages = map[string]string{
 // bins are the binaries of binaryPackages, built once per test binary.
 var bins = harness.Binaries{Packages: slices.Sorted(maps.Values(binaryPackages))}
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // repoRoot is the workspace root: the directory holding go.work above this
 // package.

@@ -15,15 +15,10 @@
 package command
 
 import (
-	"context"
-
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/monitor"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // New builds the redis-monitor command tree. Plugins must be registered
@@ -45,20 +40,7 @@ SIGINT or SIGTERM lets the request in hand finish (up to SHUTDOWN_GRACE seconds)
 Settings come from built-in defaults, a YAML file (--settings), environment variables of the
 same names and flags, in that order; 'redis-monitor settings' prints them with their sources.`,
 		declared)
-	runE := func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-			return monitor.New(ctx, s, log, rdb)
-		})
-	}
-	root.Args = cobra.NoArgs
-	root.RunE = runE
 	root.Example = "  redis-monitor\n  redis-monitor --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis redis-monitor --set ZOOKEEPER_HOSTS="
-	root.AddCommand(cli.HealthcheckCommand(declared, flags, cli.AdminAddr))
-	root.AddCommand(&cobra.Command{
-		Use:   "run",
-		Short: "Run the Redis Monitor until SIGINT or SIGTERM (the same as no sub-command)",
-		Args:  cobra.NoArgs,
-		RunE:  runE,
-	})
+	cli.RunsService(root, flags, declared, "Run the Redis Monitor until SIGINT or SIGTERM (the same as no sub-command)", cli.Build(monitor.New))
 	return root
 }

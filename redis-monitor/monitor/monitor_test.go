@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,9 +22,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 // Test plugins: each owns a key prefix of its own.
 
@@ -100,14 +99,11 @@ type cluster struct {
 
 func newCluster(t testing.TB, kopts ...harness.KafkaOptions) *cluster {
 	t.Helper()
-	if err := redisServer.FlushAll(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	opts := harness.KafkaOptions{NoAutoCreate: true}
 	if len(kopts) > 0 {
 		opts = kopts[0]
 	}
-	return &cluster{kafka: harness.StartKafka(t, opts), rdb: redisServer.TestClient(t)}
+	return &cluster{kafka: harness.StartKafka(t, opts), rdb: redisServer.EmptyClient(t)}
 }
 
 // settings are the monitor's defaults pointed at the test services, with

@@ -99,12 +99,8 @@ func Register(name string, f Factory) { plugins.Register(name, f) }
 // Registered returns the registered plugin names, sorted.
 func Registered() []string { return plugins.Names() }
 
-// Loaded is an enabled plugin with its rank.
-type Loaded struct {
-	Key    string // the PLUGINS name
-	Rank   int
-	Plugin Plugin
-}
+// Loaded is an enabled plugin with its rank; Key is its PLUGINS name.
+type Loaded = registry.Loaded[Plugin]
 
 // Plugins is the PLUGINS setting: the Redis Monitor's plugins by name and
 // rank.
@@ -121,24 +117,9 @@ func Settings() settings.Group { return settings.Declare(Plugins) }
 
 // LoadPlugins loads the plugins the PLUGINS setting enables (see Load); no
 // plugin enabled is an error.
-func LoadPlugins(s *settings.Settings) ([]Loaded, error) {
-	return loaded(plugins.LoadSetting(s, Plugins))
-}
+func LoadPlugins(s *settings.Settings) ([]Loaded, error) { return plugins.LoadSetting(s, Plugins) }
 
 // Load instantiates the plugins a PLUGINS value enables (name: rank; a null
 // rank disables one), sorted by rank. Unknown names, non-integer ranks and
 // duplicate ranks are errors.
-func Load(enabled map[string]any) ([]Loaded, error) {
-	return loaded(plugins.Load(Plugins.Name(), enabled))
-}
-
-func loaded(ranked []registry.Ranked[Plugin], err error) ([]Loaded, error) {
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Loaded, len(ranked))
-	for i, r := range ranked {
-		out[i] = Loaded{Key: r.Key, Rank: r.Rank, Plugin: r.Value}
-	}
-	return out, nil
-}
+func Load(enabled map[string]any) ([]Loaded, error) { return plugins.Load(Plugins.Name(), enabled) }

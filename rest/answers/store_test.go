@@ -3,7 +3,6 @@ package answers_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,9 +15,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 func testLogger(t *testing.T) (*logfactory.Logger, *harness.OutputBuffer) {
 	t.Helper()

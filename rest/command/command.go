@@ -59,16 +59,17 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 	flags.Bind("port", "FLASK_PORT")
 	flags.Bind("host", "FLASK_HOST")
 	root.AddCommand(cli.HealthcheckCommand(declared, flags, server.APIAddr))
-	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, declared, func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-			svc, err := server.New(ctx, s, log, rdb)
-			if err != nil {
-				return nil, err
-			}
-			return serving{svc}, nil
-		})
-	}
+	root.RunE = cli.RunCommand(flags, declared, newService)
 	return root
+}
+
+// newService builds the REST service.
+func newService(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+	svc, err := server.New(ctx, s, log, rdb)
+	if err != nil {
+		return nil, err
+	}
+	return serving{svc}, nil
 }
 
 // serving runs the REST service as a cli.Service.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -111,24 +110,8 @@ func BenchmarkConsolePages(b *testing.B) {
 		b.Fatal(err)
 	}
 	svcRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.Port)})
-	defer svcRedis.Close()
-	svc, err := server.New(context.Background(), s, log, svcRedis)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer svc.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- svc.Serve(ctx, ln) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
-	base := "http://" + ln.Addr().String()
+	b.Cleanup(func() { svcRedis.Close() })
+	_, base := serveREST(b, s, log, svcRedis)
 	client := &http.Client{Timeout: 30 * time.Second}
 	for _, page := range []struct{ name, path, want string }{
 		{"Overview", "/ui/", `id="total-backlog">10` + "\u202f" + `000<`},

@@ -3,9 +3,9 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,7 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins are the cluster's binaries, built once per test binary.
 var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
@@ -47,20 +47,11 @@ func newCluster(tb testing.TB) *cluster {
 	c.rdb = r.TestClient(tb)
 	zk := harness.StartZooKeeper(tb)
 	k := harness.StartKafka(tb)
-	c.env = map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(r.Port),
-		"KAFKA_HOSTS": k.Hosts(), "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_INCOMING_PARTITIONS": "1",
-		"KAFKA_PRODUCER_BATCH_LINGER_MS": "1", "KAFKA_CONSUMER_SLEEP_TIME": "0.2",
-		"ZOOKEEPER_HOSTS": zk.Addr, "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"SCHEDULER_QUEUE_REFRESH": "1", "QUEUE_HITS": "100000", "QUEUE_WINDOW": "60", "QUEUE_MODERATED": "false",
-		"DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1", "SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30",
-		"LOG_JSON": "true", "SC_LOG_JSON": "true", "LOG_STDOUT": "true", "SC_LOG_STDOUT": "true",
-		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "WAIT_FOR_RESPONSE_TIME": "10",
-		// The test sites are on loopback, which the crawler refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-		// Free admin ports: the defaults are fixed, and test packages run side by side.
-		"ADMIN_ADDR": "127.0.0.1:0",
-	}
+	c.env = harness.ClusterSettings(r.Port, k.Hosts(), zk.Addr)
+	maps.Copy(c.env, map[string]string{
+		"KAFKA_CONSUMER_SLEEP_TIME": "0.2", "SCHEDULER_QUEUE_REFRESH": "1",
+		"SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
+	})
 	c.site1 = c.startSite("site1", "127.0.0.1", "--pages", "4", "--fanout", "2", "--depth", "1")
 	c.site2 = c.startSite("site2", "127.0.0.2", "--fanout", "6", "--depth", "3")
 	c.start("kafka-monitor", "kafka-monitor", "run")
@@ -101,14 +92,26 @@ func (c *cluster) startREST() {
 		tb.Fatal(err)
 	}
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.Settings("").Config(s)
-	cfg.Output = logs
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	log := harness.Logger(tb, logfactory.Settings("").Config(s), logs)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + c.env["REDIS_PORT"]})
-	svc, err := server.New(context.Background(), s, log, rdb, server.WithAccessLog(logs))
+	tb.Cleanup(func() {
+		rdb.Close()
+		if tb.Failed() {
+			tb.Logf("REST service log (last 16 KiB):\n%s", harness.Tail(logs.String(), 16<<10))
+		}
+	})
+	var svc *server.Service
+	svc, c.restURL = serveREST(tb, s, log, rdb, server.WithAccessLog(logs))
+	harness.WaitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
+		return svc.KafkaConnected() && svc.RedisConnected()
+	})
+}
+
+// serveREST runs a REST service with s, log and rdb on a loopback port
+// until tb ends, and returns it with its base URL.
+func serveREST(tb testing.TB, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...server.Option) (*server.Service, string) {
+	tb.Helper()
+	svc, err := server.New(context.Background(), s, log, rdb, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -125,15 +128,8 @@ func (c *cluster) startREST() {
 			tb.Errorf("REST service: %v", err)
 		}
 		svc.Close()
-		rdb.Close()
-		if tb.Failed() {
-			tb.Logf("REST service log (last 16 KiB):\n%s", harness.Tail(logs.String(), 16<<10))
-		}
 	})
-	c.restURL = "http://" + ln.Addr().String()
-	harness.WaitFor(tb, "the REST service to report Kafka and Redis connected", 30*time.Second, func() bool {
-		return svc.KafkaConnected() && svc.RedisConnected()
-	})
+	return svc, "http://" + ln.Addr().String()
 }
 
 // start runs a binary (kafka-monitor, redis-monitor, crawler, testsite)
@@ -142,11 +138,7 @@ func (c *cluster) startREST() {
 // It must not exit before.
 func (c *cluster) start(name, bin string, args ...string) *harness.Process {
 	c.tb.Helper()
-	var env []string
-	for k, v := range c.env {
-		env = append(env, k+"="+v)
-	}
-	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: bins.Path(c.tb, bin), Args: args, Env: env,
+	p := harness.StartProcess(c.tb, harness.ProcessSpec{Name: name, Path: bins.Path(c.tb, bin), Args: args, Env: harness.Environ(c.env),
 		StopGrace: 10 * time.Second, Supervise: true})
 	c.procs = append(c.procs, p)
 	return p

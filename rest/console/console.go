@@ -1,14 +1,9 @@
 // Package console is the operator console the REST service serves under
 // /ui/: server-rendered pages (html/template) with a little JavaScript,
-// every asset embedded in the binary, nothing fetched from elsewhere.
-//
-//	/ui/          Overview: components alive, responses per minute, backlog, failures
-//	/ui/crawls    Crawls: active and recent crawls from the crawl ledger
-//	/ui/crawl     one crawl: its ledger, domain queues, latest results; Stop and Expire
-//	/ui/submit    Submit: a form for every Crawl API field
-//	/ui/domains   Domains: backlog per domain queue, throttles and blacklist, edited
-//	/ui/live      Live: crawl results as they arrive (Server-Sent Events from /ui/live/events)
-//	/ui/api       API console: any JSON request to /feed, then /poll
+// every asset embedded in the binary, nothing fetched from elsewhere. The
+// pages (the overview, crawls and a crawl, submit, domains, live, the API
+// console) are the rows of the table pages, from which their routes, their
+// templates and the navigation bar come; docs/console.md describes each.
 //
 // What the console reads it reads where the cluster keeps it: the stats
 // and heartbeats through stats.Reader, crawls through package ledger, the
@@ -88,8 +83,9 @@ type Console struct {
 	state    func() State
 	refresh  time.Duration
 	appID    string
-	pages    map[string]*template.Template
-	static   http.Handler
+	mux      *http.ServeMux                // routes
+	tmpl     map[string]*template.Template // by page name
+	nav      map[string][]navEntry         // by page name
 	results  *results
 	firehose *firehose
 	domains  *domainStore
@@ -106,7 +102,7 @@ func New(d Deps) (*Console, error) {
 	if err := checkSettings(d.Settings); err != nil {
 		return nil, err
 	}
-	pages, err := parsePages()
+	tmpl, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
@@ -117,11 +113,13 @@ func New(d Deps) (*Console, error) {
 	c := &Console{
 		settings: d.Settings, log: d.Log, rdb: d.Redis, api: d.API, state: d.State,
 		refresh: Refresh.From(d.Settings), appID: AppID.From(d.Settings),
-		pages: pages, static: http.StripPrefix(Prefix+"static/", http.FileServerFS(static)),
+		tmpl:     tmpl,
+		nav:      navBars(),
 		results:  newResults(ResultsBuffer.From(d.Settings)),
 		domains:  &domainStore{settings: d.Settings, rdb: d.Redis, log: d.Log},
 		shutdown: make(chan struct{}),
 	}
+	c.mux = c.routes(static)
 	c.firehose = newFirehose(d.Kafka, d.KafkaClient, d.KafkaRetry, c.results, d.Log)
 	if LiveAtStart.From(d.Settings) {
 		c.firehose.start()
@@ -162,43 +160,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
-	if r.URL.Path == "/ui" {
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-		return
-	}
-	if strings.HasPrefix(r.URL.Path, Prefix+"static/") {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			methodNotAllowed(w, http.MethodGet, http.MethodHead)
-			return
-		}
-		h.Set("Cache-Control", "no-cache")
-		c.static.ServeHTTP(w, r)
-		return
-	}
-	c.firehose.start()
-	route, ok := routes[strings.TrimPrefix(r.URL.Path, Prefix)]
-	if !ok {
-		c.render(w, r, http.StatusNotFound, "notfound", "Not found", nil)
-		return
-	}
-	switch {
-	case r.Method == http.MethodGet || r.Method == http.MethodHead:
-		if route.get == nil {
-			methodNotAllowed(w, route.methods()...)
-			return
-		}
-		route.get(c, w, r)
-	case r.Method == http.MethodPost && route.post != nil:
-		if err := access.SameOrigin(r); err != nil {
-			c.log.Warning("Console: refused a cross-origin request", logfactory.Extra{"path": r.URL.Path, "error": err.Error()})
-			http.Error(w, "The console takes changes only from its own pages ("+err.Error()+").", http.StatusForbidden)
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
-		route.post(c, w, r)
-	default:
-		methodNotAllowed(w, route.methods()...)
-	}
+	c.mux.ServeHTTP(w, r)
 }
 
 // maxForm bounds the body of the console's forms and API console requests.
@@ -206,29 +168,89 @@ const maxForm = 1 << 20
 
 type handler func(c *Console, w http.ResponseWriter, r *http.Request)
 
-type route struct{ get, post handler }
-
-func (rt route) methods() []string {
-	var m []string
-	if rt.get != nil {
-		m = append(m, http.MethodGet, http.MethodHead)
-	}
-	if rt.post != nil {
-		m = append(m, http.MethodPost)
-	}
-	return m
+// page is one of the console's pages: a row of pages.
+type page struct {
+	// path is the page's path under /ui/ ("" the overview).
+	path string
+	// name names its template, templates/<name>.html, which defines
+	// "content" inside layout.html; "" for a path that is no page.
+	name string
+	// nav is the page's entry in the navigation bar ("" none); under names
+	// the page whose entry is current while this one is shown.
+	nav, under string
+	// get serves GET and HEAD, post the changes posted from the page.
+	get, post handler
 }
 
-// routes are the console's pages by path under /ui/.
-var routes = map[string]route{
-	"":            {get: (*Console).overviewPage},
-	"crawls":      {get: (*Console).crawlsPage},
-	"crawl":       {get: (*Console).crawlPage, post: (*Console).crawlAction},
-	"submit":      {get: (*Console).submitPage, post: (*Console).submitCrawl},
-	"domains":     {get: (*Console).domainsPage, post: (*Console).domainAction},
-	"live":        {get: (*Console).livePage},
-	"live/events": {get: (*Console).liveEvents},
-	"api":         {get: (*Console).apiPage, post: (*Console).apiSend},
+// pages are the console's pages. Adding one takes its template, its
+// handlers and a row here.
+var pages = []page{
+	{path: "", name: "overview", nav: "Overview", get: (*Console).overviewPage},
+	{path: "crawls", name: "crawls", nav: "Crawls", get: (*Console).crawlsPage},
+	{path: "crawl", name: "crawl", under: "crawls", get: (*Console).crawlPage, post: (*Console).crawlAction},
+	{path: "submit", name: "submit", nav: "Submit", get: (*Console).submitPage, post: (*Console).submitCrawl},
+	{path: "domains", name: "domains", nav: "Domains", get: (*Console).domainsPage, post: (*Console).domainAction},
+	{path: "live", name: "live", nav: "Live", get: (*Console).livePage},
+	{path: "live/events", get: (*Console).liveEvents}, // the Live page's Server-Sent Events
+	{path: "api", name: "api", nav: "API", get: (*Console).apiPage, post: (*Console).apiSend},
+}
+
+// notFoundPage is the template of a page that is not there.
+const notFoundPage = "notfound"
+
+// routes serves the pages by path and method, the assets under static/,
+// and /ui as /ui/. Another method is 405 with the methods the path allows,
+// another path the not-found page.
+func (c *Console) routes(static fs.FS) *http.ServeMux {
+	mux := http.NewServeMux()
+	notAllowed := func(pattern string, allow ...string) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, _ *http.Request) { methodNotAllowed(w, allow...) })
+	}
+	mux.Handle("/ui", http.RedirectHandler(Prefix, http.StatusMovedPermanently))
+	assets := http.StripPrefix(Prefix+"static/", http.FileServerFS(static))
+	mux.HandleFunc(http.MethodGet+" "+Prefix+"static/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		assets.ServeHTTP(w, r)
+	})
+	notAllowed(Prefix+"static/", http.MethodGet, http.MethodHead)
+	for _, p := range pages {
+		pattern := Prefix + p.path
+		if p.path == "" {
+			pattern += "{$}"
+		}
+		var allow []string
+		if p.get != nil {
+			mux.HandleFunc(http.MethodGet+" "+pattern, func(w http.ResponseWriter, r *http.Request) { c.show(p.get, w, r) })
+			allow = append(allow, http.MethodGet, http.MethodHead)
+		}
+		if p.post != nil {
+			mux.HandleFunc(http.MethodPost+" "+pattern, func(w http.ResponseWriter, r *http.Request) { c.change(p.post, w, r) })
+			allow = append(allow, http.MethodPost)
+		}
+		notAllowed(pattern, allow...)
+	}
+	mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, r, http.StatusNotFound, notFoundPage, "Not found", nil)
+	})
+	return mux
+}
+
+// show serves a page; the crawled firehose is read from the first one on.
+func (c *Console) show(h handler, w http.ResponseWriter, r *http.Request) {
+	c.firehose.start()
+	h(c, w, r)
+}
+
+// change serves a POST to a page: only from the console's own pages, and
+// with a bounded body.
+func (c *Console) change(h handler, w http.ResponseWriter, r *http.Request) {
+	if err := access.SameOrigin(r); err != nil {
+		c.log.Warning("Console: refused a cross-origin request", logfactory.Extra{"path": r.URL.Path, "error": err.Error()})
+		http.Error(w, "The console takes changes only from its own pages ("+err.Error()+").", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	c.show(h, w, r)
 }
 
 func methodNotAllowed(w http.ResponseWriter, methods ...string) {

@@ -13,15 +13,11 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
-// pageNames are the templates under templates/, each defining "content"
-// inside layout.html.
-var pageNames = []string{"overview", "crawls", "crawl", "submit", "domains", "live", "api", "notfound"}
-
 // view is what every page template gets.
 type view struct {
 	Title string
-	// Nav is the page's entry in the navigation ("" none).
-	Nav string
+	// Nav is the navigation bar, with the page's entry current.
+	Nav []navEntry
 	// Refresh is how often the page's content reloads itself, in
 	// seconds; 0 never.
 	Refresh int
@@ -70,20 +66,54 @@ var funcs = template.FuncMap{
 	"add":     func(a, b int) int { return a + b },
 }
 
-func parsePages() (map[string]*template.Template, error) {
+// navEntry is a page's entry in the navigation bar.
+type navEntry struct {
+	Path, Label string
+	Current     bool
+}
+
+// navBars are the navigation bars by page name: the entries of pages,
+// each page's own (or the one it is under) current.
+func navBars() map[string][]navEntry {
+	bars := map[string][]navEntry{}
+	for _, page := range pages {
+		current := page.name
+		if page.under != "" {
+			current = page.under
+		}
+		var nav []navEntry
+		for _, p := range pages {
+			if p.nav != "" {
+				nav = append(nav, navEntry{Path: p.path, Label: p.nav, Current: p.name == current})
+			}
+		}
+		bars[page.name] = nav
+	}
+	return bars
+}
+
+// parseTemplates parses the template of every page in pages and the
+// not-found page's, each with layout.html around its "content".
+func parseTemplates() (map[string]*template.Template, error) {
 	layout, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
 	}
-	pages := map[string]*template.Template{}
-	for _, name := range pageNames {
+	tmpl := map[string]*template.Template{}
+	names := []string{notFoundPage}
+	for _, p := range pages {
+		if p.name != "" {
+			names = append(names, p.name)
+		}
+	}
+	for _, name := range names {
 		t, err := template.Must(layout.Clone()).ParseFS(templateFS, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console templates: %w", err)
 		}
-		pages[name] = t
+		tmpl[name] = t
 	}
-	return pages, nil
+	return tmpl, nil
 }
 
 // partialHeader asks for a page's content alone: the console's script
@@ -94,7 +124,7 @@ const partialHeader = "X-Console-Partial"
 // console's script asks to refresh it. The page is built in memory first,
 // so a template error is a clean 500.
 func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any, opts ...func(*view)) {
-	v := view{Title: title, Nav: name, State: c.state(), Now: time.Now(), Data: data}
+	v := view{Title: title, Nav: c.nav[name], State: c.state(), Now: time.Now(), Data: data}
 	for _, o := range opts {
 		o(&v)
 	}
@@ -103,7 +133,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		tmpl = "content"
 	}
 	var buf bytes.Buffer
-	if err := c.pages[name].ExecuteTemplate(&buf, tmpl, v); err != nil {
+	if err := c.tmpl[name].ExecuteTemplate(&buf, tmpl, v); err != nil {
 		c.log.Error("Console: failed to render a page", logfactory.Extra{"page": name, "error": err.Error()})
 		http.Error(w, "The console failed to render this page.", http.StatusInternalServerError)
 		return

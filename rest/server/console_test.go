@@ -4,12 +4,26 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
+
+// wantNotAllowed checks that each request ("METHOD /path") is answered 405
+// with the Allow header given.
+func (in *instance) wantNotAllowed(t testing.TB, allows map[string]string) {
+	t.Helper()
+	for request, allow := range allows {
+		method, path, _ := strings.Cut(request, " ")
+		if code, h, _ := in.raw(t, method, path, nil, nil); code != http.StatusMethodNotAllowed || h.Get("Allow") != allow {
+			t.Errorf("%s: %d, Allow %q, want 405 and %q", request, code, h.Get("Allow"), allow)
+		}
+	}
+}
 
 // raw sends a request to the service and returns its status, headers and body.
 func (in *instance) raw(t testing.TB, method, path string, body io.Reader, header http.Header) (int, http.Header, string) {
@@ -47,6 +61,15 @@ func TestTheConsoleIsServedUnderUIWithItsAssetsUnlessDisabled(t *testing.T) {
 	}
 	if code, _, _ := in.raw(t, http.MethodGet, "/ui/nothing-here", nil, nil); code != http.StatusNotFound {
 		t.Errorf("GET /ui/nothing-here: %d, want 404", code)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noRedirect.Get(in.url + "/ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/ui/" {
+		t.Errorf("GET /ui: %d to %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
 	}
 	// The API is unchanged beside it.
 	if a := in.do(t, http.MethodGet, "/nothing-here", "", ""); a.Code != http.StatusNotFound || a.Body["status"] != "FAILURE" {
@@ -112,4 +135,43 @@ func TestAnAPITokenGuardsTheAPIAndTheConsoleButNotTheIndex(t *testing.T) {
 		t.Errorf("the console with the token as password: %d", res.StatusCode)
 	}
 	harness.WaitFor(t, "the crawl sent with the token on the incoming topic", 5*time.Second, func() bool { return c.count(t, "demo.incoming") == 1 })
+}
+
+func TestEveryConsolePageInTheNavigationAnswersAndIsCurrentThere(t *testing.T) {
+	c := newCluster(t)
+	in := c.start(t)
+	link := regexp.MustCompile(`<a href="(/ui/[^"]*)"( aria-current="page")?>([^<]+)</a>`)
+	nav := func(body string) (links []string, current string) {
+		start, end := strings.Index(body, "<nav>"), strings.Index(body, "</nav>")
+		if start < 0 || end < start {
+			t.Fatalf("no navigation bar in\n%.500s", body)
+		}
+		for _, m := range link.FindAllStringSubmatch(body[start:end], -1) {
+			links = append(links, m[1]+" "+m[3])
+			if m[2] != "" {
+				current += m[1]
+			}
+		}
+		return links, current
+	}
+	_, _, overview := in.raw(t, http.MethodGet, "/ui/", nil, nil)
+	links, _ := nav(overview)
+	want := []string{"/ui/ Overview", "/ui/crawls Crawls", "/ui/submit Submit", "/ui/domains Domains", "/ui/live Live", "/ui/api API"}
+	if !slices.Equal(links, want) {
+		t.Fatalf("navigation %q, want %q", links, want)
+	}
+	for _, l := range links {
+		path, _, _ := strings.Cut(l, " ")
+		code, _, body := in.raw(t, http.MethodGet, path, nil, nil)
+		if _, current := nav(body); code != 200 || current != path {
+			t.Errorf("GET %s: %d, current entry %q", path, code, current)
+		}
+	}
+	// A crawl's page is shown under Crawls.
+	if _, current := nav(func() string {
+		_, _, b := in.raw(t, http.MethodGet, "/ui/crawl?spiderid=link&appid=a&crawlid=c", nil, nil)
+		return b
+	}()); current != "/ui/crawls" {
+		t.Errorf("a crawl's page has %q current, want /ui/crawls", current)
+	}
 }

@@ -20,9 +20,6 @@ const (
 	CrawlsMaxLimit     = 500
 )
 
-// crawlsPrefix is the path of one crawl: /crawls/<crawlid>.
-const crawlsPrefix = "/crawls/"
-
 const (
 	msgBadQuery     = "Invalid query parameter."
 	msgNoCrawl      = "Could not find the crawl"
@@ -81,7 +78,7 @@ func (svc *Service) crawls(w http.ResponseWriter, r *http.Request) {
 // unless given).
 func (svc *Service) crawl(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	crawlID := strings.TrimPrefix(r.URL.Path, crawlsPrefix)
+	crawlID := r.PathValue("crawlid")
 	svc.log.Info("'crawl' endpoint called", logfactory.Extra{"crawlid": crawlID, "query": r.URL.RawQuery})
 	if cause := unknownParams(q, "appid", "spiderid"); cause != "" {
 		svc.badQuery(w, cause)

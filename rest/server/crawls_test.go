@@ -151,6 +151,10 @@ func TestCrawlsRefuseBadQueriesClearly(t *testing.T) {
 		{"crawls by POST", "POST", "/crawls", 405, "The method is not allowed for the requested URL.", ""},
 		{"a crawl by DELETE", "DELETE", "/crawls/c1?appid=a", 405, "The method is not allowed for the requested URL.", ""},
 		{"an empty crawl id", "GET", "/crawls/", 404, "The desired endpoint does not exist", ""},
+		{"an empty crawl id by DELETE", "DELETE", "/crawls/", 404, "The desired endpoint does not exist", ""},
+		{"a crawl id with a dot segment, unescaped", "GET", "/crawls/a/../b?appid=a", 404, "The desired endpoint does not exist", ""},
+		{"a crawl id with a dot segment, escaped", "GET", "/crawls/a%2F..%2Fb?appid=a", 404, "Could not find the crawl",
+			`No crawl "a/../b" of app "a" for spider "link" has a ledger or queued requests.`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := in.do(t, tc.method, tc.path, "", "")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -20,8 +21,8 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
-// route dispatches by path; a known path with another method is 405, any
-// other path 404. A panic answers 500 instead of dropping the connection.
+// route answers an API request through the API's ServeMux (routes). A
+// panic answers 500 instead of dropping the connection.
 func (svc *Service) route(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -34,45 +35,74 @@ func (svc *Service) route(w http.ResponseWriter, r *http.Request) {
 			writeFailure(w, http.StatusInternalServerError, msgUnknownError, "")
 		}
 	}()
-	switch r.URL.Path {
-	case "/":
-		if allow(w, r, http.MethodGet, http.MethodHead, http.MethodPost) {
-			svc.index(w)
+	if r.URL.EscapedPath() != cleanPath(r.URL.EscapedPath()) {
+		// ServeMux would redirect to the clean path: a path with empty or
+		// dot segments names no endpoint of the API (nor of the original's).
+		svc.notFound(w, r)
+		return
+	}
+	svc.api.ServeHTTP(w, r)
+}
+
+// routes is the API: each endpoint under a method pattern of its own, as
+// in package admin. A known path asked with another method is answered 405
+// with the methods it allows, any other path 404, both in the original's
+// JSON envelope.
+func (svc *Service) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	handle := func(path string, h http.HandlerFunc, methods ...string) {
+		for _, m := range methods {
+			mux.HandleFunc(m+" "+path, svc.named(path, h))
 		}
-	case "/feed":
-		if allow(w, r, http.MethodPost) {
-			svc.feed(w, r)
-		}
-	case "/poll":
-		if allow(w, r, http.MethodPost) {
-			svc.poll(w, r)
-		}
-	case "/crawls":
-		if allow(w, r, http.MethodGet, http.MethodHead) {
-			svc.crawls(w, r)
-		}
-	default:
-		if strings.HasPrefix(r.URL.Path, crawlsPrefix) && len(r.URL.Path) > len(crawlsPrefix) {
-			if allow(w, r, http.MethodGet, http.MethodHead) {
-				svc.crawl(w, r)
-			}
+		mux.HandleFunc(path, svc.named(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", strings.Join(methods, ", "))
+			writeFailure(w, http.StatusMethodNotAllowed, msgNotAllowed, "")
+		}))
+	}
+	const get, head, post = http.MethodGet, http.MethodHead, http.MethodPost
+	handle("/{$}", func(w http.ResponseWriter, _ *http.Request) { svc.index(w) }, get, head, post)
+	handle("/feed", svc.feed, post)
+	handle("/poll", svc.poll, post)
+	handle("/crawls", svc.crawls, get, head)
+	handle("/crawls/{crawlid...}", svc.crawl, get, head)
+	mux.HandleFunc("/", svc.notFound)
+	return mux
+}
+
+// named answers 404 for a request whose path leaves the final wildcard of
+// path ({name...}) empty, as /crawls/ names no crawl, and calls h for others.
+func (svc *Service) named(path string, h http.HandlerFunc) http.HandlerFunc {
+	_, wildcard, _ := strings.Cut(path, "{")
+	name, ok := strings.CutSuffix(wildcard, "...}")
+	if !ok {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue(name) == "" {
+			svc.notFound(w, r)
 			return
 		}
-		svc.log.Info("Non-existant route called", logfactory.Extra{"path": r.URL.Path, "method": r.Method})
-		writeFailure(w, http.StatusNotFound, msgDoesNotExist, "")
+		h(w, r)
 	}
 }
 
-// allow answers 405 unless r's method is one of methods.
-func allow(w http.ResponseWriter, r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m {
-			return true
-		}
+// notFound answers a path that is no endpoint.
+func (svc *Service) notFound(w http.ResponseWriter, r *http.Request) {
+	svc.log.Info("Non-existant route called", logfactory.Extra{"path": r.URL.Path, "method": r.Method})
+	writeFailure(w, http.StatusNotFound, msgDoesNotExist, "")
+}
+
+// cleanPath is p as ServeMux cleans it: rooted, without empty, "." or ".."
+// segments.
+func cleanPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
 	}
-	w.Header().Set("Allow", strings.Join(methods, ", "))
-	writeFailure(w, http.StatusMethodNotAllowed, msgNotAllowed, "")
-	return false
+	np := path.Clean(p)
+	if strings.HasSuffix(p, "/") && np != "/" {
+		np += "/" // Clean drops a final slash; ServeMux keeps it
+	}
+	return np
 }
 
 // index reports the service's state.

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,6 +67,8 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 		{"feed by GET", "GET", "/feed", "", ``, 405, failure("The method is not allowed for the requested URL."), ""},
 		{"poll by PUT", "PUT", "/poll", "application/json", `{"poll_id": "abc"}`, 405, failure("The method is not allowed for the requested URL."), ""},
 		{"the index by DELETE", "DELETE", "/", "", ``, 405, failure("The method is not allowed for the requested URL."), ""},
+		{"feed after an empty path segment", "POST", "//feed", "application/json", `{}`, 404, failure("The desired endpoint does not exist"), ""},
+		{"feed after a dot segment", "POST", "/./feed", "application/json", `{}`, 404, failure("The desired endpoint does not exist"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := in.do(t, tc.method, tc.path, tc.contentType, tc.body)
@@ -97,15 +98,13 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 	c := newCluster(t)
 	in := c.start(t)
-	req, _ := http.NewRequest(http.MethodGet, in.url+"/poll", nil)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 405 || res.Header.Get("Allow") != "POST" {
-		t.Fatalf("status %d, Allow %q", res.StatusCode, res.Header.Get("Allow"))
-	}
+	in.wantNotAllowed(t, map[string]string{
+		"GET /poll": "POST", "PUT /feed": "POST", "DELETE /": "GET, HEAD, POST",
+		"POST /crawls": "GET, HEAD", "PATCH /crawls/c1": "GET, HEAD",
+		// The console's pages, assets and event stream.
+		"PUT /ui/submit": "GET, HEAD, POST", "POST /ui/live": "GET, HEAD", "DELETE /ui/": "GET, HEAD",
+		"POST /ui/static/console.css": "GET, HEAD", "POST /ui/live/events": "GET, HEAD",
+	})
 }
 
 func TestJSONContentTypesAreAcceptedAsFlaskDoes(t *testing.T) {

@@ -88,12 +88,7 @@ func (c *cluster) start(t testing.TB, extra ...string) *instance {
 func startInstance(t testing.TB, s *settings.Settings, opts ...server.Option) *instance {
 	t.Helper()
 	logs := &harness.OutputBuffer{}
-	cfg := logfactory.Settings("").Config(s)
-	cfg.Output = logs
-	log, err := logfactory.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Settings("").Config(s), logs)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(redisconn.Port.From(s)), MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 	svc, err := server.New(context.Background(), s, log, rdb, opts...)

@@ -61,6 +61,7 @@ type Service struct {
 	id       string
 	started  time.Time
 
+	api        *http.ServeMux // routes
 	plugins    []plugin.Loaded
 	pollSchema *plugin.Schema
 	waiters    *answers.Waiters
@@ -135,6 +136,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		svc.accessLog = o.accessLog
 	}
 	svc.metrics = newMetrics(svc)
+	svc.api = svc.routes()
 
 	pingTimeout := redisconn.SocketTimeout.From(s)
 	svc.redisLink = newLink("Redis", cfg.redisEvery, log, func(ctx context.Context) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
@@ -24,6 +25,32 @@ type Service interface {
 
 // Builder makes a component's Service from its settings, logger and Redis client.
 type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error)
+
+// Build is the Builder of a component whose constructor takes a Builder's
+// arguments: Build(monitor.New).
+func Build[S Service](newService func(context.Context, *settings.Settings, *logfactory.Logger, *redis.Client) (S, error)) Builder {
+	return func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error) {
+		return newService(ctx, s, log, rdb)
+	}
+}
+
+// RunCommand is the RunE of a command that runs the service build makes
+// (RunService) until SIGINT or SIGTERM.
+func RunCommand(f *SettingsFlags, declared settings.Group, build Builder) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error { return RunService(cmd.Context(), f, declared, build) }
+}
+
+// RunsService makes root run the service build makes, with no sub-command
+// as with `run` (whose help is short), and adds `healthcheck` (the admin
+// endpoint's /readyz on ADMIN_ADDR): the crawler's and the Redis Monitor's
+// command trees.
+func RunsService(root *cobra.Command, f *SettingsFlags, declared settings.Group, short string, build Builder) {
+	runE := RunCommand(f, declared, build)
+	root.Args = cobra.NoArgs
+	root.RunE = runE
+	root.AddCommand(HealthcheckCommand(declared, f, AdminAddr))
+	root.AddCommand(&cobra.Command{Use: "run", Short: short, Args: cobra.NoArgs, RunE: runE})
+}
 
 // RunService is every component's main: it loads the settings the user
 // gave and opens the logger, naming unknown settings (see Open), routes the

@@ -2,7 +2,6 @@ package domainconfig_test
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +16,9 @@ import (
 // zkServer is one ZooKeeper server shared by the tests that do not stop it;
 // each test works under its own path. Redis is started per test (it starts
 // in milliseconds).
-var zkServer *harness.ZooKeeper
+var zkServer harness.SharedZooKeeper
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &zkServer)) }
+func TestMain(m *testing.M) { zkServer.Main(m) }
 
 // nodePath is a document path unique to this test run (-count may repeat a
 // test against the same server), nested to exercise parent creation.

@@ -3,7 +3,6 @@ package domainqueues_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"testing"
 	"time"
@@ -15,9 +14,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 func TestParseReadsFlatAndMetaRequests(t *testing.T) {
 	for member, want := range map[string]domainqueues.Entry{

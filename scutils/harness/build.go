@@ -46,11 +46,11 @@ func BuildBinaries(tb testing.TB, packages ...string) string {
 
 // Binaries are main packages built at most once per test binary, the first
 // time a test needs one, for the packages whose tests run the binaries.
-// Run the tests with Run from TestMain, which removes them afterwards:
+// Run the tests with Main from TestMain, which removes them afterwards:
 //
 //	var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler"}}
 //
-//	func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+//	func TestMain(m *testing.M) { bins.Main(m) }
 type Binaries struct {
 	// Packages are the main packages, as BuildBinaries takes them.
 	Packages []string
@@ -93,11 +93,12 @@ func (b *Binaries) Remove() {
 	}
 }
 
-// Run runs the tests, then removes the binaries they built, and returns
-// m.Run's exit code (for os.Exit in TestMain).
-func (b *Binaries) Run(m *testing.M) int {
-	defer b.Remove()
-	return m.Run()
+// Main is a TestMain: it runs the tests, removes the binaries they built
+// and exits with the tests' result.
+func (b *Binaries) Main(m *testing.M) {
+	code := m.Run()
+	b.Remove()
+	os.Exit(code)
 }
 
 // buildInto runs go build from the workspace root with packages, writing

@@ -131,34 +131,6 @@ func lineCommand(addr, command string, timeout time.Duration) (string, error) {
 	return line, nil
 }
 
-// RunWithRedis is a TestMain body for packages whose tests share one
-// redis-server: it launches the server into *server, runs the tests, stops
-// the server and returns the exit code. A missing redis-server skips the
-// package (or fails it when CI=true).
-//
-//	var server *harness.Redis
-//	func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
-func RunWithRedis(m *testing.M, server **Redis) int {
-	r, err := LaunchRedis(RedisOptions{})
-	if err != nil {
-		return reportLaunchError("redis-server", err)
-	}
-	defer r.Close()
-	*server = r
-	return m.Run()
-}
-
-// RunWithZooKeeper is RunWithRedis for a shared ZooKeeper server.
-func RunWithZooKeeper(m *testing.M, server **ZooKeeper) int {
-	z, err := LaunchZooKeeper()
-	if err != nil {
-		return reportLaunchError("zookeeper", err)
-	}
-	defer z.Close()
-	*server = z
-	return m.Run()
-}
-
 // reportLaunchError turns a failed launch in TestMain into an exit code:
 // 0 (skipped) for a missing service outside CI, 1 otherwise.
 func reportLaunchError(service string, err error) int {

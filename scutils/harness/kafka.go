@@ -41,16 +41,8 @@ func (k *Kafka) Hosts() string { return strings.Join(k.Addrs, ",") }
 // StartKafka starts a kfake cluster for tb and closes it when tb ends.
 func StartKafka(tb testing.TB, opts ...KafkaOptions) *Kafka {
 	tb.Helper()
-	var o KafkaOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	k, err := LaunchKafka(o)
-	if err != nil {
-		tb.Fatalf("start kafka: %v", err)
-	}
-	tb.Cleanup(k.Close)
-	return k
+	k, err := LaunchKafka(optional(opts))
+	return started(tb, "kafka", k, err)
 }
 
 // LaunchKafka starts a kfake cluster on free loopback ports. Close stops it.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,24 +27,14 @@ type Redis struct {
 	Addr string
 
 	opts RedisOptions
-	dir  string
-	mu   sync.Mutex
-	proc *Process
+	server
 }
 
 // StartRedis starts a redis-server for tb and stops it when tb ends.
 func StartRedis(tb testing.TB, opts ...RedisOptions) *Redis {
 	tb.Helper()
-	var o RedisOptions
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	r, err := LaunchRedis(o)
-	if err != nil {
-		handleStartError(tb, "redis-server", err)
-	}
-	tb.Cleanup(r.Close)
-	return r
+	r, err := LaunchRedis(optional(opts))
+	return started(tb, "redis-server", r, err)
 }
 
 // LaunchRedis starts a redis-server on a free loopback port. Close stops it.
@@ -54,15 +43,11 @@ func LaunchRedis(opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis-server: %w (apt-get install redis-server)", ErrMissing)
 	}
-	port, err := FreePort()
+	port, dir, err := reserve("redis")
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "harness-redis-")
-	if err != nil {
-		return nil, err
-	}
-	r := &Redis{Host: "127.0.0.1", Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), opts: opts, dir: dir}
+	r := &Redis{Host: "127.0.0.1", Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), opts: opts, server: server{dir: dir}}
 	if err := r.start(bin); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -75,14 +60,10 @@ func (r *Redis) start(bin string) error {
 	if r.opts.AppendOnly {
 		appendOnly = "yes"
 	}
-	p, err := launchProcess(ProcessSpec{Name: "redis-server", Path: bin, Dir: r.dir, OutputLimit: serviceOutputLimit, Args: []string{
+	return r.run(ProcessSpec{Name: "redis-server", Path: bin, Args: []string{
 		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", appendOnly, "--appendfsync", "always",
-		"--daemonize", "no", "--protected-mode", "no"}})
-	if err != nil {
-		return err
-	}
-	err = p.WaitReady(10*time.Second, func() error {
+		"--daemonize", "no", "--protected-mode", "no"}}, 10*time.Second, func() error {
 		line, err := lineCommand(r.Addr, "PING\r\n", time.Second)
 		if err != nil {
 			return err
@@ -92,13 +73,6 @@ func (r *Redis) start(bin string) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	r.proc = p
-	r.mu.Unlock()
-	return nil
 }
 
 // Client returns a new go-redis client for this server. The caller closes it.
@@ -121,24 +95,6 @@ func (r *Redis) FlushAll(ctx context.Context) error {
 	return c.FlushAll(ctx).Err()
 }
 
-// Stop shuts the server down (SIGTERM; with AppendOnly the data stays on disk).
-func (r *Redis) Stop() {
-	r.mu.Lock()
-	p := r.proc
-	r.proc = nil
-	r.mu.Unlock()
-	_ = p.Stop(5 * time.Second)
-}
-
-// Kill ends the server at once with SIGKILL.
-func (r *Redis) Kill() {
-	r.mu.Lock()
-	p := r.proc
-	r.proc = nil
-	r.mu.Unlock()
-	p.Kill()
-}
-
 // Restart stops the server if it runs and starts it again on the same port.
 func (r *Redis) Restart() error {
 	r.Stop()
@@ -149,10 +105,15 @@ func (r *Redis) Restart() error {
 	return r.start(bin)
 }
 
-// Close stops the server and removes its files.
-func (r *Redis) Close() {
-	r.Kill()
-	os.RemoveAll(r.dir)
+// EmptyClient empties the server (FLUSHALL) and returns a client of it
+// (TestClient): a clean Redis for one test of a package that shares one.
+func (r *Redis) EmptyClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	c := r.TestClient(tb)
+	if err := c.FlushAll(context.Background()).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // DistinctCountMatches reports whether got, a PFCOUNT of a HyperLogLog

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -22,20 +21,14 @@ type ZooKeeper struct {
 	// Addr is "127.0.0.1:<port>", usable as ZOOKEEPER_HOSTS.
 	Addr string
 
-	dir  string
-	mu   sync.Mutex
-	proc *Process
+	server
 }
 
 // StartZooKeeper starts a ZooKeeper server for tb and stops it when tb ends.
 func StartZooKeeper(tb testing.TB) *ZooKeeper {
 	tb.Helper()
 	z, err := LaunchZooKeeper()
-	if err != nil {
-		handleStartError(tb, "zookeeper", err)
-	}
-	tb.Cleanup(z.Close)
-	return z
+	return started(tb, "zookeeper", z, err)
 }
 
 func zooKeeperClassPath() (java, classPath string, err error) {
@@ -59,11 +52,7 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 	if _, _, err := zooKeeperClassPath(); err != nil {
 		return nil, err
 	}
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "harness-zookeeper-")
+	port, dir, err := reserve("zookeeper")
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +63,7 @@ func LaunchZooKeeper() (*ZooKeeper, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	z := &ZooKeeper{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir}
+	z := &ZooKeeper{Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), server: server{dir: dir}}
 	if err := z.start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -87,13 +76,9 @@ func (z *ZooKeeper) start() error {
 	if err != nil {
 		return err
 	}
-	p, err := launchProcess(ProcessSpec{Name: "zookeeper", Path: java, Dir: z.dir, OutputLimit: serviceOutputLimit, Args: []string{
+	return z.run(ProcessSpec{Name: "zookeeper", Path: java, Args: []string{
 		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dzookeeper.admin.enableServer=false", "-cp", cp,
-		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.dir, "zoo.cfg")}})
-	if err != nil {
-		return err
-	}
-	err = p.WaitReady(60*time.Second, func() error {
+		"org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(z.dir, "zoo.cfg")}}, 60*time.Second, func() error {
 		// "ruok" says imok before the server takes sessions; "srvr" says
 		// "not currently serving requests" until it does.
 		line, err := lineCommand(z.Addr, "srvr", time.Second)
@@ -105,22 +90,6 @@ func (z *ZooKeeper) start() error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	z.mu.Lock()
-	z.proc = p
-	z.mu.Unlock()
-	return nil
-}
-
-// Stop shuts the server down; its data stays for Restart.
-func (z *ZooKeeper) Stop() {
-	z.mu.Lock()
-	p := z.proc
-	z.proc = nil
-	z.mu.Unlock()
-	_ = p.Stop(5 * time.Second)
 }
 
 // Restart stops the server if it runs and starts it again on the same port
@@ -128,14 +97,4 @@ func (z *ZooKeeper) Stop() {
 func (z *ZooKeeper) Restart() error {
 	z.Stop()
 	return z.start()
-}
-
-// Close stops the server and removes its files.
-func (z *ZooKeeper) Close() {
-	z.mu.Lock()
-	p := z.proc
-	z.proc = nil
-	z.mu.Unlock()
-	p.Kill()
-	os.RemoveAll(z.dir)
 }

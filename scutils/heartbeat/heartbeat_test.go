@@ -2,7 +2,6 @@ package heartbeat_test
 
 import (
 	"context"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -11,9 +10,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 )
 
-var redisServer *harness.Redis
+var redisServer harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &redisServer)) }
+func TestMain(m *testing.M) { redisServer.Main(m) }
 
 func TestRunKeepsTheKeyAliveAndDeletesItOnStop(t *testing.T) {
 	rdb := redisServer.TestClient(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,14 +16,9 @@ import (
 )
 
 // One real redis-server serves the whole package; each test uses its own keys.
-var server *harness.Redis
+var server harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
-
-func client(tb testing.TB) *redis.Client {
-	tb.Helper()
-	return server.TestClient(tb)
-}
+func TestMain(m *testing.M) { server.Main(m) }
 
 func key(tb testing.TB) string { return "test:" + tb.Name() }
 
@@ -40,7 +34,7 @@ func TestEachKindPopsInItsOrder(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind.String(), func(t *testing.T) {
-			q := redisqueue.New[string](client(t), key(t), tc.kind)
+			q := redisqueue.New[string](server.TestClient(t), key(t), tc.kind)
 			for i, p := range []int{50, 100, 20} {
 				if err := q.PushPriority(ctx, fmt.Sprintf("item%d", i+1), p); err != nil {
 					t.Fatal(err)
@@ -69,7 +63,7 @@ func TestEachKindPopsInItsOrder(t *testing.T) {
 
 func TestPriorityQueueStoresJSONMembersScoredByMinusPriority(t *testing.T) {
 	ctx := context.Background()
-	c := client(t)
+	c := server.TestClient(t)
 	type req struct {
 		URL      string `json:"url"`
 		Priority int    `json:"priority"`
@@ -97,7 +91,7 @@ func TestBlockingPopWaitsForAPushAndTimesOut(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []redisqueue.Kind{redisqueue.FIFO, redisqueue.Stack, redisqueue.Priority} {
 		t.Run(kind.String(), func(t *testing.T) {
-			q := redisqueue.New[string](client(t), key(t), kind)
+			q := redisqueue.New[string](server.TestClient(t), key(t), kind)
 			start := time.Now()
 			if _, ok, err := q.Pop(ctx, 200*time.Millisecond); ok || err != nil {
 				t.Fatalf("Pop with timeout on empty queue: ok=%v err=%v", ok, err)
@@ -105,7 +99,7 @@ func TestBlockingPopWaitsForAPushAndTimesOut(t *testing.T) {
 			if time.Since(start) < 150*time.Millisecond {
 				t.Fatalf("blocking pop returned after %v, before its timeout", time.Since(start))
 			}
-			pusher := redisqueue.New[string](client(t), key(t), kind)
+			pusher := redisqueue.New[string](server.TestClient(t), key(t), kind)
 			go func() {
 				time.Sleep(50 * time.Millisecond)
 				_ = pusher.Push(ctx, "late")
@@ -122,7 +116,7 @@ func TestPushAllAndPopNMoveManyItemsInOrder(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []redisqueue.Kind{redisqueue.FIFO, redisqueue.Stack, redisqueue.Priority} {
 		t.Run(kind.String(), func(t *testing.T) {
-			q := redisqueue.New[int](client(t), key(t), kind)
+			q := redisqueue.New[int](server.TestClient(t), key(t), kind)
 			var entries []redisqueue.Entry[int]
 			for i := range 10 {
 				entries = append(entries, redisqueue.Entry[int]{Item: i, Priority: i})
@@ -153,7 +147,7 @@ func TestPushAllAndPopNMoveManyItemsInOrder(t *testing.T) {
 
 func TestUndecodableItemIsReportedWithItsBytes(t *testing.T) {
 	ctx := context.Background()
-	c := client(t)
+	c := server.TestClient(t)
 	q := redisqueue.NewFIFO[map[string]any](c, key(t))
 	c.LPush(ctx, key(t), "not json{")
 	_, ok, err := q.Pop(ctx, 0)
@@ -178,7 +172,7 @@ func (upperCodec) Unmarshal(b []byte, v any) error {
 
 func TestCustomCodecIsUsedBothWays(t *testing.T) {
 	ctx := context.Background()
-	c := client(t)
+	c := server.TestClient(t)
 	q := redisqueue.NewStack[string](c, key(t), redisqueue.WithCodec(upperCodec{}))
 	if err := q.Push(ctx, "hello"); err != nil {
 		t.Fatal(err)
@@ -193,7 +187,7 @@ func TestCustomCodecIsUsedBothWays(t *testing.T) {
 
 func TestClearEmptiesAndEncodeErrorsAreReturned(t *testing.T) {
 	ctx := context.Background()
-	q := redisqueue.NewPriority[any](client(t), key(t))
+	q := redisqueue.NewPriority[any](server.TestClient(t), key(t))
 	if err := q.Push(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +204,7 @@ func TestClearEmptiesAndEncodeErrorsAreReturned(t *testing.T) {
 
 func TestConcurrentPoppersTakeEachItemOnce(t *testing.T) {
 	ctx := context.Background()
-	q := redisqueue.NewPriority[int](client(t), key(t))
+	q := redisqueue.NewPriority[int](server.TestClient(t), key(t))
 	const n = 500
 	var entries []redisqueue.Entry[int]
 	for i := range n {
@@ -226,7 +220,7 @@ func TestConcurrentPoppersTakeEachItemOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			mine := redisqueue.NewPriority[int](client(t), key(t))
+			mine := redisqueue.NewPriority[int](server.TestClient(t), key(t))
 			for {
 				item, ok, err := mine.Pop(ctx, 0)
 				if err != nil {
@@ -267,7 +261,7 @@ func BenchmarkPriorityPushPopSingle(b *testing.B) {
 
 func benchPushPop(b *testing.B, batch int) {
 	ctx := context.Background()
-	c := client(b)
+	c := server.TestClient(b)
 	c.Del(ctx, "bench:pq")
 	b.SetParallelism(4) // 4 x GOMAXPROCS(2) = 8 goroutines
 	start := time.Now()

@@ -56,16 +56,17 @@ func (r *Registry[T]) New(name string) (T, error) {
 	return factory(), nil
 }
 
-// Ranked is an enabled entry with its rank.
-type Ranked[T any] struct {
-	Key   string // the name in the setting
-	Rank  int
-	Value T
+// Loaded is a plugin a ranking setting enabled, with its rank: what both
+// monitors' PLUGINS settings load.
+type Loaded[T any] struct {
+	Key    string // the name in the setting
+	Rank   int
+	Plugin T
 }
 
 // LoadSetting is Load of the ranking setting's value in s, which must
 // enable at least one entry.
-func (r *Registry[T]) LoadSetting(s *settings.Settings, setting settings.Setting[map[string]any]) ([]Ranked[T], error) {
+func (r *Registry[T]) LoadSetting(s *settings.Settings, setting settings.Setting[map[string]any]) ([]Loaded[T], error) {
 	out, err := r.Load(setting.Name(), setting.From(s))
 	if err == nil && len(out) == 0 {
 		err = fmt.Errorf("setting %s: no %s enabled", setting.Name(), r.kind)
@@ -77,8 +78,8 @@ func (r *Registry[T]) LoadSetting(s *settings.Settings, setting settings.Setting
 // null rank disables one, as in the original's PLUGINS), sorted by rank,
 // lowest first. Unknown names, ranks that are not integers and two entries
 // sharing a rank are errors naming the setting.
-func (r *Registry[T]) Load(setting string, enabled map[string]any) ([]Ranked[T], error) {
-	var out []Ranked[T]
+func (r *Registry[T]) Load(setting string, enabled map[string]any) ([]Loaded[T], error) {
+	var out []Loaded[T]
 	ranks := map[int]string{}
 	for _, key := range slices.Sorted(maps.Keys(enabled)) {
 		raw := enabled[key]
@@ -97,9 +98,9 @@ func (r *Registry[T]) Load(setting string, enabled map[string]any) ([]Ranked[T],
 		if err != nil {
 			return nil, fmt.Errorf("setting %s: %w", setting, err)
 		}
-		out = append(out, Ranked[T]{Key: key, Rank: rank, Value: v})
+		out = append(out, Loaded[T]{Key: key, Rank: rank, Plugin: v})
 	}
-	slices.SortFunc(out, func(a, b Ranked[T]) int { return a.Rank - b.Rank })
+	slices.SortFunc(out, func(a, b Loaded[T]) int { return a.Rank - b.Rank })
 	return out, nil
 }
 

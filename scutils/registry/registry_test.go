@@ -21,7 +21,7 @@ func TestLoadSortsByRankAndSkipsNull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0].Key != "c" || got[0].Rank != 100 || got[0].Value != "made c" || got[1].Key != "a" {
+	if len(got) != 2 || got[0].Key != "c" || got[0].Rank != 100 || got[0].Plugin != "made c" || got[1].Key != "a" {
 		t.Fatalf("got %+v", got)
 	}
 }

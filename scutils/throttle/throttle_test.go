@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -18,9 +17,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
-var server *harness.Redis
+var server harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 // flushed records the tests that already emptied the shared server, so
 // each test starts from an empty Redis even when run with -count.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -21,16 +20,9 @@ import (
 
 // shared is one ZooKeeper server for the tests that do not stop it; each
 // test works under its own path.
-var shared *harness.ZooKeeper
+var shared harness.SharedZooKeeper
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
-
-// node returns a client of the shared server and a node path unique to
-// the test, ending in leaf.
-func node(t *testing.T, leaf string) (*zk.Conn, string) {
-	t.Helper()
-	return harness.ZooKeeperClient(t, shared.Addr), harness.UniqueNodePath(t) + leaf
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // watch starts a watcher of path on the shared server (config), recording
 // what it reports.

@@ -25,7 +25,7 @@ func config(addr, path string) zkwatch.Config {
 }
 
 func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
-	c, path := node(t, "/myconfig")
+	c, path := shared.Node(t, "/myconfig")
 	put(t, c, path, "stuff here")
 
 	r, w := watch(t, path)
@@ -47,7 +47,7 @@ func TestPlainNodeDeliversInitialContentsAndEachChangeOnce(t *testing.T) {
 }
 
 func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "start")
 	r, w := watch(t, path)
 
@@ -67,7 +67,7 @@ func TestBurstsOfChangesNeverLoseTheWatch(t *testing.T) {
 }
 
 func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
-	c, path := node(t, "/deep/er/node")
+	c, path := shared.Node(t, "/deep/er/node")
 
 	var r recorder
 	cfg := r.hook(config(shared.Addr, path))
@@ -86,7 +86,7 @@ func TestEnsureCreatesTheMissingNodeAndItsParents(t *testing.T) {
 }
 
 func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 
 	r, w := watch(t, path)
 	state(t, w, false, "")
@@ -105,7 +105,7 @@ func TestMissingNodeIsInvalidUntilCreatedAndDeletionClearsContents(t *testing.T)
 }
 
 func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
-	c, b := node(t, "")
+	c, b := shared.Node(t, "")
 	put(t, c, b+"/tmp/myconfig", "EVENT TRIGGER config")
 	put(t, c, b+"/tmp/myconfig2", "this is another config")
 	// A trailing newline, as a text editor leaves it, is trimmed.
@@ -141,7 +141,7 @@ func TestPointerFollowsThePointerAndThePointedAtNode(t *testing.T) {
 }
 
 func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
-	c, b := node(t, "")
+	c, b := shared.Node(t, "")
 	ptr := b + "/pointer"
 	put(t, c, b+"/good", "good config")
 	put(t, c, ptr, b+"/good")
@@ -194,7 +194,7 @@ func TestInvalidPointerMakesTheWatcherInvalid(t *testing.T) {
 }
 
 func TestPollingWithoutHandlers(t *testing.T) {
-	c, path := node(t, "/myconfig")
+	c, path := shared.Node(t, "/myconfig")
 	put(t, c, path, "My configuration string here. Typically YAML or JSON")
 
 	cfg := config(shared.Addr, path)
@@ -252,7 +252,7 @@ func TestNewRejectsAnIncompleteConfig(t *testing.T) {
 }
 
 func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "v1")
 	p := startProxy(t, shared.Addr)
 	p.Cut()
@@ -275,7 +275,7 @@ func TestWithoutValidInitNewReturnsAtOnceAndConnectsLater(t *testing.T) {
 // session) before it tried again; the watcher gives up after the session
 // timeout.
 func TestAConnectionThatIsNeverAnsweredIsGivenUpAfterTheSessionTimeout(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "v1")
 	p := startProxy(t, shared.Addr)
 	p.Silence(1)
@@ -330,7 +330,7 @@ func TestKeepsLastContentsWhileZooKeeperRestartsAndSeesLaterChanges(t *testing.T
 }
 
 func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "v1")
 	p := startProxy(t, shared.Addr)
 
@@ -353,7 +353,7 @@ func TestChangeMadeWhileCutOffIsDeliveredOnReconnect(t *testing.T) {
 }
 
 func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
-	c, b := node(t, "")
+	c, b := shared.Node(t, "")
 	put(t, c, b+"/cfg", "v1")
 	put(t, c, b+"/ptr", b+"/cfg")
 	p := startProxy(t, shared.Addr)
@@ -387,7 +387,7 @@ func TestSessionExpiryStartsANewSessionAndRearmsWatches(t *testing.T) {
 }
 
 func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "v1")
 
 	before := runtime.NumGoroutine()
@@ -414,7 +414,7 @@ func TestCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
 }
 
 func TestCancellingTheContextStopsTheWatcher(t *testing.T) {
-	c, path := node(t, "/cfg")
+	c, path := shared.Node(t, "/cfg")
 	put(t, c, path, "v1")
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -21,7 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 )
 
-func TestMain(m *testing.M) { os.Exit(bins.Run(m)) }
+func TestMain(m *testing.M) { bins.Main(m) }
 
 // bins are the four component binaries, built once per test binary.
 var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
@@ -62,20 +61,12 @@ func newCluster(tb testing.TB, ropts harness.RedisOptions, overrides map[string]
 		tb.Fatal(err)
 	}
 	c.restPort = port
-	c.env = map[string]string{
-		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(c.redis.Port),
-		"KAFKA_HOSTS": c.kafka.Hosts(), "KAFKA_TOPIC_PARTITIONS": "1", "KAFKA_INCOMING_PARTITIONS": "1",
-		"KAFKA_PRODUCER_BATCH_LINGER_MS": "1", "KAFKA_CONSUMER_AUTO_OFFSET_RESET": "earliest",
-		"ZOOKEEPER_HOSTS": c.zk.Addr, "PUBLIC_IP_URL": "", "SCHEDULER_IP_ENABLED": "false",
-		"SCHEDULER_QUEUE_REFRESH": "1", "QUEUE_HITS": "100000", "QUEUE_WINDOW": "60", "QUEUE_MODERATED": "false",
-		"DOWNLOAD_TIMEOUT": "5", "SHUTDOWN_GRACE": "1", "FLASK_PORT": strconv.Itoa(port), "FLASK_HOST": "127.0.0.1",
-		"LOG_JSON": "true", "SC_LOG_JSON": "true", "LOG_STDOUT": "true", "SC_LOG_STDOUT": "true",
-		"LOG_LEVEL": "DEBUG", "SC_LOG_LEVEL": "DEBUG", "STATS_DUMP": "1", "SLEEP_TIME": "0.05",
-		"HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
-		"ADMIN_ADDR": "127.0.0.1:0", // any free port, logged at start: tests run side by side
-		// The test sites are on loopback, which the crawler refuses by default.
-		"FETCH_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128",
-	}
+	c.env = harness.ClusterSettings(c.redis.Port, c.kafka.Hosts(), c.zk.Addr)
+	maps.Copy(c.env, map[string]string{
+		"KAFKA_CONSUMER_AUTO_OFFSET_RESET": "earliest", "SCHEDULER_QUEUE_REFRESH": "1",
+		"FLASK_PORT": strconv.Itoa(port), "FLASK_HOST": "127.0.0.1",
+		"STATS_DUMP": "1", "SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
+	})
 	maps.Copy(c.env, overrides)
 	c.start("kafka-monitor", "kafka-monitor", "run")
 	c.start("redis-monitor", "redis-monitor")
@@ -97,13 +88,7 @@ func (c *cluster) restURL(path string) string {
 	return "http://127.0.0.1:" + strconv.Itoa(c.restPort) + path
 }
 
-func (c *cluster) environ() []string {
-	var env []string
-	for k, v := range c.env {
-		env = append(env, k+"="+v)
-	}
-	return env
-}
+func (c *cluster) environ() []string { return harness.Environ(c.env) }
 
 // start runs a component binary with the cluster's settings; on cleanup it
 // gets SIGTERM (SIGKILL after 10 s), and its output is shown if the test

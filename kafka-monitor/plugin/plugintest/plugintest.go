@@ -32,21 +32,8 @@ type Fixture struct {
 // as the monitor does before the first request.
 func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
-	flags := map[string]string{}
-	for k, v := range overrides {
-		b, _ := json.Marshal(v)
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		}
-		flags[k] = string(b)
-	}
-	d := settings.Join(cli.ComponentSettings("test", "test.log"), plugin.Settings(), declared)
-	s, err := settings.Load(d, settings.Options{NoEnv: true, Flags: flags})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := harness.QuietLogger(t)
-	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: log, Redis: rdb}}
+	s := harness.LoadSettings(t, settings.Join(cli.ComponentSettings("test", "test.log"), plugin.Settings(), declared), overrides)
+	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: harness.QuietLogger(t), Redis: rdb}}
 	if err := p.Setup(context.Background(), f.Env); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +56,11 @@ func (f *Fixture) Handle(t testing.TB, raw string) error {
 // *plugin.InvalidError saying why not.
 func Validate(t testing.TB, p plugin.Plugin, raw string) (plugin.Request, error) {
 	t.Helper()
-	_, req, err := plugin.Validate([]plugin.Loaded{{Key: p.Name(), Plugin: p, Schema: compile(t, p)}}, []byte(raw))
+	loaded, err := plugin.NewLoaded(p.Name(), 0, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, req, err := plugin.Validate([]plugin.Loaded{loaded}, []byte(raw))
 	return req, err
 }
 

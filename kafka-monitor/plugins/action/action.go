@@ -4,10 +4,7 @@
 package action
 
 import (
-	"context"
 	_ "embed"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -19,23 +16,13 @@ var schema []byte
 // Key is the plugin's name in the PLUGINS setting.
 const Key = "plugins.action_handler.ActionHandler"
 
-func init() { plugin.Register(Key, func() plugin.Plugin { return Handler{} }) }
+func init() { plugin.Register(Key, Handler) }
 
-// Handler writes action requests.
-type Handler struct{}
-
-// Name is the stats name.
-func (Handler) Name() string { return "ActionHandler" }
-
-// Schema is the action request schema.
-func (Handler) Schema() []byte { return schema }
-
-// Setup needs nothing.
-func (Handler) Setup(context.Context, plugin.Env) error { return nil }
-
-// Handle sets the action key to the request's uuid.
-func (Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
-	str := func(k string) string { s, _ := req[k].(string); return s }
-	tx.Set(ctx, rediskeys.ActionKey(str("action"), str("spiderid"), str("appid"), str("crawlid")), str("uuid"), 0)
-	return "Added action to Redis", nil
+// Handler is the plugin: it writes action requests.
+func Handler() plugin.Plugin {
+	return plugin.UUIDKey{StatsName: "ActionHandler", JSONSchema: schema, Stored: "Added action to Redis",
+		Key: func(req plugin.Request) string {
+			f := func(name string) string { return plugin.Field(req, name) }
+			return rediskeys.ActionKey(f("action"), f("spiderid"), f("appid"), f("crawlid"))
+		}}
 }

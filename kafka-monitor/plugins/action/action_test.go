@@ -8,7 +8,7 @@ import (
 )
 
 func TestHandleWritesTheUUIDAtTheActionKey(t *testing.T) {
-	plugintest.ExpectWrites(t, action.Handler{}, []plugintest.Write{
+	plugintest.ExpectWrites(t, action.Handler(), []plugintest.Write{
 		{Name: "info about all of an app's crawls",
 			Raw:  `{"action":"info","appid":"testapp","uuid":"someuuid","spiderid":"link"}`,
 			Want: map[string]string{"info:link:testapp": "someuuid"}},
@@ -28,5 +28,5 @@ func TestHandleWritesTheUUIDAtTheActionKey(t *testing.T) {
 }
 
 func TestHandleTwiceLeavesTheSameState(t *testing.T) {
-	plugintest.ExpectIdempotent(t, action.Handler{}, `{"action":"stop","appid":"testapp","uuid":"someuuid","spiderid":"link","crawlid":"crawl1"}`)
+	plugintest.ExpectIdempotent(t, action.Handler(), `{"action":"stop","appid":"testapp","uuid":"someuuid","spiderid":"link","crawlid":"crawl1"}`)
 }

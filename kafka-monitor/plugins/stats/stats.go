@@ -4,10 +4,7 @@
 package stats
 
 import (
-	"context"
 	_ "embed"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -19,23 +16,12 @@ var schema []byte
 // Key is the plugin's name in the PLUGINS setting.
 const Key = "plugins.stats_handler.StatsHandler"
 
-func init() { plugin.Register(Key, func() plugin.Plugin { return Handler{} }) }
+func init() { plugin.Register(Key, Handler) }
 
-// Handler writes stats requests.
-type Handler struct{}
-
-// Name is the stats name.
-func (Handler) Name() string { return "StatsHandler" }
-
-// Schema is the stats request schema.
-func (Handler) Schema() []byte { return schema }
-
-// Setup needs nothing.
-func (Handler) Setup(context.Context, plugin.Env) error { return nil }
-
-// Handle sets the stats request key to the request's uuid.
-func (Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
-	str := func(k string) string { s, _ := req[k].(string); return s }
-	tx.Set(ctx, rediskeys.StatsRequestKey(str("stats"), str("appid")), str("uuid"), 0)
-	return "Added stats request to Redis", nil
+// Handler is the plugin: it writes stats requests.
+func Handler() plugin.Plugin {
+	return plugin.UUIDKey{StatsName: "StatsHandler", JSONSchema: schema, Stored: "Added stats request to Redis",
+		Key: func(req plugin.Request) string {
+			return rediskeys.StatsRequestKey(plugin.Field(req, "stats"), plugin.Field(req, "appid"))
+		}}
 }

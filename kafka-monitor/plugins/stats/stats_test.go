@@ -15,9 +15,9 @@ func TestHandleWritesTheUUIDAtTheStatsRequestKey(t *testing.T) {
 		cases = append(cases, plugintest.Write{
 			Name: s, Raw: `{"stats":"` + s + `","appid":"testapp","uuid":"someuuid"}`, Want: map[string]string{"statsrequest:" + s + ":testapp": "someuuid"}})
 	}
-	plugintest.ExpectWrites(t, stats.Handler{}, cases)
+	plugintest.ExpectWrites(t, stats.Handler(), cases)
 }
 
 func TestHandleTwiceLeavesTheSameState(t *testing.T) {
-	plugintest.ExpectIdempotent(t, stats.Handler{}, `{"stats":"queue","appid":"testapp","uuid":"someuuid"}`)
+	plugintest.ExpectIdempotent(t, stats.Handler(), `{"stats":"queue","appid":"testapp","uuid":"someuuid"}`)
 }

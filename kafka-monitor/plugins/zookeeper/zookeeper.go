@@ -94,7 +94,7 @@ func hostOf(s string) string {
 // Handle writes {"domain", "uuid"} (plus hits, window and scale for a
 // domain-update).
 func (Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
-	str := func(k string) string { s, _ := req[k].(string); return s }
+	str := func(k string) string { return plugin.Field(req, k) }
 	value := map[string]any{"domain": req["domain"], "uuid": req["uuid"]}
 	if str("action") == "domain-update" {
 		value["hits"], value["window"], value["scale"] = req["hits"], req["window"], req["scale"]

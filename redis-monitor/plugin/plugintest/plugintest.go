@@ -36,23 +36,10 @@ type Fixture struct {
 // 2026-01-02 03:04:05 UTC.
 func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
-	d := settings.Join(cli.ComponentSettings("test", "test.log"), declared)
-	var environ []string
-	for k, v := range overrides {
-		b, _ := json.Marshal(v)
-		if s, ok := v.(string); ok {
-			b = []byte(s)
-		}
-		environ = append(environ, k+"="+string(b))
-	}
-	s, err := settings.Load(d, settings.Options{Environ: environ})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := harness.QuietLogger(t)
+	s := harness.LoadSettings(t, settings.Join(cli.ComponentSettings("test", "test.log"), declared), overrides)
 	f := &Fixture{Plugin: p, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	f.Env = plugin.Env{
-		Settings: s, Logger: log, Redis: rdb,
+		Settings: s, Logger: harness.QuietLogger(t), Redis: rdb,
 		Publish: f.record,
 		Now:     func() time.Time { return f.Clock },
 	}

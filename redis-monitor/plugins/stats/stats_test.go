@@ -22,9 +22,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-var server *harness.Redis
+var server harness.SharedRedis
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithRedis(m, &server)) }
+func TestMain(m *testing.M) { server.Main(m) }
 
 // host is the machine of the spec's examples.
 const host = "Madisons-MacBook-Pro-2.local"
@@ -35,10 +35,7 @@ var statsTimes = []int{900, 3600, 21600, 43200, 86400, 604800}
 // setup empties Redis and returns the plugin set up as the monitor does.
 func setup(t testing.TB) (*plugintest.Fixture, *redis.Client) {
 	t.Helper()
-	rdb := server.TestClient(t)
-	if err := rdb.FlushAll(context.Background()).Err(); err != nil {
-		t.Fatal(err)
-	}
+	rdb := server.EmptyClient(t)
 	return plugintest.Setup(t, &Monitor{}, rdb, nil, nil), rdb
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -28,9 +27,9 @@ import (
 
 // zkServer is shared by the tests that do not stop it; each test uses its
 // own node path.
-var zkServer *harness.ZooKeeper
+var zkServer harness.SharedZooKeeper
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &zkServer)) }
+func TestMain(m *testing.M) { zkServer.Main(m) }
 
 var runSeq atomic.Int64
 
@@ -119,7 +118,7 @@ func redisCluster(t *testing.T) cluster {
 
 // forEachStore runs test with the document in ZooKeeper and in Redis.
 func forEachStore(t *testing.T, test func(t *testing.T, c cluster)) {
-	t.Run("ZooKeeper", func(t *testing.T) { test(t, zooKeeperCluster(t, zkServer)) })
+	t.Run("ZooKeeper", func(t *testing.T) { test(t, zooKeeperCluster(t, zkServer.ZooKeeper)) })
 	t.Run("Redis", func(t *testing.T) { test(t, redisCluster(t)) })
 }
 

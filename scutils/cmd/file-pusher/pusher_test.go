@@ -17,18 +17,18 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/zkwatch"
 )
 
-var shared *harness.ZooKeeper
+var shared harness.SharedZooKeeper
 
-func TestMain(m *testing.M) { os.Exit(harness.RunWithZooKeeper(m, &shared)) }
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // base is a node path unique to the test run (-count may repeat a test
 // against the same server), ending with /; call it once per test.
 func base(t *testing.T) string { return harness.UniqueNodePath(t) + "/" }
 
-// clientAndBase is a client of the shared server and base(t).
+// clientAndBase is a client of the shared server and a base path as base(t).
 func clientAndBase(t *testing.T) (*zk.Conn, string) {
 	t.Helper()
-	return harness.ZooKeeperClient(t, shared.Addr), base(t)
+	return shared.Node(t, "/")
 }
 
 func writeFile(t *testing.T, name, contents string) string {
