@@ -71,8 +71,9 @@ func startCluster(t *testing.T) cluster {
 		harness.StartProcess(t, harness.ProcessSpec{Path: bins.Path(t, p.name), Args: p.args,
 			Env: append(append(os.Environ(), env...), p.env...), StopGrace: 20 * time.Second, OutputLimit: 64 << 10, Supervise: true})
 	}
-	harness.WaitFor(t, "the REST service", 60*time.Second, func() bool {
-		resp, err := http.Get(c.restURL + "/")
+	// helm test runs once the release is ready (helm install --wait).
+	harness.WaitFor(t, "the REST service to be ready", 60*time.Second, func() bool {
+		resp, err := http.Get(c.restURL + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -137,7 +138,7 @@ func TestTheHelmTestSeesACrawlComplete(t *testing.T) {
 		say                string
 	}{
 		{"a page the crawlers reach", site.URL + "/", c.token, true, "OK: helm-test-"},
-		{"a wrong API token", site.URL + "/", "not-the-token", false, "401"},
+		{"a wrong API token", site.URL + "/", "not-the-token", false, "the REST service refused the crawl"},
 		{"a page nobody serves", goneURL, c.token, false, "completed without a published page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

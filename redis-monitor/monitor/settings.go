@@ -34,6 +34,7 @@ import (
 //	LEDGER_TTL             604800 (Go) seconds a completed crawl's ledger is kept (ledger.Defaults)
 //	LEDGER_COMPLETE_INTERVAL 1    (Go) seconds between looks for finished crawls (ledger.Defaults)
 //	ADMIN_ADDR, ADMIN_PPROF       (Go) the admin endpoint, ":9411" (admin.Defaults)
+//	QUEUE_HITS, QUEUE_WINDOW      (Go) 10 per 60 s: the throttle of a domain the domain configuration does not list, as the crawlers' (for scrapy_redis_monitor_eligible_requests)
 func Defaults() settings.Defaults {
 	return cli.Merge(cli.ComponentDefaults("redis_monitor.log"), domainconfig.Defaults(), stats.MonitorDefaults(), ledger.Defaults(), admin.Defaults(admin.RedisMonitorAddr), settings.Defaults{
 		"SLEEP_TIME":            0.1,
@@ -54,5 +55,7 @@ func Defaults() settings.Defaults {
 		"STATS_DUMP_CRAWL": true,
 		"STATS_DUMP_QUEUE": true,
 		"SHUTDOWN_GRACE":   10,
+		"QUEUE_HITS":       10,
+		"QUEUE_WINDOW":     60,
 	})
 }

@@ -10,12 +10,22 @@ auth="Authorization: Bearer ${API_TOKEN:-}"
 appid=helm-test
 crawlid="helm-test-$($bb date +%s)-$$"
 body="{\"url\": \"$CRAWL_URL\", \"appid\": \"$appid\", \"crawlid\": \"$crawlid\", \"maxdepth\": 0}"
-echo "POST $REST_URL/feed $body"
-# Each request within 30 s (busybox's timeout: wget -T crashes some busybox builds).
-$bb timeout 30 $bb wget -q -O - --header "Content-Type: application/json" --header "$auth" --post-data "$body" "$REST_URL/feed"
-echo
 deadline=$(( $($bb date +%s) + TIMEOUT ))
-answer=""
+echo "POST $REST_URL/feed $body"
+# Each request within 30 s (busybox's timeout: wget -T crashes some busybox
+# builds). A refusal (4xx) fails at once; an error (Kafka not there yet) is
+# tried again until the deadline.
+until answer=$($bb timeout 30 $bb wget -q -O - --header "Content-Type: application/json" --header "$auth" --post-data "$body" "$REST_URL/feed" 2>&1); do
+  case "$answer" in
+    *' 4'[0-9][0-9]' '*) echo "FAIL: the REST service refused the crawl: $answer"; exit 1 ;;
+  esac
+  if [ "$($bb date +%s)" -ge "$deadline" ]; then
+    echo "FAIL: could not feed the crawl within ${TIMEOUT}s: $answer"
+    exit 1
+  fi
+  $bb sleep 2
+done
+echo "$answer"
 while :; do
   answer=$($bb timeout 30 $bb wget -q -O - --header "$auth" "$REST_URL/crawls/$crawlid?appid=$appid" 2>&1) || true
   # The answer is indented JSON: match it without its blanks.

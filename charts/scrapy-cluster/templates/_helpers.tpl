@@ -220,6 +220,7 @@ labels:
   {{- end }}
 annotations:
   checksum/settings: {{ include (print .root.Template.BasePath "/settings.yaml") .root | sha256sum }}
+  checksum/secrets: {{ include (print .root.Template.BasePath "/secret.yaml") .root | sha256sum }}
   {{- with .root.Values.podDefaults.annotations }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
