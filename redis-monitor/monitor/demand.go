@@ -53,10 +53,11 @@ func newDemand(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) 
 }
 
 // follow keeps config up to date from the domain configuration's store
-// until ctx ends; while the store is away the last document stays.
+// until ctx ends; while the store is away the last document stays. Its
+// connection trouble is not logged: the zookeeper plugin and /readyz report
+// ZooKeeper's, and every log line would come twice.
 func (d *demand) follow(ctx context.Context, s *settings.Settings) {
-	err := domainconfig.Watch(ctx, s, d.rdb, func(doc domainconfig.Document) { d.config.Store(&doc) },
-		domainconfig.WithLogger(d.log))
+	err := domainconfig.Watch(ctx, s, d.rdb, func(doc domainconfig.Document) { d.config.Store(&doc) })
 	if err != nil {
 		d.log.Error("Cannot follow the domain configuration; scrapy_redis_monitor_eligible_requests is not reported",
 			logfactory.Extra{"error": err.Error()})
