@@ -196,16 +196,17 @@ func TestTheTemplatesRefuseValuesThatCannotWork(t *testing.T) {
 // address on those ports only; with peers, only those; the networks
 // allowed on purpose and the node-local DNS address are reachable.
 func TestCrawlerEgressToTheClustersServices(t *testing.T) {
-	policy := func(vals map[string]any) *networkingv1.NetworkPolicy {
-		r, err := render(chartDir(t), vals)
+	policies := map[string]*networkingv1.NetworkPolicy{}
+	for _, v := range variants(t) {
+		r, err := render(chartDir(t), v.vals)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nps := objectsOf[*networkingv1.NetworkPolicy](r)
 		if len(nps) != 1 {
-			t.Fatalf("%d NetworkPolicies", len(nps))
+			t.Fatalf("%s: %d NetworkPolicies", v.name, len(nps))
 		}
-		return nps[0]
+		policies[v.name] = nps[0]
 	}
 	for _, c := range []struct {
 		variant, addr string
@@ -230,7 +231,11 @@ func TestCrawlerEgressToTheClustersServices(t *testing.T) {
 		{"ci/all-on-values.yaml", "169.254.20.10", 53, corev1.ProtocolUDP, true},
 		{"ci/all-on-values.yaml", "169.254.20.10", 80, corev1.ProtocolTCP, false},
 	} {
-		if got := chartcheck.Egress(policy(variantNamed(t, c.variant)), netip.MustParseAddr(c.addr), c.port, c.proto); got != c.want {
+		np, ok := policies[c.variant]
+		if !ok {
+			t.Fatalf("no variant %s", c.variant)
+		}
+		if got := chartcheck.Egress(np, netip.MustParseAddr(c.addr), c.port, c.proto); got != c.want {
 			t.Errorf("%s: crawlers reach %s %s/%d: %v, want %v", c.variant, c.addr, c.proto, c.port, got, c.want)
 		}
 	}
