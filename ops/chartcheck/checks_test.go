@@ -241,8 +241,12 @@ func checkCrawler(p chartcheck.Pod, c corev1.Container, settings map[string]any)
 		pause = c.Lifecycle.PreStop.Sleep.Seconds
 	}
 	const spare = 5 // seconds to return the leases left and flush the producer
-	if tg := p.Spec.TerminationGracePeriodSeconds; tg == nil || float64(*tg) < float64(pause)+grace+spare {
-		return fmt.Errorf("%s: terminationGracePeriodSeconds %v leaves no time to drain: preStop %ds + SHUTDOWN_GRACE %vs + %ds", p.Where, *tg, pause, grace, spare)
+	tg := int64(30) // Kubernetes' default
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		tg = *p.Spec.TerminationGracePeriodSeconds
+	}
+	if float64(tg) < float64(pause)+grace+spare {
+		return fmt.Errorf("%s: terminationGracePeriodSeconds %d leaves no time to drain: preStop %ds + SHUTDOWN_GRACE %vs + %ds", p.Where, tg, pause, grace, spare)
 	}
 	if spider := p.Owner.Labels["scrapy-cluster/spider"]; settings["SPIDER"] != spider {
 		return fmt.Errorf("%s: crawls SPIDER %v, labelled spider %s", p.Where, settings["SPIDER"], spider)
