@@ -8,6 +8,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 // The scheduler's settings, names and defaults as the original's crawler
@@ -23,9 +24,6 @@ var (
 	ItemRetries            = settings.Int("SCHEUDLER_ITEM_RETRIES", 2, "accepted for compatibility (the original's misspelt name), unused: the scheduler waits on denials instead of cycling")
 	PublicIPURL            = settings.String("PUBLIC_IP_URL", "http://ip.42.pl/raw", "where the public IP is read; empty: never (127.0.0.1)")
 	IPAddrRegex            = settings.String("IP_ADDR_REGEX", `(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`, "its first match in the answer is the public IP")
-	QueueHits              = settings.Int("QUEUE_HITS", 10, "pops per `QUEUE_WINDOW` per domain, unless the domain config says otherwise")
-	QueueWindow            = settings.Seconds("QUEUE_WINDOW", 60, "seconds of the domain throttle's window")
-	QueueModerated         = settings.Bool("QUEUE_MODERATED", true, "spread the hits evenly over the window")
 	DupeFilterTimeout      = settings.Seconds("DUPEFILTER_TIMEOUT", 600, "seconds a crawl's duplicate filter outlives its last queued request")
 	GlobalPageLimit        = settings.Int("GLOBAL_PAGE_PER_DOMAIN_LIMIT", 0, "pages any crawl may queue per domain; 0: no limit")
 	GlobalPageLimitTimeout = settings.Seconds("GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT", 600, "seconds that per-domain count outlives its last change")
@@ -40,7 +38,7 @@ var (
 // CONCURRENT_REQUESTS_PER_DOMAIN (fetch.Settings) and LEDGER_TTL.
 func Settings() settings.Group {
 	return settings.Declare(Persist, QueueRefresh, QueueTimeout, BacklogBlacklist, TypeEnabled, IPEnabled, IPRefresh, ItemRetries,
-		PublicIPURL, IPAddrRegex, QueueHits, QueueWindow, QueueModerated, DupeFilterTimeout, GlobalPageLimit, GlobalPageLimitTimeout,
+		PublicIPURL, IPAddrRegex, throttle.QueueHits, throttle.QueueWindow, throttle.QueueModerated, DupeFilterTimeout, GlobalPageLimit, GlobalPageLimitTimeout,
 		DomainMaxPageTimeout, LeaseTimeout, LeaseReapInterval)
 }
 
@@ -100,7 +98,7 @@ func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 	}
 	c := Config{
 		LedgerTTL: ledgerTTL,
-		SpiderID:  spiderID, Hits: QueueHits.From(s), Window: QueueWindow.From(s), Moderated: QueueModerated.From(s),
+		SpiderID:  spiderID, Hits: throttle.QueueHits.From(s), Window: throttle.QueueWindow.From(s), Moderated: throttle.QueueModerated.From(s),
 		ByType: TypeEnabled.From(s), ByIP: IPEnabled.From(s),
 		PublicIPURL: PublicIPURL.From(s), IPRegex: re, IPRefresh: IPRefresh.From(s),
 		QueueRefresh: QueueRefresh.From(s), QueueTimeout: QueueTimeout.From(s),

@@ -49,7 +49,7 @@ func newMetrics(m *Monitor) *metrics {
 // Collectors are the Redis Monitor's metrics, for the admin endpoint
 // (admin.Instrumented).
 func (m *Monitor) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.metrics.requests, m.metrics.lockWaits, m.metrics.publishErrors}
+	return []prometheus.Collector{m.metrics.requests, m.metrics.lockWaits, m.metrics.publishErrors, m.demand}
 }
 
 // outcome counts a request of plugin.

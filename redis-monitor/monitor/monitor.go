@@ -79,6 +79,7 @@ type Monitor struct {
 	dropped   atomic.Int64 // requests given up after their retries
 
 	metrics *metrics // Prometheus's (metrics.go)
+	demand  *demand  // the eligible-requests gauge (demand.go)
 }
 
 // New loads and sets up the enabled plugins and the stats collectors. rdb is
@@ -108,6 +109,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		dumpQueue: DumpQueue.From(s),
 	}
 	m.metrics = newMetrics(m)
+	if m.demand, err = newDemand(s, rdb, log); err != nil {
+		return nil, err
+	}
 	if m.lockTTL < 100*time.Millisecond {
 		return nil, fmt.Errorf("setting REDIS_LOCK_EXPIRATION: must be at least 0.1 seconds, got %v", m.lockTTL)
 	}
@@ -193,7 +197,12 @@ func (m *Monitor) Run(ctx context.Context) error {
 	defer stopWork()
 
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBackground()
+	following := make(chan struct{})
+	defer func() { stopBackground(); <-following }()
+	go func() {
+		defer close(following)
+		m.demand.follow(bg, m.settings)
+	}()
 	go heartbeat.Run(bg, m.rdb, rediskeys.HeartbeatKey("redis-monitor", m.host, m.id), m.heartbeat, m.log)
 	if m.dumpEvery > 0 {
 		go m.dumpLoop(bg, m.dumpEvery)
