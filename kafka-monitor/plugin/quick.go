@@ -45,7 +45,7 @@ var typeNames = map[string]typeSet{
 	"number": typeNumber, "boolean": typeBoolean, "null": typeNull,
 }
 
-// compileQuick compiles a schema document (as DecodeJSON reads it); ok is
+// compileQuick compiles a schema document (as wirejson.Decode reads it); ok is
 // false when it uses a keyword or a form quickSchema does not know.
 func compileQuick(doc map[string]any) (q *quickSchema, ok bool) { return compileQuickSub(doc, true) }
 
@@ -187,7 +187,7 @@ func integral(v any) (int64, bool) {
 	return int64(f), true
 }
 
-// accepts reports whether v (as DecodeJSON returns it) is surely valid.
+// accepts reports whether v (as wirejson.Decode returns it) is surely valid.
 func (q *quickSchema) accepts(v any) bool {
 	switch t := v.(type) {
 	case map[string]any:
@@ -197,7 +197,7 @@ func (q *quickSchema) accepts(v any) bool {
 	case string:
 		return q.is(typeString) && q.acceptsString(t)
 	case json.Number:
-		// An integer literal (DecodeJSON makes no other json.Number).
+		// An integer literal (wirejson.Decode makes no other json.Number).
 		i, err := strconv.ParseInt(string(t), 10, 64)
 		return err == nil && (q.is(typeInteger) || q.is(typeNumber)) && q.inRange(i)
 	case float64:

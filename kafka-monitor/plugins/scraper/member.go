@@ -11,6 +11,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // fedEntry is codecEntry's entry without the codec's round trip, for the
@@ -19,9 +20,9 @@ import (
 //
 // The codec (crawlrequest.Decode, then Encode) writes a flat member it
 // read back unchanged: every field as it was written, keys in byte order,
-// compact. MarshalPython writes a request just so. So when req holds only
+// compact. wirejson.Append (KafkaMonitor) writes a request just so. So when req holds only
 // the contract's fields, each of a type Decode reads without an error, and
-// the monitor's "ts", the codec's member is MarshalPython's, and the
+// the monitor's "ts", the codec's member is what wirejson.Append writes, and the
 // values Handle needs are req's own. TestFedEntryIsTheCodecsEntry holds
 // the two to the same result.
 func fedEntry(req plugin.Request) (e entry, ok bool) {
@@ -39,7 +40,7 @@ func fedEntry(req plugin.Request) (e entry, ok bool) {
 			return entry{}, false // Decode refuses it, or names the spider "link"
 		}
 	}
-	// MarshalPython's member, without sorting the keys: fedFields has them
+	// wirejson.Append's member, without sorting the keys: fedFields has them
 	// in its order, and none needs escaping.
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
@@ -54,7 +55,7 @@ func fedEntry(req plugin.Request) (e entry, ok bool) {
 		b = append(b, f.name...)
 		b = append(b, '"', ':')
 		var err error
-		if b, err = plugin.AppendPython(b, values[i]); err != nil {
+		if b, err = wirejson.Append(b, values[i], wirejson.KafkaMonitor); err != nil {
 			return entry{}, false
 		}
 	}
@@ -79,7 +80,7 @@ type fedField struct {
 }
 
 // fedFields are the fields fedEntry takes, in byte order: the order
-// MarshalPython writes keys in.
+// wirejson.Append writes keys in.
 var fedFields = sortedFields([...]fedField{
 	{crawlrequest.FieldURL, nonEmptyString},
 	{crawlrequest.FieldAppID, nonEmptyString},
@@ -186,9 +187,9 @@ func stringsOrNull(v any) bool {
 	return true
 }
 
-// plainJSON reports whether v holds only what DecodeJSON returns (maps,
+// plainJSON reports whether v holds only what wirejson.Decode returns (maps,
 // lists, strings, booleans, null, number literals and finite floats), which
-// MarshalPython writes as JSON.
+// wirejson.Append writes as JSON.
 func plainJSON(v any) bool {
 	switch t := v.(type) {
 	case nil, bool, string:

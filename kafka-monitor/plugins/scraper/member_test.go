@@ -8,6 +8,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest/crawlrequesttest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // fedRequests are crawl requests as fed: those the schema takes (filled
@@ -46,7 +47,7 @@ var fedRequests = []struct {
 // given a "ts".
 func fed(t testing.TB, raw string, direct bool) plugin.Request {
 	t.Helper()
-	v, err := plugin.DecodeJSON([]byte(raw))
+	v, err := wirejson.Decode([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}

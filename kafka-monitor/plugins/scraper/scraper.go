@@ -18,6 +18,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 //go:embed scraper_schema.json
@@ -153,7 +154,7 @@ func entryOf(req plugin.Request) (entry, error) {
 // shared crawl request codec reads and writes req (the queue and the
 // spider are left to entryOf).
 func codecEntry(req plugin.Request) (entry, error) {
-	fed, err := plugin.MarshalPython(req)
+	fed, err := wirejson.Append(nil, req, wirejson.KafkaMonitor)
 	if err != nil {
 		return entry{}, plugin.Reject("encode request: %v", err)
 	}
