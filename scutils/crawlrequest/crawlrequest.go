@@ -1,8 +1,10 @@
 // Package crawlrequest is the crawl request as it waits in Redis: the JSON
 // member of a <spiderid>:<domain>:queue sorted set (score -priority). It is
-// the one definition of that contract; the Kafka Monitor writes members
-// with it, crawlers read and write them, and the Redis Monitor's fast
-// reader is tested against it.
+// the one definition of that contract and the only builder of a member:
+// the Kafka Monitor turns a validated request into one with FromFed,
+// crawlers read and write them with Decode and Encode, and the Redis
+// Monitor's fast reader (scutils/domainqueues) is tested against it. The
+// JSON text itself is read and written by scutils/wirejson.
 //
 // A member comes in one of two forms, and Decode reads both:
 //   - flat: the crawl request object with its fields at the top level. The
@@ -40,7 +42,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // The contract's field names.
@@ -106,12 +109,11 @@ type Request struct {
 }
 
 // decoded is a decoded member's known fields: their values and, for those
-// present, their JSON text (raw, by the field's place in fields; has marks
-// the present ones).
+// present, their JSON text (the fieldSet's raw and has; its extra and meta
+// are left empty once read, the extra fields being the Request's).
 type decoded struct {
 	values Request // known fields only, lists copied
-	raw    [numFields]json.RawMessage
-	has    uint32
+	fieldSet
 }
 
 // present returns the JSON text of the i-th known field, if it was read.
@@ -154,122 +156,88 @@ func Decode(member []byte) (*Request, error) {
 		}
 		return nil, &DecodeError{Reason: "not a JSON object", Err: err}
 	}
-	r := &Request{}
 	d := &decoded{}
-	var meta json.RawMessage
-	eachMember(obj, func(k []byte, v json.RawMessage) {
-		if string(k) == FieldMeta {
-			meta = v
-		}
-		d.set(r, k, v)
-	})
-	if len(meta) > 0 && meta[0] == '{' {
-		// The meta form: meta's fields, the request's own url (meta's is
-		// the seed's), and the top level's other fields unless meta has
-		// them or they are named like a crawl field.
-		topURL, hasTopURL := d.present(fieldURL)
-		top := r.extra
-		*d, r.extra = decoded{}, nil
-		eachMember(meta, func(k []byte, v json.RawMessage) { d.set(r, k, v) })
-		d.raw[fieldURL], d.has = topURL, d.has&^(1<<fieldURL)
-		if hasTopURL {
-			d.has |= 1 << fieldURL
-		}
-		for k, v := range top {
-			if _, inMeta := r.extra[k]; !inMeta {
-				r.setExtra(k, v)
-			}
-		}
-	}
-	field := func(name string) (json.RawMessage, bool) { return d.present(fieldIndex([]byte(name))) }
+	d.split(obj)
+	return d.request()
+}
 
-	// The crawl first: a member that names one belongs to it even when it
-	// cannot be crawled.
-	derr := &DecodeError{}
-	var errs []string
-	str := func(name string, dst *string) bool {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			if err := unmarshalString(raw, dst); err != nil {
-				errs = append(errs, name+" is not a string")
-				return false
-			}
-			return true
+// FromFed is the request the Kafka Monitor queues for a crawl request fed
+// to it (as wirejson.Decode reads it, its schema's defaults filled in):
+// each field written as the Kafka Monitor stores it (wirejson.KafkaMonitor)
+// and read as Decode reads it. Encode writes it as the Kafka Monitor has
+// always stored a fed request: every field, keys in byte order, compact
+// (testdata/members.json holds examples). It refuses what Decode refuses,
+// and a value that is not JSON (an infinite float).
+func FromFed(fed map[string]any) (*Request, error) {
+	d := &decoded{}
+	text := make([]byte, 0, 512) // the fields' JSON text, one after another
+	for k, v := range fed {
+		start := len(text)
+		var err error
+		if text, err = wirejson.Append(text, v, wirejson.KafkaMonitor); err != nil {
+			return nil, fmt.Errorf("encode request field %s: %w", k, err)
 		}
-		return false
+		d.add(k, text[start:len(text):len(text)])
 	}
-	hasApp, hasCrawl := str(FieldAppID, &r.AppID), str(FieldCrawlID, &r.CrawlID)
-	if hasApp && hasCrawl {
-		derr.Named, derr.AppID, derr.CrawlID = true, r.AppID, r.CrawlID
+	return d.request()
+}
+
+var errNotObject = errors.New("not an object")
+
+// checkObject reports whether obj is one valid JSON object: an error saying
+// what is wrong (as encoding/json does), or errNotObject for other JSON.
+func checkObject(obj []byte) error {
+	if !json.Valid(obj) {
+		var v any
+		return json.Unmarshal(obj, &v) // says what is wrong
 	}
-	num := func(name string, dst *int) {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			f, err := unmarshalNumber(raw)
-			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
-				errs = append(errs, name+" is not an integer")
-				return
-			}
-			*dst = int(f)
+	if bytes.TrimLeft(obj, " \t\r\n")[0] != '{' {
+		return errNotObject
+	}
+	return nil
+}
+
+// fieldSet is an object's fields as read, before their values are: a known
+// field's JSON text by its place in fields (has marks the present ones),
+// the others' by name in extra, and "meta" (neither) apart.
+type fieldSet struct {
+	raw   [numFields]json.RawMessage
+	has   uint32
+	extra map[string]json.RawMessage
+	meta  json.RawMessage
+}
+
+// split adds the fields of obj, a valid JSON object, sharing its memory: of
+// repeated keys the last counts, as in encoding/json.
+func (fs *fieldSet) split(obj []byte) {
+	wirejson.EachMember(obj, func(k, v []byte) { addField(fs, k, v[:len(v):len(v)]) })
+}
+
+func (fs *fieldSet) add(key string, raw json.RawMessage) { addField(fs, key, raw) }
+
+func addField[K wirejson.Text](fs *fieldSet, key K, raw json.RawMessage) {
+	switch i := fieldIndex(key); {
+	case i >= 0:
+		fs.raw[i], fs.has = raw, fs.has|1<<i
+	case string(key) == FieldMeta:
+		fs.meta = raw
+	default:
+		if fs.extra == nil {
+			fs.extra = map[string]json.RawMessage{}
 		}
+		fs.extra[string(key)] = raw
 	}
-	list := func(name string, dst *[]string) {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				errs = append(errs, name+" is not a list of strings")
-			}
-		}
+}
+
+// request reads the request d's fields hold (see Decode); it keeps d.
+func (d *decoded) request() (*Request, error) {
+	if len(d.meta) > 0 && d.meta[0] == '{' {
+		d.fieldSet = d.metaForm()
 	}
-	str(FieldURL, &r.URL)
-	str(FieldSpiderID, &r.SpiderID)
-	str(FieldUserAgent, &r.UserAgent)
-	num(FieldPriority, &r.Priority)
-	num(FieldMaxDepth, &r.MaxDepth)
-	num(FieldCurDepth, &r.CurDepth)
-	num(FieldRetryTimes, &r.RetryTimes)
-	num(FieldDomainMaxPages, &r.DomainMaxPages)
-	list(FieldAllowedDomains, &r.AllowedDomains)
-	list(FieldAllowRegex, &r.AllowRegex)
-	list(FieldDenyRegex, &r.DenyRegex)
-	list(FieldDenyExtensions, &r.DenyExtensions)
-	if raw, ok := field(FieldExpires); ok && !isNull(raw) {
-		// Numbers, or numeric strings as some clients send them.
-		f, err := unmarshalNumber(raw)
-		if err != nil {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				errs = append(errs, "expires is not a number")
-			} else if _, err := fmt.Sscan(s, &f); err != nil {
-				errs = append(errs, "expires is not a number")
-			}
-		}
-		r.Expires = f
-	}
-	if raw, ok := field(FieldCookie); ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &r.Cookie); err != nil {
-			// The original also accepts {"name": "value"}.
-			var m map[string]string
-			if json.Unmarshal(raw, &m) != nil {
-				errs = append(errs, "cookie is neither a string nor an object of strings")
-			}
-			parts := make([]string, 0, len(m))
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				parts = append(parts, k+"="+m[k])
-			}
-			r.Cookie = strings.Join(parts, "; ")
-		}
-	}
-	if raw, ok := field(FieldAttrs); ok && !isNull(raw) {
-		r.Attrs = raw
-	}
-	switch {
-	case len(errs) > 0:
-		derr.Reason = strings.Join(errs, "; ")
-		return nil, derr
-	case r.URL == "":
-		derr.Reason = "no url"
-		return nil, derr
-	case r.AppID == "" || r.CrawlID == "":
-		derr.Reason = "no appid or crawlid"
-		return nil, derr
+	r := &Request{extra: d.extra}
+	d.extra, d.meta = nil, nil // r's now; d is never changed
+	if err := r.readFields(d); err != nil {
+		return nil, err
 	}
 	if r.SpiderID == "" {
 		r.SpiderID = DefaultSpiderID
@@ -279,137 +247,157 @@ func Decode(member []byte) (*Request, error) {
 	return r, nil
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
-
-var errNotObject = errors.New("not an object")
-
-// set records a member of the fields' object: a known field's JSON text,
-// or an extra field ("meta" is neither).
-func (d *decoded) set(r *Request, k []byte, v json.RawMessage) {
-	if i := fieldIndex(k); i >= 0 {
-		d.raw[i], d.has = v, d.has|1<<i
-	} else if string(k) != FieldMeta {
-		r.setExtra(string(k), v)
-	}
-}
-
-// checkObject reports whether obj is one valid JSON object: an error saying
-// what is wrong (as encoding/json does), or errNotObject for other JSON.
-func checkObject(obj []byte) error {
-	if !json.Valid(obj) {
-		var v any
-		return json.Unmarshal(obj, &v) // says what is wrong
-	}
-	if obj[skipSpace(obj, 0)] != '{' {
-		return errNotObject
-	}
-	return nil
-}
-
-// eachMember calls fn with each member of obj, a valid JSON object (see
-// checkObject), in order: its key, unescaped, and its value's JSON text,
-// sharing obj's memory. As json.Unmarshal into a map, a caller keeping the
-// last of repeated keys keeps what encoding/json keeps. It only splits the
-// document, several times faster than encoding/json's reflective map
-// decoding.
-func eachMember(obj []byte, fn func(key []byte, value json.RawMessage)) {
-	i := skipSpace(obj, skipSpace(obj, 0)+1) // past '{'
-	if obj[i] == '}' {
-		return
-	}
-	for {
-		end := endOfString(obj, i)
-		key := obj[i:end]
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		end = endOfValue(obj, i)
-		name := key[1 : len(key)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
-			var s string
-			_ = json.Unmarshal(key, &s) // valid: unescapes, invalid UTF-8 as U+FFFD
-			name = []byte(s)
-		}
-		fn(name, obj[i:end:end])
-		i = skipSpace(obj, end)
-		if obj[i] == '}' {
-			return
-		}
-		i = skipSpace(obj, i+1) // past ','
-	}
-}
-
-// objectMembers is json.Unmarshal of a JSON object into a map of raw
-// values (the last of repeated keys counts), the values sharing obj's
-// memory.
-func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
-	if err := checkObject(obj); err != nil {
-		return nil, err
-	}
-	out := map[string]json.RawMessage{}
-	eachMember(obj, func(k []byte, v json.RawMessage) { out[string(k)] = v })
-	return out, nil
-}
-
-// The scanners below read valid JSON only.
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index after the string starting at b[i].
-func endOfString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
+// metaForm is the fields of a member of the meta form: meta's fields, the
+// request's own url (meta's is the seed's), and the top level's other
+// fields unless meta has them or they are named like a crawl field.
+func (fs *fieldSet) metaForm() fieldSet {
+	var m fieldSet
+	m.split(fs.meta)
+	m.meta = nil // meta's own "meta" is nobody's
+	m.raw[fieldURL] = fs.raw[fieldURL]
+	m.has = m.has&^(1<<fieldURL) | fs.has&(1<<fieldURL)
+	for k, v := range fs.extra {
+		if _, inMeta := m.extra[k]; !inMeta {
+			m.add(k, v)
 		}
 	}
-	return i + 1
+	return m
 }
 
-// endOfValue returns the index after the value starting at b[i].
-func endOfValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return endOfString(b, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch b[i] {
-			case '"':
-				i = endOfString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
+// readFields sets r's known fields from their JSON text in d (null or
+// absent: the zero value). The error is a *DecodeError for known fields of
+// the wrong type, no url, or no appid or crawlid; it names the crawl when
+// appid and crawlid are strings, as a member that names one belongs to it
+// even when it cannot be crawled.
+func (r *Request) readFields(d *decoded) error {
+	rd := fieldReader{d: d}
+	hasApp, hasCrawl := rd.str(FieldAppID, &r.AppID), rd.str(FieldCrawlID, &r.CrawlID)
+	rd.str(FieldURL, &r.URL)
+	rd.str(FieldSpiderID, &r.SpiderID)
+	rd.str(FieldUserAgent, &r.UserAgent)
+	for _, f := range [...]struct {
+		name string
+		dst  *int
+	}{{FieldPriority, &r.Priority}, {FieldMaxDepth, &r.MaxDepth}, {FieldCurDepth, &r.CurDepth},
+		{FieldRetryTimes, &r.RetryTimes}, {FieldDomainMaxPages, &r.DomainMaxPages}} {
+		rd.integer(f.name, f.dst)
 	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
+	rd.list(FieldAllowedDomains, &r.AllowedDomains)
+	rd.list(FieldAllowRegex, &r.AllowRegex)
+	rd.list(FieldDenyRegex, &r.DenyRegex)
+	rd.list(FieldDenyExtensions, &r.DenyExtensions)
+	rd.expires(&r.Expires)
+	rd.cookie(&r.Cookie)
+	if raw, ok := rd.field(FieldAttrs); ok {
+		r.Attrs = raw
 	}
-	return i
-}
-
-// unmarshalString is json.Unmarshal into a string, without its cost for
-// the usual string without escapes.
-func unmarshalString(raw json.RawMessage, dst *string) error {
-	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw[1:n-1]) {
-		*dst = string(raw[1 : n-1])
+	var reason string
+	switch {
+	case len(rd.errs) > 0:
+		reason = strings.Join(rd.errs, "; ")
+	case r.URL == "":
+		reason = "no url"
+	case r.AppID == "" || r.CrawlID == "":
+		reason = "no appid or crawlid"
+	default:
 		return nil
 	}
-	return json.Unmarshal(raw, dst)
+	if hasApp && hasCrawl {
+		return &DecodeError{Reason: reason, Named: true, AppID: r.AppID, CrawlID: r.CrawlID}
+	}
+	return &DecodeError{Reason: reason}
 }
 
-// unmarshalNumber is json.Unmarshal into a float64, without its cost for
-// a number.
-func unmarshalNumber(raw json.RawMessage) (float64, error) {
+// fieldReader reads known fields' values from their JSON text, noting
+// each field of the wrong type in errs.
+type fieldReader struct {
+	d    *decoded
+	errs []string
+}
+
+// field is a known field's JSON text, unless it is absent or null.
+func (rd *fieldReader) field(name string) (json.RawMessage, bool) {
+	raw, ok := rd.d.present(fieldIndex(name))
+	return raw, ok && !isNull(raw)
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// str reads a string field; it reports whether the field is a string.
+func (rd *fieldReader) str(name string, dst *string) bool {
+	raw, ok := rd.field(name)
+	if !ok {
+		return false
+	}
+	if *dst, ok = wirejson.Unquote(raw); !ok {
+		rd.errs = append(rd.errs, name+" is not a string")
+	}
+	return ok
+}
+
+// integer reads a whole number of at most 1e15 (JSON's integers need not
+// be written without a fraction: 5.0 is 5).
+func (rd *fieldReader) integer(name string, dst *int) {
+	if raw, ok := rd.field(name); ok {
+		f, err := parseNumber(raw)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+			rd.errs = append(rd.errs, name+" is not an integer")
+			return
+		}
+		*dst = int(f)
+	}
+}
+
+func (rd *fieldReader) list(name string, dst *[]string) {
+	if raw, ok := rd.field(name); ok {
+		if err := json.Unmarshal(raw, dst); err != nil {
+			rd.errs = append(rd.errs, name+" is not a list of strings")
+		}
+	}
+}
+
+// expires reads a number, or a numeric string as some clients send them.
+func (rd *fieldReader) expires(dst *float64) {
+	raw, ok := rd.field(FieldExpires)
+	if !ok {
+		return
+	}
+	f, err := parseNumber(raw)
+	if err != nil {
+		s, isString := wirejson.Unquote(raw)
+		if !isString {
+			rd.errs = append(rd.errs, "expires is not a number")
+		} else if _, err := fmt.Sscan(s, &f); err != nil {
+			rd.errs = append(rd.errs, "expires is not a number")
+		}
+	}
+	*dst = f
+}
+
+// cookie reads a string, or {"name": "value"} as the original also
+// accepts, written "a=1; b=2" in name order.
+func (rd *fieldReader) cookie(dst *string) {
+	raw, ok := rd.field(FieldCookie)
+	if !ok {
+		return
+	}
+	if *dst, ok = wirejson.Unquote(raw); ok {
+		return
+	}
+	var m map[string]string
+	if json.Unmarshal(raw, &m) != nil {
+		rd.errs = append(rd.errs, "cookie is neither a string nor an object of strings")
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	*dst = strings.Join(parts, "; ")
+}
+
+// parseNumber is json.Unmarshal into a float64, without its cost for a
+// number.
+func parseNumber(raw json.RawMessage) (float64, error) {
 	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 		return strconv.ParseFloat(string(raw), 64)
 	}
@@ -457,7 +445,7 @@ func (r *Request) Encode() ([]byte, error) {
 			b = append(b, ',')
 		}
 		first = false
-		b = appendString(b, name)
+		b = wirejson.AppendString(b, name, wirejson.Go)
 		b = append(b, ':')
 	}
 	writeExtra := func(name string) error {
@@ -608,7 +596,7 @@ const (
 )
 
 // fieldIndex is a known field's place in fields, or -1.
-func fieldIndex(name []byte) int {
+func fieldIndex[K wirejson.Text](name K) int {
 	switch string(name) {
 	case FieldAllowRegex:
 		return 0
@@ -648,7 +636,7 @@ func fieldIndex(name []byte) int {
 	return -1
 }
 
-func isKnown(name string) bool { return fieldIndex([]byte(name)) >= 0 }
+func isKnown(name string) bool { return fieldIndex(name) >= 0 }
 
 func stringField(name string, get func(*Request) string, nullable bool) field {
 	return field{name: name,
@@ -656,7 +644,7 @@ func stringField(name string, get func(*Request) string, nullable bool) field {
 		zero: func(r *Request) bool { return get(r) == "" },
 		write: func(b []byte, r *Request) ([]byte, error) {
 			if s := get(r); s != "" || !nullable {
-				return appendString(b, s), nil
+				return wirejson.AppendString(b, s, wirejson.Go), nil
 			}
 			return append(b, "null"...), nil
 		}}
@@ -692,7 +680,7 @@ func listField(name string, get func(*Request) []string) field {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, s)
+				b = wirejson.AppendString(b, s, wirejson.Go)
 			}
 			return append(b, ']'), nil
 		}}
@@ -724,57 +712,4 @@ func appendRaw(b []byte, raw json.RawMessage, check bool) ([]byte, error) {
 		return b, err
 	}
 	return buf.Bytes(), nil
-}
-
-// appendString writes s as encoding/json does without HTML escaping:
-// quotes, backslashes and control characters escaped, U+2028 and U+2029
-// as \u2028 and \u2029, invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -182,11 +182,18 @@ func IsNumber(s string) bool {
 // Unquote reads a JSON string literal as encoding/json does (escapes
 // decoded, invalid UTF-8 as U+FFFD); ok is false for any other text. The
 // usual literal, without escapes, costs only its copy (none for a string).
-func Unquote[T Text](lit T) (s string, ok bool) {
+func Unquote[T Text](lit T) (string, bool) {
 	if n := len(lit); n >= 2 && lit[0] == '"' && lit[n-1] == '"' && plain(lit[1:n-1]) {
 		return string(lit[1 : n-1]), true
 	}
-	if len(lit) == 0 || lit[0] != '"' || json.Unmarshal([]byte(lit), &s) != nil {
+	return unquoteEscaped([]byte(lit))
+}
+
+// unquoteEscaped is Unquote by encoding/json (apart, so that the usual
+// literal does not pay for the string it decodes into).
+func unquoteEscaped(lit []byte) (string, bool) {
+	var s string
+	if len(lit) == 0 || lit[0] != '"' || json.Unmarshal(lit, &s) != nil {
 		return "", false
 	}
 	return s, true
