@@ -36,12 +36,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
@@ -103,7 +105,7 @@ type Request struct {
 	Attrs json.RawMessage
 
 	// extra holds the fields Request has no place for, as written (e.g. "ts").
-	extra map[string]json.RawMessage
+	extra map[string]string
 	// decoded is what Decode read, shared by clones and never changed.
 	decoded *decoded
 }
@@ -117,7 +119,7 @@ type decoded struct {
 }
 
 // present returns the JSON text of the i-th known field, if it was read.
-func (d *decoded) present(i int) (json.RawMessage, bool) { return d.raw[i], d.has&(1<<i) != 0 }
+func (fs *fieldSet) present(i int) (string, bool) { return fs.raw[i], fs.has&(1<<i) != 0 }
 
 // A DecodeError says why a queue member cannot be crawled.
 type DecodeError struct {
@@ -149,37 +151,99 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // *DecodeError: not a JSON object, no url, no appid or crawlid, or a known
 // field of the wrong type. A missing spiderid is DefaultSpiderID.
 func Decode(member []byte) (*Request, error) {
-	obj := bytes.Clone(member) // raw values share one copy
-	if err := checkObject(obj); err != nil {
+	if err := checkObject(member); err != nil {
 		if errors.Is(err, errNotObject) {
 			return nil, &DecodeError{Reason: "not a JSON object"}
 		}
 		return nil, &DecodeError{Reason: "not a JSON object", Err: err}
 	}
-	d := &decoded{}
-	d.split(obj)
-	return d.request()
+	x := &decodedRequest{}
+	x.d.split(string(member)) // the fields' text shares one copy
+	return x.request()
 }
 
-// FromFed is the request the Kafka Monitor queues for a crawl request fed
-// to it (as wirejson.Decode reads it, its schema's defaults filled in):
-// each field written as the Kafka Monitor stores it (wirejson.KafkaMonitor)
-// and read as Decode reads it. Encode writes it as the Kafka Monitor has
-// always stored a fed request: every field, keys in byte order, compact
-// (testdata/members.json holds examples). It refuses what Decode refuses,
-// and a value that is not JSON (an infinite float).
-func FromFed(fed map[string]any) (*Request, error) {
-	d := &decoded{}
-	text := make([]byte, 0, 512) // the fields' JSON text, one after another
+// FromFed is the stored form of a crawl request fed to the Kafka Monitor
+// (as wirejson.Decode reads it, its schema's defaults filled in): member
+// is the queue member, every field written as the Kafka Monitor has always
+// stored a fed request (values in wirejson.KafkaMonitor's style), keys in
+// byte order, compact (testdata/members.json holds examples), and r the
+// request Decode reads from member. FromFed refuses what Decode refuses,
+// and a value that is not JSON (an infinite float). Nothing is decoded:
+// the fields are read from the text just written, and for the usual
+// request only member and its buffer are allocated. (r.Encode writes r as
+// a new request; Decode(member) gives a request that Encode writes as
+// member.)
+func FromFed(fed map[string]any) (member string, r Request, err error) {
+	var known [numFields]any
+	var has uint32
+	var room [8]string
+	extra := room[:0]
 	for k, v := range fed {
-		start := len(text)
-		var err error
-		if text, err = wirejson.Append(text, v, wirejson.KafkaMonitor); err != nil {
-			return nil, fmt.Errorf("encode request field %s: %w", k, err)
+		if i := fieldIndex(k); i >= 0 {
+			known[i], has = v, has|1<<i
+		} else {
+			extra = append(extra, k)
 		}
-		d.add(k, text[start:len(text):len(text)])
 	}
-	return d.request()
+	slices.Sort(extra)
+	// Write the fields in key order, noting where each one's value is.
+	var spans [numFields][2]int32 // a known field's value: start, end
+	var extraSpans [][2]int32     // the extra fields', in extra's order
+	text := make([]byte, 0, 512)
+	text = append(text, '{')
+	for i, k := range inKeyOrder(extra) {
+		if i >= 0 && has&(1<<i) == 0 {
+			continue
+		}
+		if len(text) > 1 {
+			text = append(text, ',')
+		}
+		var v any
+		if i >= 0 {
+			v, text = known[i], append(text, fields[i].key...)
+		} else {
+			v, text = fed[k], append(wirejson.AppendString(text, k, wirejson.Go), ':')
+		}
+		start := len(text)
+		if text, err = wirejson.Append(text, v, wirejson.KafkaMonitor); err != nil {
+			return "", Request{}, fmt.Errorf("encode request field %s: %w", k, err)
+		}
+		if i >= 0 {
+			spans[i] = [2]int32{int32(start), int32(len(text))}
+		} else {
+			extraSpans = append(extraSpans, [2]int32{int32(start), int32(len(text))})
+		}
+	}
+	member = string(append(text, '}'))
+	// Read the request from the text. The text is its stored form unless
+	// reading it changes it: a member of the meta form, a spider filled
+	// in, a key that reads back as another (invalid UTF-8).
+	fs := fieldSet{has: has}
+	for i, sp := range spans {
+		fs.raw[i] = member[sp[0]:sp[1]]
+	}
+	asWritten := has&(1<<fieldSpiderID) != 0
+	for j, k := range extra {
+		asWritten = asWritten && k != FieldMeta && utf8.ValidString(k)
+		fs.add(k, member[extraSpans[j][0]:extraSpans[j][1]])
+	}
+	if !asWritten {
+		back, err := Decode([]byte(member))
+		if err != nil {
+			return "", Request{}, err
+		}
+		b, err := back.Encode()
+		if err != nil {
+			return "", Request{}, err
+		}
+		back.decoded = nil
+		return string(b), *back, nil
+	}
+	r.extra = fs.extra
+	if err := r.readFields(&fs); err != nil {
+		return "", Request{}, err
+	}
+	return member, r, nil
 }
 
 var errNotObject = errors.New("not an object")
@@ -201,46 +265,47 @@ func checkObject(obj []byte) error {
 // field's JSON text by its place in fields (has marks the present ones),
 // the others' by name in extra, and "meta" (neither) apart.
 type fieldSet struct {
-	raw   [numFields]json.RawMessage
+	raw   [numFields]string
 	has   uint32
-	extra map[string]json.RawMessage
-	meta  json.RawMessage
+	extra map[string]string
+	meta  string
 }
 
 // split adds the fields of obj, a valid JSON object, sharing its memory: of
 // repeated keys the last counts, as in encoding/json.
-func (fs *fieldSet) split(obj []byte) {
-	wirejson.EachMember(obj, func(k, v []byte) { addField(fs, k, v[:len(v):len(v)]) })
-}
+func (fs *fieldSet) split(obj string) { wirejson.EachMember(obj, fs.add) }
 
-func (fs *fieldSet) add(key string, raw json.RawMessage) { addField(fs, key, raw) }
-
-func addField[K wirejson.Text](fs *fieldSet, key K, raw json.RawMessage) {
+func (fs *fieldSet) add(key, raw string) {
 	switch i := fieldIndex(key); {
 	case i >= 0:
 		fs.raw[i], fs.has = raw, fs.has|1<<i
-	case string(key) == FieldMeta:
+	case key == FieldMeta:
 		fs.meta = raw
 	default:
 		if fs.extra == nil {
-			fs.extra = map[string]json.RawMessage{}
+			fs.extra = map[string]string{}
 		}
-		fs.extra[string(key)] = raw
+		fs.extra[key] = raw
 	}
 }
 
-// request reads the request d's fields hold (see Decode); it keeps d.
-func (d *decoded) request() (*Request, error) {
+// decodedRequest is a request and what it was read from (its decoded),
+// allocated together.
+type decodedRequest struct {
+	r Request
+	d decoded
+}
+
+// request reads the request x.d's fields hold (see Decode) into x.r.
+func (x *decodedRequest) request() (*Request, error) {
+	r, d := &x.r, &x.d
 	if len(d.meta) > 0 && d.meta[0] == '{' {
 		d.fieldSet = d.metaForm()
 	}
-	r := &Request{extra: d.extra}
-	d.extra, d.meta = nil, nil // r's now; d is never changed
-	if err := r.readFields(d); err != nil {
+	r.extra = d.extra
+	d.extra, d.meta = nil, "" // r's now; d is never changed
+	if err := r.readFields(&d.fieldSet); err != nil {
 		return nil, err
-	}
-	if r.SpiderID == "" {
-		r.SpiderID = DefaultSpiderID
 	}
 	d.values = r.knownValues()
 	r.decoded = d
@@ -253,7 +318,7 @@ func (d *decoded) request() (*Request, error) {
 func (fs *fieldSet) metaForm() fieldSet {
 	var m fieldSet
 	m.split(fs.meta)
-	m.meta = nil // meta's own "meta" is nobody's
+	m.meta = "" // meta's own "meta" is nobody's
 	m.raw[fieldURL] = fs.raw[fieldURL]
 	m.has = m.has&^(1<<fieldURL) | fs.has&(1<<fieldURL)
 	for k, v := range fs.extra {
@@ -264,13 +329,13 @@ func (fs *fieldSet) metaForm() fieldSet {
 	return m
 }
 
-// readFields sets r's known fields from their JSON text in d (null or
-// absent: the zero value). The error is a *DecodeError for known fields of
+// readFields sets r's known fields from their JSON text in fs (null or
+// absent: the zero value; a missing spiderid is DefaultSpiderID). The error is a *DecodeError for known fields of
 // the wrong type, no url, or no appid or crawlid; it names the crawl when
 // appid and crawlid are strings, as a member that names one belongs to it
 // even when it cannot be crawled.
-func (r *Request) readFields(d *decoded) error {
-	rd := fieldReader{d: d}
+func (r *Request) readFields(fs *fieldSet) error {
+	rd := fieldReader{fs: *fs}
 	hasApp, hasCrawl := rd.str(FieldAppID, &r.AppID), rd.str(FieldCrawlID, &r.CrawlID)
 	rd.str(FieldURL, &r.URL)
 	rd.str(FieldSpiderID, &r.SpiderID)
@@ -282,14 +347,14 @@ func (r *Request) readFields(d *decoded) error {
 		{FieldRetryTimes, &r.RetryTimes}, {FieldDomainMaxPages, &r.DomainMaxPages}} {
 		rd.integer(f.name, f.dst)
 	}
-	rd.list(FieldAllowedDomains, &r.AllowedDomains)
-	rd.list(FieldAllowRegex, &r.AllowRegex)
-	rd.list(FieldDenyRegex, &r.DenyRegex)
-	rd.list(FieldDenyExtensions, &r.DenyExtensions)
+	r.AllowedDomains = rd.list(FieldAllowedDomains)
+	r.AllowRegex = rd.list(FieldAllowRegex)
+	r.DenyRegex = rd.list(FieldDenyRegex)
+	r.DenyExtensions = rd.list(FieldDenyExtensions)
 	rd.expires(&r.Expires)
 	rd.cookie(&r.Cookie)
 	if raw, ok := rd.field(FieldAttrs); ok {
-		r.Attrs = raw
+		r.Attrs = json.RawMessage(raw)
 	}
 	var reason string
 	switch {
@@ -300,6 +365,9 @@ func (r *Request) readFields(d *decoded) error {
 	case r.AppID == "" || r.CrawlID == "":
 		reason = "no appid or crawlid"
 	default:
+		if r.SpiderID == "" {
+			r.SpiderID = DefaultSpiderID
+		}
 		return nil
 	}
 	if hasApp && hasCrawl {
@@ -309,19 +377,21 @@ func (r *Request) readFields(d *decoded) error {
 }
 
 // fieldReader reads known fields' values from their JSON text, noting
-// each field of the wrong type in errs.
+// each field of the wrong type in errs. (It holds a copy of the fields'
+// text, so that the fields and the request they are read into can stay
+// on the stack.)
 type fieldReader struct {
-	d    *decoded
+	fs   fieldSet
 	errs []string
 }
 
 // field is a known field's JSON text, unless it is absent or null.
-func (rd *fieldReader) field(name string) (json.RawMessage, bool) {
-	raw, ok := rd.d.present(fieldIndex(name))
+func (rd *fieldReader) field(name string) (string, bool) {
+	raw, ok := rd.fs.present(fieldIndex(name))
 	return raw, ok && !isNull(raw)
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+func isNull(raw string) bool { return raw == "" || raw == "null" }
 
 // str reads a string field; it reports whether the field is a string.
 func (rd *fieldReader) str(name string, dst *string) bool {
@@ -348,12 +418,16 @@ func (rd *fieldReader) integer(name string, dst *int) {
 	}
 }
 
-func (rd *fieldReader) list(name string, dst *[]string) {
-	if raw, ok := rd.field(name); ok {
-		if err := json.Unmarshal(raw, dst); err != nil {
-			rd.errs = append(rd.errs, name+" is not a list of strings")
-		}
+func (rd *fieldReader) list(name string) []string {
+	raw, ok := rd.field(name)
+	if !ok {
+		return nil
 	}
+	var l []string
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		rd.errs = append(rd.errs, name+" is not a list of strings")
+	}
+	return l
 }
 
 // expires reads a number, or a numeric string as some clients send them.
@@ -365,11 +439,13 @@ func (rd *fieldReader) expires(dst *float64) {
 	f, err := parseNumber(raw)
 	if err != nil {
 		s, isString := wirejson.Unquote(raw)
+		var fs float64
 		if !isString {
 			rd.errs = append(rd.errs, "expires is not a number")
-		} else if _, err := fmt.Sscan(s, &f); err != nil {
+		} else if _, err := fmt.Sscan(s, &fs); err != nil {
 			rd.errs = append(rd.errs, "expires is not a number")
 		}
+		f = fs
 	}
 	*dst = f
 }
@@ -385,7 +461,7 @@ func (rd *fieldReader) cookie(dst *string) {
 		return
 	}
 	var m map[string]string
-	if json.Unmarshal(raw, &m) != nil {
+	if json.Unmarshal([]byte(raw), &m) != nil {
 		rd.errs = append(rd.errs, "cookie is neither a string nor an object of strings")
 	}
 	parts := make([]string, 0, len(m))
@@ -397,20 +473,13 @@ func (rd *fieldReader) cookie(dst *string) {
 
 // parseNumber is json.Unmarshal into a float64, without its cost for a
 // number.
-func parseNumber(raw json.RawMessage) (float64, error) {
+func parseNumber(raw string) (float64, error) {
 	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		return strconv.ParseFloat(string(raw), 64)
+		return strconv.ParseFloat(raw, 64)
 	}
 	var f float64
-	err := json.Unmarshal(raw, &f)
+	err := json.Unmarshal([]byte(raw), &f)
 	return f, err
-}
-
-func (r *Request) setExtra(name string, raw json.RawMessage) {
-	if r.extra == nil {
-		r.extra = map[string]json.RawMessage{}
-	}
-	r.extra[name] = raw
 }
 
 // knownValues is a copy of r's known fields that shares nothing mutable.
@@ -438,57 +507,61 @@ func (r *Request) knownValues() Request {
 func (r *Request) Encode() ([]byte, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
-	extra := slices.Sorted(maps.Keys(r.extra))
-	first := true
-	key := func(name string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = wirejson.AppendString(b, name, wirejson.Go)
-		b = append(b, ':')
-	}
-	writeExtra := func(name string) error {
-		key(name)
-		var err error
-		b, err = appendRaw(b, r.extra[name], false) // checked by Decode or SetExtra
-		if err != nil {
-			return fmt.Errorf("encode request field %s: %w", name, err)
-		}
-		return nil
-	}
-	for i, f := range fields {
-		for len(extra) > 0 && extra[0] < f.name {
-			if err := writeExtra(extra[0]); err != nil {
-				return nil, err
-			}
-			extra = extra[1:]
-		}
-		if d := r.decoded; d != nil && f.same(r, &d.values) {
-			if raw, ok := d.present(i); ok {
-				key(f.name)
-				var err error
-				if b, err = appendRaw(b, raw, false); err != nil { // read by Decode
-					return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
-				}
-				continue
-			}
-			if f.zero(r) {
+	for i, name := range inKeyOrder(slices.Sorted(maps.Keys(r.extra))) {
+		// An extra field, or a known one as it was read, is written as is
+		// (checked by Decode or SetExtra); a changed one by its writer.
+		var raw string
+		asIs := i < 0
+		if asIs {
+			raw = r.extra[name]
+		} else if d := r.decoded; d != nil && fields[i].same(r, &d.values) {
+			if raw, asIs = d.present(i); !asIs && fields[i].zero(r) {
 				continue // absent, and still nothing to say
 			}
 		}
-		key(f.name)
-		var err error
-		if b, err = f.write(b, r); err != nil {
-			return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
+		if len(b) > 1 {
+			b = append(b, ',')
 		}
-	}
-	for _, name := range extra {
-		if err := writeExtra(name); err != nil {
-			return nil, err
+		if i >= 0 {
+			b = append(b, fields[i].key...)
+		} else {
+			b = append(wirejson.AppendString(b, name, wirejson.Go), ':')
+		}
+		var err error
+		if asIs {
+			b, err = appendRaw(b, raw, false)
+		} else {
+			b, err = fields[i].write(b, r)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encode request field %s: %w", name, err)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// inKeyOrder yields the fields of a member in key order: each known
+// field's place in fields and name, and the extra fields (sorted, each
+// with -1) among them.
+func inKeyOrder(extra []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for i, f := range fields {
+			for len(extra) > 0 && extra[0] < f.name {
+				if !yield(-1, extra[0]) {
+					return
+				}
+				extra = extra[1:]
+			}
+			if !yield(i, f.name) {
+				return
+			}
+		}
+		for _, name := range extra {
+			if !yield(-1, name) {
+				return
+			}
+		}
+	}
 }
 
 // Score is the queue score: -priority.
@@ -532,7 +605,7 @@ func (r *Request) Clone() *Request {
 // Extra returns a field Request has no place for (its JSON), e.g. "ts".
 func (r *Request) Extra(name string) (json.RawMessage, bool) {
 	v, ok := r.extra[name]
-	return v, ok
+	return json.RawMessage(v), ok
 }
 
 // SetExtra sets a field Request has no place for to the JSON value raw
@@ -545,31 +618,36 @@ func (r *Request) SetExtra(name string, raw json.RawMessage) error {
 	if !json.Valid(raw) {
 		return fmt.Errorf("set request field %s: %q is not JSON", name, raw)
 	}
-	r.setExtra(name, slices.Clone(raw))
+	if r.extra == nil {
+		r.extra = map[string]string{}
+	}
+	r.extra[name] = string(raw)
 	return nil
 }
 
 // field is one known field: how to compare, test and write its value.
 type field struct {
 	name  string
+	key   string // `"name":`, as a member writes it
 	same  func(a, b *Request) bool
 	zero  func(r *Request) bool
 	write func(b []byte, r *Request) ([]byte, error)
 }
 
 // fields are the known fields in key order.
-var fields = []field{
+var fields = withKeys(
+
 	listField(FieldAllowRegex, func(r *Request) []string { return r.AllowRegex }),
 	listField(FieldAllowedDomains, func(r *Request) []string { return r.AllowedDomains }),
 	stringField(FieldAppID, func(r *Request) string { return r.AppID }, false),
-	{name: FieldAttrs,
+	field{name: FieldAttrs,
 		same: func(a, b *Request) bool { return bytes.Equal(a.Attrs, b.Attrs) && (a.Attrs == nil) == (b.Attrs == nil) },
 		zero: func(r *Request) bool { return r.Attrs == nil },
 		write: func(b []byte, r *Request) ([]byte, error) {
 			if r.Attrs == nil {
 				return append(b, "null"...), nil
 			}
-			return appendRaw(b, r.Attrs, true)
+			return appendRaw(b, string(r.Attrs), true)
 		}},
 	stringField(FieldCookie, func(r *Request) string { return r.Cookie }, true),
 	stringField(FieldCrawlID, func(r *Request) string { return r.CrawlID }, false),
@@ -577,7 +655,7 @@ var fields = []field{
 	listField(FieldDenyExtensions, func(r *Request) []string { return r.DenyExtensions }),
 	listField(FieldDenyRegex, func(r *Request) []string { return r.DenyRegex }),
 	intField(FieldDomainMaxPages, func(r *Request) int { return r.DomainMaxPages }, true),
-	{name: FieldExpires,
+	field{name: FieldExpires,
 		same:  func(a, b *Request) bool { return a.Expires == b.Expires },
 		zero:  func(r *Request) bool { return r.Expires == 0 },
 		write: func(b []byte, r *Request) ([]byte, error) { return appendNumber(b, r.Expires) }},
@@ -587,12 +665,21 @@ var fields = []field{
 	stringField(FieldSpiderID, func(r *Request) string { return r.SpiderID }, false),
 	stringField(FieldURL, func(r *Request) string { return r.URL }, false),
 	stringField(FieldUserAgent, func(r *Request) string { return r.UserAgent }, true),
+)
+
+func withKeys(fs ...field) []field {
+	for i := range fs {
+		fs[i].key = string(wirejson.AppendString(nil, fs[i].name, wirejson.Go)) + ":"
+	}
+	return fs
 }
 
-// numFields is the number of known fields; fieldURL is url's place.
+// numFields is the number of known fields; fieldSpiderID and fieldURL are
+// spiderid's and url's places.
 const (
-	numFields = 17
-	fieldURL  = 15
+	numFields     = 17
+	fieldSpiderID = 14
+	fieldURL      = 15
 )
 
 // fieldIndex is a known field's place in fields, or -1.
@@ -627,7 +714,7 @@ func fieldIndex[K wirejson.Text](name K) int {
 	case FieldRetryTimes:
 		return 13
 	case FieldSpiderID:
-		return 14
+		return fieldSpiderID
 	case FieldURL:
 		return fieldURL
 	case FieldUserAgent:
@@ -700,15 +787,15 @@ func appendNumber(b []byte, f float64) ([]byte, error) {
 
 // appendRaw writes a JSON value compactly, checking it first unless it is
 // known to be JSON.
-func appendRaw(b []byte, raw json.RawMessage, check bool) ([]byte, error) {
-	if !bytes.ContainsAny(raw, " \t\r\n") {
-		if check && !json.Valid(raw) {
+func appendRaw(b []byte, raw string, check bool) ([]byte, error) {
+	if !strings.ContainsAny(raw, " \t\r\n") {
+		if check && !json.Valid([]byte(raw)) {
 			return b, fmt.Errorf("%q is not JSON", raw)
 		}
 		return append(b, raw...), nil
 	}
 	buf := bytes.NewBuffer(b)
-	if err := json.Compact(buf, raw); err != nil {
+	if err := json.Compact(buf, []byte(raw)); err != nil {
 		return b, err
 	}
 	return buf.Bytes(), nil

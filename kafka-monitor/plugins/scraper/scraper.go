@@ -139,17 +139,13 @@ func entryOf(req plugin.Request) (entry, error) {
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
-	r, err := crawlrequest.FromFed(req)
+	member, r, err := crawlrequest.FromFed(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
-	member, err := r.Encode()
-	if err != nil {
-		return entry{}, plugin.Reject("encode request: %v", err)
-	}
 	expires, _ := req[crawlrequest.FieldExpires].(json.Number)
 	return entry{
-		queue: key, member: string(member), score: r.Score(),
+		queue: key, member: member, score: r.Score(),
 		crawl:   ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID},
 		timeout: r.Expires != 0, expires: string(expires),
 	}, nil
