@@ -79,16 +79,8 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 				}
 			}
 		case "required":
-			names, isList := v.([]any)
-			if !isList {
+			if q.required, ok = stringList(v); !ok {
 				return nil, false
-			}
-			for _, n := range names {
-				name, isString := n.(string)
-				if !isString {
-					return nil, false
-				}
-				q.required = append(q.required, name)
 			}
 		case "additionalProperties":
 			allowed, isBool := v.(bool)
@@ -117,17 +109,8 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 				q.max = &n
 			}
 		case "enum":
-			values, isList := v.([]any)
-			if !isList {
+			if q.enum, ok = stringList(v); !ok {
 				return nil, false
-			}
-			q.enum = []string{}
-			for _, x := range values {
-				s, isString := x.(string)
-				if !isString {
-					return nil, false
-				}
-				q.enum = append(q.enum, s)
 			}
 		case "uniqueItems":
 			if q.unique, ok = v.(bool); !ok {
@@ -146,6 +129,23 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 		}
 	}
 	return q, true
+}
+
+// stringList reads a schema's list of strings (never nil when ok).
+func stringList(v any) ([]string, bool) {
+	values, isList := v.([]any)
+	if !isList {
+		return nil, false
+	}
+	out := make([]string, 0, len(values))
+	for _, x := range values {
+		s, isString := x.(string)
+		if !isString {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 func compileTypes(v any) (typeSet, bool) {

@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -459,33 +460,30 @@ func writePyRepr(b *bytes.Buffer, v any) {
 	case string:
 		writePyString(b, x)
 	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyRepr(b, e)
-		}
-		b.WriteByte(']')
+		writePyItems(b, "[]", len(x), func(i int) { writePyRepr(b, x[i]) })
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, k)
+		keys := slices.Sorted(maps.Keys(x))
+		writePyItems(b, "{}", len(keys), func(i int) {
+			writePyString(b, keys[i])
 			b.WriteString(": ")
-			writePyRepr(b, x[k])
-		}
-		b.WriteByte('}')
+			writePyRepr(b, x[keys[i]])
+		})
 	default: // not produced by normalize; kept total all the same
 		writePyString(b, fmt.Sprintf("<%T>", v))
 	}
+}
+
+// writePyItems writes n items, each by item, between brackets[0] and
+// brackets[1], separated by ", " as Python's repr() separates them.
+func writePyItems(b *bytes.Buffer, brackets string, n int, item func(i int)) {
+	b.WriteByte(brackets[0])
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		item(i)
+	}
+	b.WriteByte(brackets[1])
 }
 
 // writePyString writes s as Python's repr() of a str: single quotes unless

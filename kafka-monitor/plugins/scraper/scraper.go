@@ -181,29 +181,30 @@ func (h *Handler) announceDue(key string) bool {
 // NotStored forgets a pending announcement whose write failed, so the
 // retry announces the queue again.
 func (h *Handler) NotStored(req plugin.Request) {
-	h.mu.Lock()
-	none := len(h.pending) == 0
-	h.mu.Unlock()
-	if none {
-		return
-	}
-	if key, _, err := queueKey(req); err == nil {
+	if key, ok := h.pendingKey(req); ok {
 		h.mu.Lock()
 		delete(h.pending, key)
 		h.mu.Unlock()
 	}
 }
 
-// Stored confirms the announcement of a stored request's queue, if one was pending.
-func (h *Handler) Stored(req plugin.Request) {
+// pendingKey is req's queue key, when any announcement is pending (most
+// requests are spared the URL parse).
+func (h *Handler) pendingKey(req plugin.Request) (string, bool) {
 	h.mu.Lock()
 	none := len(h.pending) == 0
 	h.mu.Unlock()
 	if none {
-		return
+		return "", false
 	}
 	key, _, err := queueKey(req)
-	if err != nil {
+	return key, err == nil
+}
+
+// Stored confirms the announcement of a stored request's queue, if one was pending.
+func (h *Handler) Stored(req plugin.Request) {
+	key, ok := h.pendingKey(req)
+	if !ok {
 		return
 	}
 	h.mu.Lock()
