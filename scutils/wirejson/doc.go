@@ -9,10 +9,11 @@
 //
 //   - AppendString and AppendText: the one JSON string escaper, with
 //     Options for the variants our writers have always written (Go,
-//     KafkaMonitor, LogLine);
+//     KafkaMonitor, LogLine); every style writes non-ASCII text as UTF-8
+//     (none of our writers ever wrote Python's ensure_ascii \uXXXX form,
+//     so there is no option for it);
 //   - Append: the values decoded JSON holds, written with those Options
-//     (floats as Python writes them with PythonFloats), in the stored
-//     requests' key order;
+//     (floats as Python writes them with PythonFloats), keys sorted;
 //   - Decode: a document read as Python's json.loads reads it (integers
 //     as json.Number, other numbers as float64);
 //   - EachMember and Unquote: an object split into its members' JSON text
