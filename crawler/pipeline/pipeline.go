@@ -29,6 +29,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // Pipeline publishes pages.
@@ -223,7 +224,7 @@ func (p *Pipeline) withBody(rest []byte, page *spider.Page, text string, room in
 	}
 	msg = make([]byte, 0, len(rest)+size)
 	msg = append(msg, rest[:at]...)
-	msg, taken, _ := spider.AppendJSONText(msg, text, room)
+	msg, taken := wirejson.AppendText(msg, text, room, wirejson.Go)
 	return append(msg, rest[at:]...), taken < len(text), nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 )
@@ -112,44 +111,5 @@ func TestAppendJSONRefusesAttrsThatAreNotJSON(t *testing.T) {
 	p := &spider.Page{Attrs: json.RawMessage(`{"a":`)}
 	if _, err := p.AppendJSON(nil); err == nil {
 		t.Fatal("no error for attrs that are not JSON")
-	}
-}
-
-func TestJSONTextEscapesAsEncodingJSONDoesAndStopsAtItsRoom(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	alphabet := []string{"a", "\x00", "\x1f", "\b", "\f", "\n", "\r", "\t", `"`, `\`, "é", "\u2028", "\u2029", "\xff", "\xe2\x80", "<", ">", "&", "\U0001F600", "\x7f"}
-	for range 2000 {
-		// Long plain runs too, which are skipped 8 bytes at a time.
-		var b strings.Builder
-		for range rng.IntN(40) {
-			if rng.IntN(2) == 0 {
-				b.WriteString("plain text ")
-			}
-			b.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		s := b.String()
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		quoted := strings.TrimSuffix(want.String(), "\n")
-		_, taken, size := spider.AppendJSONText(nil, s, -1)
-		got, _, _ := spider.AppendJSONString(nil, s, -1)
-		if string(got) != quoted || taken != len(s) || size != len(quoted)-2 {
-			t.Fatalf("%q: escaped %s (%d bytes), encoding/json writes %s", s, got, size, quoted)
-		}
-		// With less room: the longest prefix that fits.
-		for room := 0; room < size; room++ {
-			out, taken, used := spider.AppendJSONText([]byte{}, s, room)
-			if used > room || len(out) != used || !strings.HasPrefix(quoted[1:], string(out)) {
-				t.Fatalf("%q in %d bytes: %q (%d)", s, room, out, used)
-			}
-			_, width := utf8.DecodeRuneInString(s[taken:])
-			if _, _, next := spider.AppendJSONText(nil, s[taken:taken+width], -1); used+next <= room {
-				t.Fatalf("%q in %d bytes: stopped at byte %d, but the next character fits", s, room, taken)
-			}
-		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // defaultPlugins is the original's default PLUGINS setting.
@@ -115,7 +116,7 @@ func TestConformanceWithOriginal(t *testing.T) {
 				t.Logf("documented difference (%s): original %s, ours %s", why, want, ours)
 				want, c.JSONOK, c.Filled = ours, true, nil
 			}
-			decoded, decErr := plugin.DecodeJSON([]byte(c.Input))
+			decoded, decErr := wirejson.Decode([]byte(c.Input))
 			if decErr != nil {
 				if c.JSONOK && want != "none" {
 					t.Errorf("input %s\n original: parsed, handled by %s\n ours: %v", clipText(c.Input), want, decErr)

@@ -10,6 +10,18 @@
 // PLUGINS setting written for the Python monitor works unchanged. To add
 // one, write a type implementing Plugin, register it, and build your own
 // kafka-monitor main that imports your package (see examples/customplugin).
+//
+// A schema is checked by the validator (santhosh-tekuri/jsonschema) and,
+// first, by a quick check of its own (quick.go) that recognises the usual
+// valid request without the validator and leaves every other request to
+// it, so that the verdict and its reason are always the validator's. The
+// check pays on the ingest path: without it, BenchmarkIngestCrawlRequests
+// (go test -run '^$' -bench 'IngestCrawlRequests$' -benchtime 20000x
+// ./kafka-monitor/monitor/, 12 runs interleaved with it) took a median
+// 54.3 µs of the process's CPU per request instead of 33.1 (+64%; 11,600
+// instead of 18,200 requests/s), and BenchmarkValidateCrawlRequest 34.3 µs
+// and 110 allocations instead of 11.2 µs and 23. The tests in
+// quick_test.go hold it to the validator's verdicts.
 package plugin
 
 import (

@@ -45,7 +45,7 @@ var typeNames = map[string]typeSet{
 	"number": typeNumber, "boolean": typeBoolean, "null": typeNull,
 }
 
-// compileQuick compiles a schema document (as DecodeJSON reads it); ok is
+// compileQuick compiles a schema document (as wirejson.Decode reads it); ok is
 // false when it uses a keyword or a form quickSchema does not know.
 func compileQuick(doc map[string]any) (q *quickSchema, ok bool) { return compileQuickSub(doc, true) }
 
@@ -79,16 +79,8 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 				}
 			}
 		case "required":
-			names, isList := v.([]any)
-			if !isList {
+			if q.required, ok = stringList(v); !ok {
 				return nil, false
-			}
-			for _, n := range names {
-				name, isString := n.(string)
-				if !isString {
-					return nil, false
-				}
-				q.required = append(q.required, name)
 			}
 		case "additionalProperties":
 			allowed, isBool := v.(bool)
@@ -117,17 +109,8 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 				q.max = &n
 			}
 		case "enum":
-			values, isList := v.([]any)
-			if !isList {
+			if q.enum, ok = stringList(v); !ok {
 				return nil, false
-			}
-			q.enum = []string{}
-			for _, x := range values {
-				s, isString := x.(string)
-				if !isString {
-					return nil, false
-				}
-				q.enum = append(q.enum, s)
 			}
 		case "uniqueItems":
 			if q.unique, ok = v.(bool); !ok {
@@ -146,6 +129,23 @@ func compileQuickSub(doc map[string]any, root bool) (q *quickSchema, ok bool) {
 		}
 	}
 	return q, true
+}
+
+// stringList reads a schema's list of strings (never nil when ok).
+func stringList(v any) ([]string, bool) {
+	values, isList := v.([]any)
+	if !isList {
+		return nil, false
+	}
+	out := make([]string, 0, len(values))
+	for _, x := range values {
+		s, isString := x.(string)
+		if !isString {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 func compileTypes(v any) (typeSet, bool) {
@@ -187,7 +187,7 @@ func integral(v any) (int64, bool) {
 	return int64(f), true
 }
 
-// accepts reports whether v (as DecodeJSON returns it) is surely valid.
+// accepts reports whether v (as wirejson.Decode returns it) is surely valid.
 func (q *quickSchema) accepts(v any) bool {
 	switch t := v.(type) {
 	case map[string]any:
@@ -197,7 +197,7 @@ func (q *quickSchema) accepts(v any) bool {
 	case string:
 		return q.is(typeString) && q.acceptsString(t)
 	case json.Number:
-		// An integer literal (DecodeJSON makes no other json.Number).
+		// An integer literal (wirejson.Decode makes no other json.Number).
 		i, err := strconv.ParseInt(string(t), 10, 64)
 		return err == nil && (q.is(typeInteger) || q.is(typeNumber)) && q.inRange(i)
 	case float64:

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"bufio"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,7 +92,7 @@ func TestTheQuickCheckAcceptsOnlyWhatTheValidatorAccepts(t *testing.T) {
 	schemas := loadBuiltinSchemas(t)
 	accepted := 0
 	for _, raw := range quickRequests(t) {
-		v, err := DecodeJSON([]byte(raw))
+		v, err := wirejson.Decode([]byte(raw))
 		if err != nil {
 			continue
 		}
@@ -122,7 +123,7 @@ func TestTheQuickCheckAcceptsUsualRequests(t *testing.T) {
 		`{"uuid":"u","appid":"app","domain":"d.com","action":"domain-update","hits":10,"window":60,"scale":0.5}`,
 		`{"uuid":"u","my_string":"s","extra":true}`,
 	} {
-		v, err := DecodeJSON([]byte(raw))
+		v, err := wirejson.Decode([]byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func FuzzTheQuickCheckAcceptsOnlyWhatTheValidatorAccepts(f *testing.F) {
 		if strings.TrimSpace(raw) == "" {
 			return
 		}
-		v, err := DecodeJSON([]byte(raw))
+		v, err := wirejson.Decode([]byte(raw))
 		if err != nil {
 			return
 		}

@@ -1,18 +1,15 @@
 package plugin
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // Schema is a compiled request schema with the original's Draft 4 meaning.
@@ -27,7 +24,7 @@ type Schema struct {
 // CompileSchema compiles a Draft 4 JSON Schema (a "$schema" in the document
 // may say so; without one Draft 4 is assumed, as the original validates).
 func CompileSchema(name string, doc []byte) (*Schema, error) {
-	parsed, err := DecodeJSON(doc)
+	parsed, err := wirejson.Decode(doc)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
@@ -55,59 +52,7 @@ func CompileSchema(name string, doc []byte) (*Schema, error) {
 // Name is the name the schema was compiled under.
 func (s *Schema) Name() string { return s.name }
 
-// DecodeJSON parses one JSON document as Python's json.loads reads it: an
-// integer literal is a json.Number keeping its exact digits ("-0" reads as
-// 0), a literal with a fraction or exponent is a float64 (Python's float,
-// so 1.00000000000000000001 is 1.0 and 1e400 is +Inf). Trailing data after
-// the document is an error. Unlike Python, NaN and Infinity literals are not
-// JSON and are rejected.
-func DecodeJSON(data []byte) (any, error) {
-	if v, ok := decodeFast(data); ok {
-		return v, nil
-	}
-	return decodeStd(data)
-}
-
-// decodeStd is DecodeJSON by encoding/json, for every document decodeFast
-// leaves to it.
-func decodeStd(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("invalid JSON: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("invalid JSON: data after the JSON value")
-	}
-	return pythonNumbers(v), nil
-}
-
-// pythonNumbers converts number literals as json.loads would.
-func pythonNumbers(v any) any {
-	switch t := v.(type) {
-	case json.Number:
-		if !strings.ContainsAny(string(t), ".eE") {
-			if t == "-0" {
-				return json.Number("0")
-			}
-			return t
-		}
-		f, _ := strconv.ParseFloat(string(t), 64) // out of range: ±Inf or ±0, as Python
-		return f
-	case map[string]any:
-		for k, x := range t {
-			t[k] = pythonNumbers(x)
-		}
-	case []any:
-		for i, x := range t {
-			t[i] = pythonNumbers(x)
-		}
-	}
-	return v
-}
-
-// Validate reports why v (as DecodeJSON returns it) does not match, in one
+// Validate reports why v (as wirejson.Decode returns it) does not match, in one
 // line. A request the quick check recognises as valid skips the validator.
 func (s *Schema) Validate(v any) error {
 	if s.quick != nil && s.quick.accepts(v) {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // Validator is implemented by plugins whose requests need checks a JSON
@@ -80,7 +82,7 @@ func Validate(plugins []Loaded, raw []byte) (*Loaded, Request, error) {
 }
 
 // DecodeRequest is the first half of Validate: raw must be UTF-8 holding
-// exactly one JSON value (read as DecodeJSON does). A NotJSON
+// exactly one JSON value (read as wirejson.Decode reads it). A NotJSON
 // *InvalidError says why not: an empty request (no bytes, or only
 // whitespace), the offset of the first byte that is not UTF-8, or the JSON
 // syntax error.
@@ -92,7 +94,7 @@ func DecodeRequest(raw []byte) (any, error) {
 		at := invalidUTF8At(raw)
 		return nil, invalid(NotJSON, "not UTF-8: byte 0x%02x at offset %d", raw[at], at)
 	}
-	v, err := DecodeJSON(raw)
+	v, err := wirejson.Decode(raw)
 	if err != nil {
 		return nil, invalid(NotJSON, "%v", err)
 	}

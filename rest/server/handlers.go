@@ -19,6 +19,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // route answers an API request through the API's ServeMux (routes). A
@@ -262,7 +263,7 @@ func (svc *Service) readJSON(w http.ResponseWriter, r *http.Request) ([]byte, an
 		svc.mustJSON(w, "the body is not UTF-8", false)
 		return nil, nil, false
 	}
-	v, err := plugin.DecodeJSON(raw)
+	v, err := wirejson.Decode(raw)
 	if err != nil {
 		svc.mustJSON(w, err.Error(), false)
 		return nil, nil, false

@@ -1,8 +1,10 @@
 // Package crawlrequest is the crawl request as it waits in Redis: the JSON
 // member of a <spiderid>:<domain>:queue sorted set (score -priority). It is
-// the one definition of that contract; the Kafka Monitor writes members
-// with it, crawlers read and write them, and the Redis Monitor's fast
-// reader is tested against it.
+// the one definition of that contract and the only builder of a member:
+// the Kafka Monitor turns a validated request into one with FromFed,
+// crawlers read and write them with Decode and Encode, and the Redis
+// Monitor's fast reader (scutils/domainqueues) is tested against it. The
+// JSON text itself is read and written by scutils/wirejson.
 //
 // A member comes in one of two forms, and Decode reads both:
 //   - flat: the crawl request object with its fields at the top level. The
@@ -34,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"math"
 	"slices"
@@ -41,6 +44,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // The contract's field names.
@@ -100,22 +105,21 @@ type Request struct {
 	Attrs json.RawMessage
 
 	// extra holds the fields Request has no place for, as written (e.g. "ts").
-	extra map[string]json.RawMessage
+	extra map[string]string
 	// decoded is what Decode read, shared by clones and never changed.
 	decoded *decoded
 }
 
 // decoded is a decoded member's known fields: their values and, for those
-// present, their JSON text (raw, by the field's place in fields; has marks
-// the present ones).
+// present, their JSON text (the fieldSet's raw and has; its extra and meta
+// are left empty once read, the extra fields being the Request's).
 type decoded struct {
 	values Request // known fields only, lists copied
-	raw    [numFields]json.RawMessage
-	has    uint32
+	fieldSet
 }
 
 // present returns the JSON text of the i-th known field, if it was read.
-func (d *decoded) present(i int) (json.RawMessage, bool) { return d.raw[i], d.has&(1<<i) != 0 }
+func (fs *fieldSet) present(i int) (string, bool) { return fs.raw[i], fs.has&(1<<i) != 0 }
 
 // A DecodeError says why a queue member cannot be crawled.
 type DecodeError struct {
@@ -147,151 +151,102 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // *DecodeError: not a JSON object, no url, no appid or crawlid, or a known
 // field of the wrong type. A missing spiderid is DefaultSpiderID.
 func Decode(member []byte) (*Request, error) {
-	obj := bytes.Clone(member) // raw values share one copy
-	if err := checkObject(obj); err != nil {
+	if err := checkObject(member); err != nil {
 		if errors.Is(err, errNotObject) {
 			return nil, &DecodeError{Reason: "not a JSON object"}
 		}
 		return nil, &DecodeError{Reason: "not a JSON object", Err: err}
 	}
-	r := &Request{}
-	d := &decoded{}
-	var meta json.RawMessage
-	eachMember(obj, func(k []byte, v json.RawMessage) {
-		if string(k) == FieldMeta {
-			meta = v
-		}
-		d.set(r, k, v)
-	})
-	if len(meta) > 0 && meta[0] == '{' {
-		// The meta form: meta's fields, the request's own url (meta's is
-		// the seed's), and the top level's other fields unless meta has
-		// them or they are named like a crawl field.
-		topURL, hasTopURL := d.present(fieldURL)
-		top := r.extra
-		*d, r.extra = decoded{}, nil
-		eachMember(meta, func(k []byte, v json.RawMessage) { d.set(r, k, v) })
-		d.raw[fieldURL], d.has = topURL, d.has&^(1<<fieldURL)
-		if hasTopURL {
-			d.has |= 1 << fieldURL
-		}
-		for k, v := range top {
-			if _, inMeta := r.extra[k]; !inMeta {
-				r.setExtra(k, v)
-			}
-		}
-	}
-	field := func(name string) (json.RawMessage, bool) { return d.present(fieldIndex([]byte(name))) }
-
-	// The crawl first: a member that names one belongs to it even when it
-	// cannot be crawled.
-	derr := &DecodeError{}
-	var errs []string
-	str := func(name string, dst *string) bool {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			if err := unmarshalString(raw, dst); err != nil {
-				errs = append(errs, name+" is not a string")
-				return false
-			}
-			return true
-		}
-		return false
-	}
-	hasApp, hasCrawl := str(FieldAppID, &r.AppID), str(FieldCrawlID, &r.CrawlID)
-	if hasApp && hasCrawl {
-		derr.Named, derr.AppID, derr.CrawlID = true, r.AppID, r.CrawlID
-	}
-	num := func(name string, dst *int) {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			f, err := unmarshalNumber(raw)
-			if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
-				errs = append(errs, name+" is not an integer")
-				return
-			}
-			*dst = int(f)
-		}
-	}
-	list := func(name string, dst *[]string) {
-		if raw, ok := field(name); ok && !isNull(raw) {
-			if err := json.Unmarshal(raw, dst); err != nil {
-				errs = append(errs, name+" is not a list of strings")
-			}
-		}
-	}
-	str(FieldURL, &r.URL)
-	str(FieldSpiderID, &r.SpiderID)
-	str(FieldUserAgent, &r.UserAgent)
-	num(FieldPriority, &r.Priority)
-	num(FieldMaxDepth, &r.MaxDepth)
-	num(FieldCurDepth, &r.CurDepth)
-	num(FieldRetryTimes, &r.RetryTimes)
-	num(FieldDomainMaxPages, &r.DomainMaxPages)
-	list(FieldAllowedDomains, &r.AllowedDomains)
-	list(FieldAllowRegex, &r.AllowRegex)
-	list(FieldDenyRegex, &r.DenyRegex)
-	list(FieldDenyExtensions, &r.DenyExtensions)
-	if raw, ok := field(FieldExpires); ok && !isNull(raw) {
-		// Numbers, or numeric strings as some clients send them.
-		f, err := unmarshalNumber(raw)
-		if err != nil {
-			var s string
-			if json.Unmarshal(raw, &s) != nil {
-				errs = append(errs, "expires is not a number")
-			} else if _, err := fmt.Sscan(s, &f); err != nil {
-				errs = append(errs, "expires is not a number")
-			}
-		}
-		r.Expires = f
-	}
-	if raw, ok := field(FieldCookie); ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &r.Cookie); err != nil {
-			// The original also accepts {"name": "value"}.
-			var m map[string]string
-			if json.Unmarshal(raw, &m) != nil {
-				errs = append(errs, "cookie is neither a string nor an object of strings")
-			}
-			parts := make([]string, 0, len(m))
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				parts = append(parts, k+"="+m[k])
-			}
-			r.Cookie = strings.Join(parts, "; ")
-		}
-	}
-	if raw, ok := field(FieldAttrs); ok && !isNull(raw) {
-		r.Attrs = raw
-	}
-	switch {
-	case len(errs) > 0:
-		derr.Reason = strings.Join(errs, "; ")
-		return nil, derr
-	case r.URL == "":
-		derr.Reason = "no url"
-		return nil, derr
-	case r.AppID == "" || r.CrawlID == "":
-		derr.Reason = "no appid or crawlid"
-		return nil, derr
-	}
-	if r.SpiderID == "" {
-		r.SpiderID = DefaultSpiderID
-	}
-	d.values = r.knownValues()
-	r.decoded = d
-	return r, nil
+	x := &decodedRequest{}
+	x.d.split(string(member)) // the fields' text shares one copy
+	return x.request()
 }
 
-func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+// FromFed is the stored form of a crawl request fed to the Kafka Monitor
+// (as wirejson.Decode reads it, its schema's defaults filled in): member
+// is the queue member, every field written as the Kafka Monitor has always
+// stored a fed request (values in wirejson.KafkaMonitor's style), keys in
+// byte order, compact (testdata/members.json holds examples), and r the
+// request Decode reads from member. FromFed refuses what Decode refuses,
+// and a value that is not JSON (an infinite float). Nothing is decoded:
+// the fields are read from the text just written, and for the usual
+// request only member and its buffer are allocated. (r.Encode writes r as
+// a new request; Decode(member) gives a request that Encode writes as
+// member.)
+func FromFed(fed map[string]any) (member string, r Request, err error) {
+	var known [numFields]any
+	var has uint32
+	var room [8]string
+	extra := room[:0]
+	for k, v := range fed {
+		if i := fieldIndex(k); i >= 0 {
+			known[i], has = v, has|1<<i
+		} else {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	// Write the fields in key order, noting where each one's value is.
+	var spans [numFields][2]int32 // a known field's value: start, end
+	var extraSpans [][2]int32     // the extra fields', in extra's order
+	text := make([]byte, 0, 512)
+	text = append(text, '{')
+	for i, k := range inKeyOrder(extra) {
+		if i >= 0 && has&(1<<i) == 0 {
+			continue
+		}
+		if len(text) > 1 {
+			text = append(text, ',')
+		}
+		var v any
+		if i >= 0 {
+			v, text = known[i], append(text, fields[i].key...)
+		} else {
+			v, text = fed[k], append(wirejson.AppendString(text, k, wirejson.Go), ':')
+		}
+		start := len(text)
+		if text, err = wirejson.Append(text, v, wirejson.KafkaMonitor); err != nil {
+			return "", Request{}, fmt.Errorf("encode request field %s: %w", k, err)
+		}
+		if i >= 0 {
+			spans[i] = [2]int32{int32(start), int32(len(text))}
+		} else {
+			extraSpans = append(extraSpans, [2]int32{int32(start), int32(len(text))})
+		}
+	}
+	member = string(append(text, '}'))
+	// Read the request from the text. The text is its stored form unless
+	// reading it changes it: a member of the meta form, a spider filled
+	// in, a key that reads back as another (invalid UTF-8).
+	fs := fieldSet{has: has}
+	for i, sp := range spans {
+		fs.raw[i] = member[sp[0]:sp[1]]
+	}
+	asWritten := has&(1<<fieldSpiderID) != 0
+	for j, k := range extra {
+		asWritten = asWritten && k != FieldMeta && utf8.ValidString(k)
+		fs.add(k, member[extraSpans[j][0]:extraSpans[j][1]])
+	}
+	if !asWritten {
+		back, err := Decode([]byte(member))
+		if err != nil {
+			return "", Request{}, err
+		}
+		b, err := back.Encode()
+		if err != nil {
+			return "", Request{}, err
+		}
+		back.decoded = nil
+		return string(b), *back, nil
+	}
+	r.extra = fs.extra
+	if err := r.readFields(&fs); err != nil {
+		return "", Request{}, err
+	}
+	return member, r, nil
+}
 
 var errNotObject = errors.New("not an object")
-
-// set records a member of the fields' object: a known field's JSON text,
-// or an extra field ("meta" is neither).
-func (d *decoded) set(r *Request, k []byte, v json.RawMessage) {
-	if i := fieldIndex(k); i >= 0 {
-		d.raw[i], d.has = v, d.has|1<<i
-	} else if string(k) != FieldMeta {
-		r.setExtra(string(k), v)
-	}
-}
 
 // checkObject reports whether obj is one valid JSON object: an error saying
 // what is wrong (as encoding/json does), or errNotObject for other JSON.
@@ -300,129 +255,231 @@ func checkObject(obj []byte) error {
 		var v any
 		return json.Unmarshal(obj, &v) // says what is wrong
 	}
-	if obj[skipSpace(obj, 0)] != '{' {
+	if bytes.TrimLeft(obj, " \t\r\n")[0] != '{' {
 		return errNotObject
 	}
 	return nil
 }
 
-// eachMember calls fn with each member of obj, a valid JSON object (see
-// checkObject), in order: its key, unescaped, and its value's JSON text,
-// sharing obj's memory. As json.Unmarshal into a map, a caller keeping the
-// last of repeated keys keeps what encoding/json keeps. It only splits the
-// document, several times faster than encoding/json's reflective map
-// decoding.
-func eachMember(obj []byte, fn func(key []byte, value json.RawMessage)) {
-	i := skipSpace(obj, skipSpace(obj, 0)+1) // past '{'
-	if obj[i] == '}' {
-		return
-	}
-	for {
-		end := endOfString(obj, i)
-		key := obj[i:end]
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		end = endOfValue(obj, i)
-		name := key[1 : len(key)-1]
-		if bytes.IndexByte(name, '\\') >= 0 || !utf8.Valid(name) {
-			var s string
-			_ = json.Unmarshal(key, &s) // valid: unescapes, invalid UTF-8 as U+FFFD
-			name = []byte(s)
+// fieldSet is an object's fields as read, before their values are: a known
+// field's JSON text by its place in fields (has marks the present ones),
+// the others' by name in extra, and "meta" (neither) apart.
+type fieldSet struct {
+	raw   [numFields]string
+	has   uint32
+	extra map[string]string
+	meta  string
+}
+
+// split adds the fields of obj, a valid JSON object, sharing its memory: of
+// repeated keys the last counts, as in encoding/json.
+func (fs *fieldSet) split(obj string) { wirejson.EachMember(obj, fs.add) }
+
+func (fs *fieldSet) add(key, raw string) {
+	switch i := fieldIndex(key); {
+	case i >= 0:
+		fs.raw[i], fs.has = raw, fs.has|1<<i
+	case key == FieldMeta:
+		fs.meta = raw
+	default:
+		if fs.extra == nil {
+			fs.extra = map[string]string{}
 		}
-		fn(name, obj[i:end:end])
-		i = skipSpace(obj, end)
-		if obj[i] == '}' {
-			return
-		}
-		i = skipSpace(obj, i+1) // past ','
+		fs.extra[key] = raw
 	}
 }
 
-// objectMembers is json.Unmarshal of a JSON object into a map of raw
-// values (the last of repeated keys counts), the values sharing obj's
-// memory.
-func objectMembers(obj []byte) (map[string]json.RawMessage, error) {
-	if err := checkObject(obj); err != nil {
+// decodedRequest is a request and what it was read from (its decoded),
+// allocated together.
+type decodedRequest struct {
+	r Request
+	d decoded
+}
+
+// request reads the request x.d's fields hold (see Decode) into x.r.
+func (x *decodedRequest) request() (*Request, error) {
+	r, d := &x.r, &x.d
+	if len(d.meta) > 0 && d.meta[0] == '{' {
+		d.fieldSet = d.metaForm()
+	}
+	r.extra = d.extra
+	d.extra, d.meta = nil, "" // r's now; d is never changed
+	if err := r.readFields(&d.fieldSet); err != nil {
 		return nil, err
 	}
-	out := map[string]json.RawMessage{}
-	eachMember(obj, func(k []byte, v json.RawMessage) { out[string(k)] = v })
-	return out, nil
+	d.values = r.knownValues()
+	r.decoded = d
+	return r, nil
 }
 
-// The scanners below read valid JSON only.
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// endOfString returns the index after the string starting at b[i].
-func endOfString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
+// metaForm is the fields of a member of the meta form: meta's fields, the
+// request's own url (meta's is the seed's), and the top level's other
+// fields unless meta has them or they are named like a crawl field.
+func (fs *fieldSet) metaForm() fieldSet {
+	var m fieldSet
+	m.split(fs.meta)
+	m.meta = "" // meta's own "meta" is nobody's
+	m.raw[fieldURL] = fs.raw[fieldURL]
+	m.has = m.has&^(1<<fieldURL) | fs.has&(1<<fieldURL)
+	for k, v := range fs.extra {
+		if _, inMeta := m.extra[k]; !inMeta {
+			m.add(k, v)
 		}
 	}
-	return i + 1
+	return m
 }
 
-// endOfValue returns the index after the value starting at b[i].
-func endOfValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return endOfString(b, i)
-	case '{', '[':
-		depth := 0
-		for {
-			switch b[i] {
-			case '"':
-				i = endOfString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-			i++
+// readFields sets r's known fields from their JSON text in fs (null or
+// absent: the zero value; a missing spiderid is DefaultSpiderID). The error is a *DecodeError for known fields of
+// the wrong type, no url, or no appid or crawlid; it names the crawl when
+// appid and crawlid are strings, as a member that names one belongs to it
+// even when it cannot be crawled.
+func (r *Request) readFields(fs *fieldSet) error {
+	rd := fieldReader{fs: *fs}
+	hasApp, hasCrawl := rd.str(FieldAppID, &r.AppID), rd.str(FieldCrawlID, &r.CrawlID)
+	rd.str(FieldURL, &r.URL)
+	rd.str(FieldSpiderID, &r.SpiderID)
+	rd.str(FieldUserAgent, &r.UserAgent)
+	for _, f := range [...]struct {
+		name string
+		dst  *int
+	}{{FieldPriority, &r.Priority}, {FieldMaxDepth, &r.MaxDepth}, {FieldCurDepth, &r.CurDepth},
+		{FieldRetryTimes, &r.RetryTimes}, {FieldDomainMaxPages, &r.DomainMaxPages}} {
+		rd.integer(f.name, f.dst)
+	}
+	r.AllowedDomains = rd.list(FieldAllowedDomains)
+	r.AllowRegex = rd.list(FieldAllowRegex)
+	r.DenyRegex = rd.list(FieldDenyRegex)
+	r.DenyExtensions = rd.list(FieldDenyExtensions)
+	rd.expires(&r.Expires)
+	rd.cookie(&r.Cookie)
+	if raw, ok := rd.field(FieldAttrs); ok {
+		r.Attrs = json.RawMessage(raw)
+	}
+	var reason string
+	switch {
+	case len(rd.errs) > 0:
+		reason = strings.Join(rd.errs, "; ")
+	case r.URL == "":
+		reason = "no url"
+	case r.AppID == "" || r.CrawlID == "":
+		reason = "no appid or crawlid"
+	default:
+		if r.SpiderID == "" {
+			r.SpiderID = DefaultSpiderID
 		}
-	}
-	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
-		i++
-	}
-	return i
-}
-
-// unmarshalString is json.Unmarshal into a string, without its cost for
-// the usual string without escapes.
-func unmarshalString(raw json.RawMessage, dst *string) error {
-	if n := len(raw); n >= 2 && raw[0] == '"' && bytes.IndexByte(raw[1:n-1], '\\') < 0 &&
-		bytes.IndexByte(raw[1:n-1], '"') < 0 && utf8.Valid(raw[1:n-1]) {
-		*dst = string(raw[1 : n-1])
 		return nil
 	}
-	return json.Unmarshal(raw, dst)
+	if hasApp && hasCrawl {
+		return &DecodeError{Reason: reason, Named: true, AppID: r.AppID, CrawlID: r.CrawlID}
+	}
+	return &DecodeError{Reason: reason}
 }
 
-// unmarshalNumber is json.Unmarshal into a float64, without its cost for
-// a number.
-func unmarshalNumber(raw json.RawMessage) (float64, error) {
+// fieldReader reads known fields' values from their JSON text, noting
+// each field of the wrong type in errs. (It holds a copy of the fields'
+// text, so that the fields and the request they are read into can stay
+// on the stack.)
+type fieldReader struct {
+	fs   fieldSet
+	errs []string
+}
+
+// field is a known field's JSON text, unless it is absent or null.
+func (rd *fieldReader) field(name string) (string, bool) {
+	raw, ok := rd.fs.present(fieldIndex(name))
+	return raw, ok && !isNull(raw)
+}
+
+func isNull(raw string) bool { return raw == "" || raw == "null" }
+
+// str reads a string field; it reports whether the field is a string.
+func (rd *fieldReader) str(name string, dst *string) bool {
+	raw, ok := rd.field(name)
+	if !ok {
+		return false
+	}
+	if *dst, ok = wirejson.Unquote(raw); !ok {
+		rd.errs = append(rd.errs, name+" is not a string")
+	}
+	return ok
+}
+
+// integer reads a whole number of at most 1e15 (JSON's integers need not
+// be written without a fraction: 5.0 is 5).
+func (rd *fieldReader) integer(name string, dst *int) {
+	if raw, ok := rd.field(name); ok {
+		f, err := parseNumber(raw)
+		if err != nil || f != math.Trunc(f) || math.Abs(f) > 1e15 {
+			rd.errs = append(rd.errs, name+" is not an integer")
+			return
+		}
+		*dst = int(f)
+	}
+}
+
+func (rd *fieldReader) list(name string) []string {
+	raw, ok := rd.field(name)
+	if !ok {
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal([]byte(raw), &l); err != nil {
+		rd.errs = append(rd.errs, name+" is not a list of strings")
+	}
+	return l
+}
+
+// expires reads a number, or a numeric string as some clients send them.
+func (rd *fieldReader) expires(dst *float64) {
+	raw, ok := rd.field(FieldExpires)
+	if !ok {
+		return
+	}
+	f, err := parseNumber(raw)
+	if err != nil {
+		s, isString := wirejson.Unquote(raw)
+		var fs float64
+		if !isString {
+			rd.errs = append(rd.errs, "expires is not a number")
+		} else if _, err := fmt.Sscan(s, &fs); err != nil {
+			rd.errs = append(rd.errs, "expires is not a number")
+		}
+		f = fs
+	}
+	*dst = f
+}
+
+// cookie reads a string, or {"name": "value"} as the original also
+// accepts, written "a=1; b=2" in name order.
+func (rd *fieldReader) cookie(dst *string) {
+	raw, ok := rd.field(FieldCookie)
+	if !ok {
+		return
+	}
+	if *dst, ok = wirejson.Unquote(raw); ok {
+		return
+	}
+	var m map[string]string
+	if json.Unmarshal([]byte(raw), &m) != nil {
+		rd.errs = append(rd.errs, "cookie is neither a string nor an object of strings")
+	}
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+"="+m[k])
+	}
+	*dst = strings.Join(parts, "; ")
+}
+
+// parseNumber is json.Unmarshal into a float64, without its cost for a
+// number.
+func parseNumber(raw string) (float64, error) {
 	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
-		return strconv.ParseFloat(string(raw), 64)
+		return strconv.ParseFloat(raw, 64)
 	}
 	var f float64
-	err := json.Unmarshal(raw, &f)
+	err := json.Unmarshal([]byte(raw), &f)
 	return f, err
-}
-
-func (r *Request) setExtra(name string, raw json.RawMessage) {
-	if r.extra == nil {
-		r.extra = map[string]json.RawMessage{}
-	}
-	r.extra[name] = raw
 }
 
 // knownValues is a copy of r's known fields that shares nothing mutable.
@@ -450,57 +507,61 @@ func (r *Request) knownValues() Request {
 func (r *Request) Encode() ([]byte, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
-	extra := slices.Sorted(maps.Keys(r.extra))
-	first := true
-	key := func(name string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = appendString(b, name)
-		b = append(b, ':')
-	}
-	writeExtra := func(name string) error {
-		key(name)
-		var err error
-		b, err = appendRaw(b, r.extra[name], false) // checked by Decode or SetExtra
-		if err != nil {
-			return fmt.Errorf("encode request field %s: %w", name, err)
-		}
-		return nil
-	}
-	for i, f := range fields {
-		for len(extra) > 0 && extra[0] < f.name {
-			if err := writeExtra(extra[0]); err != nil {
-				return nil, err
-			}
-			extra = extra[1:]
-		}
-		if d := r.decoded; d != nil && f.same(r, &d.values) {
-			if raw, ok := d.present(i); ok {
-				key(f.name)
-				var err error
-				if b, err = appendRaw(b, raw, false); err != nil { // read by Decode
-					return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
-				}
-				continue
-			}
-			if f.zero(r) {
+	for i, name := range inKeyOrder(slices.Sorted(maps.Keys(r.extra))) {
+		// An extra field, or a known one as it was read, is written as is
+		// (checked by Decode or SetExtra); a changed one by its writer.
+		var raw string
+		asIs := i < 0
+		if asIs {
+			raw = r.extra[name]
+		} else if d := r.decoded; d != nil && fields[i].same(r, &d.values) {
+			if raw, asIs = d.present(i); !asIs && fields[i].zero(r) {
 				continue // absent, and still nothing to say
 			}
 		}
-		key(f.name)
-		var err error
-		if b, err = f.write(b, r); err != nil {
-			return nil, fmt.Errorf("encode request field %s: %w", f.name, err)
+		if len(b) > 1 {
+			b = append(b, ',')
 		}
-	}
-	for _, name := range extra {
-		if err := writeExtra(name); err != nil {
-			return nil, err
+		if i >= 0 {
+			b = append(b, fields[i].key...)
+		} else {
+			b = append(wirejson.AppendString(b, name, wirejson.Go), ':')
+		}
+		var err error
+		if asIs {
+			b, err = appendRaw(b, raw, false)
+		} else {
+			b, err = fields[i].write(b, r)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("encode request field %s: %w", name, err)
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// inKeyOrder yields the fields of a member in key order: each known
+// field's place in fields and name, and the extra fields (sorted, each
+// with -1) among them.
+func inKeyOrder(extra []string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for i, f := range fields {
+			for len(extra) > 0 && extra[0] < f.name {
+				if !yield(-1, extra[0]) {
+					return
+				}
+				extra = extra[1:]
+			}
+			if !yield(i, f.name) {
+				return
+			}
+		}
+		for _, name := range extra {
+			if !yield(-1, name) {
+				return
+			}
+		}
+	}
 }
 
 // Score is the queue score: -priority.
@@ -544,7 +605,7 @@ func (r *Request) Clone() *Request {
 // Extra returns a field Request has no place for (its JSON), e.g. "ts".
 func (r *Request) Extra(name string) (json.RawMessage, bool) {
 	v, ok := r.extra[name]
-	return v, ok
+	return json.RawMessage(v), ok
 }
 
 // SetExtra sets a field Request has no place for to the JSON value raw
@@ -557,31 +618,36 @@ func (r *Request) SetExtra(name string, raw json.RawMessage) error {
 	if !json.Valid(raw) {
 		return fmt.Errorf("set request field %s: %q is not JSON", name, raw)
 	}
-	r.setExtra(name, slices.Clone(raw))
+	if r.extra == nil {
+		r.extra = map[string]string{}
+	}
+	r.extra[name] = string(raw)
 	return nil
 }
 
 // field is one known field: how to compare, test and write its value.
 type field struct {
 	name  string
+	key   string // `"name":`, as a member writes it
 	same  func(a, b *Request) bool
 	zero  func(r *Request) bool
 	write func(b []byte, r *Request) ([]byte, error)
 }
 
 // fields are the known fields in key order.
-var fields = []field{
+var fields = withKeys(
+
 	listField(FieldAllowRegex, func(r *Request) []string { return r.AllowRegex }),
 	listField(FieldAllowedDomains, func(r *Request) []string { return r.AllowedDomains }),
 	stringField(FieldAppID, func(r *Request) string { return r.AppID }, false),
-	{name: FieldAttrs,
+	field{name: FieldAttrs,
 		same: func(a, b *Request) bool { return bytes.Equal(a.Attrs, b.Attrs) && (a.Attrs == nil) == (b.Attrs == nil) },
 		zero: func(r *Request) bool { return r.Attrs == nil },
 		write: func(b []byte, r *Request) ([]byte, error) {
 			if r.Attrs == nil {
 				return append(b, "null"...), nil
 			}
-			return appendRaw(b, r.Attrs, true)
+			return appendRaw(b, string(r.Attrs), true)
 		}},
 	stringField(FieldCookie, func(r *Request) string { return r.Cookie }, true),
 	stringField(FieldCrawlID, func(r *Request) string { return r.CrawlID }, false),
@@ -589,7 +655,7 @@ var fields = []field{
 	listField(FieldDenyExtensions, func(r *Request) []string { return r.DenyExtensions }),
 	listField(FieldDenyRegex, func(r *Request) []string { return r.DenyRegex }),
 	intField(FieldDomainMaxPages, func(r *Request) int { return r.DomainMaxPages }, true),
-	{name: FieldExpires,
+	field{name: FieldExpires,
 		same:  func(a, b *Request) bool { return a.Expires == b.Expires },
 		zero:  func(r *Request) bool { return r.Expires == 0 },
 		write: func(b []byte, r *Request) ([]byte, error) { return appendNumber(b, r.Expires) }},
@@ -599,16 +665,25 @@ var fields = []field{
 	stringField(FieldSpiderID, func(r *Request) string { return r.SpiderID }, false),
 	stringField(FieldURL, func(r *Request) string { return r.URL }, false),
 	stringField(FieldUserAgent, func(r *Request) string { return r.UserAgent }, true),
+)
+
+func withKeys(fs ...field) []field {
+	for i := range fs {
+		fs[i].key = string(wirejson.AppendString(nil, fs[i].name, wirejson.Go)) + ":"
+	}
+	return fs
 }
 
-// numFields is the number of known fields; fieldURL is url's place.
+// numFields is the number of known fields; fieldSpiderID and fieldURL are
+// spiderid's and url's places.
 const (
-	numFields = 17
-	fieldURL  = 15
+	numFields     = 17
+	fieldSpiderID = 14
+	fieldURL      = 15
 )
 
 // fieldIndex is a known field's place in fields, or -1.
-func fieldIndex(name []byte) int {
+func fieldIndex[K wirejson.Text](name K) int {
 	switch string(name) {
 	case FieldAllowRegex:
 		return 0
@@ -639,7 +714,7 @@ func fieldIndex(name []byte) int {
 	case FieldRetryTimes:
 		return 13
 	case FieldSpiderID:
-		return 14
+		return fieldSpiderID
 	case FieldURL:
 		return fieldURL
 	case FieldUserAgent:
@@ -648,7 +723,7 @@ func fieldIndex(name []byte) int {
 	return -1
 }
 
-func isKnown(name string) bool { return fieldIndex([]byte(name)) >= 0 }
+func isKnown(name string) bool { return fieldIndex(name) >= 0 }
 
 func stringField(name string, get func(*Request) string, nullable bool) field {
 	return field{name: name,
@@ -656,7 +731,7 @@ func stringField(name string, get func(*Request) string, nullable bool) field {
 		zero: func(r *Request) bool { return get(r) == "" },
 		write: func(b []byte, r *Request) ([]byte, error) {
 			if s := get(r); s != "" || !nullable {
-				return appendString(b, s), nil
+				return wirejson.AppendString(b, s, wirejson.Go), nil
 			}
 			return append(b, "null"...), nil
 		}}
@@ -692,7 +767,7 @@ func listField(name string, get func(*Request) []string) field {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = appendString(b, s)
+				b = wirejson.AppendString(b, s, wirejson.Go)
 			}
 			return append(b, ']'), nil
 		}}
@@ -712,69 +787,16 @@ func appendNumber(b []byte, f float64) ([]byte, error) {
 
 // appendRaw writes a JSON value compactly, checking it first unless it is
 // known to be JSON.
-func appendRaw(b []byte, raw json.RawMessage, check bool) ([]byte, error) {
-	if !bytes.ContainsAny(raw, " \t\r\n") {
-		if check && !json.Valid(raw) {
+func appendRaw(b []byte, raw string, check bool) ([]byte, error) {
+	if !strings.ContainsAny(raw, " \t\r\n") {
+		if check && !json.Valid([]byte(raw)) {
 			return b, fmt.Errorf("%q is not JSON", raw)
 		}
 		return append(b, raw...), nil
 	}
 	buf := bytes.NewBuffer(b)
-	if err := json.Compact(buf, raw); err != nil {
+	if err := json.Compact(buf, []byte(raw)); err != nil {
 		return b, err
 	}
 	return buf.Bytes(), nil
-}
-
-// appendString writes s as encoding/json does without HTML escaping:
-// quotes, backslashes and control characters escaped, U+2028 and U+2029
-// as \u2028 and \u2029, invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

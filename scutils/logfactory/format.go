@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 const (
@@ -228,36 +230,7 @@ func writeJSONValue(b *bytes.Buffer, v any) {
 			}
 		}
 	}
-	if enc, ok := appendSimpleJSON(nil, v, 0); ok {
-		writeSpaced(b, enc)
-		return
-	}
-	enc, err := marshalJSON(v)
-	if err != nil {
-		// normalize leaves only values encoding/json accepts.
-		enc, err = marshalJSON(normalize(v, 0, true))
-		if err != nil {
-			enc, _ = marshalJSON(fmt.Sprintf("<%T>", v))
-		}
-	}
-	writeSpaced(b, enc)
-}
-
-// marshalJSON is json.Marshal without HTML escaping, and without letting a
-// panicking MarshalJSON method take the caller down.
-func marshalJSON(v any) (out []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = nil, fmt.Errorf("marshal %T: panic: %v", v, r)
-		}
-	}()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	writeSpaced(b, compactJSON(v))
 }
 
 // writeSpaced copies compact JSON, adding a space after each ',' and ':'
@@ -279,48 +252,10 @@ func writeSpaced(b *bytes.Buffer, compact []byte) {
 	}
 }
 
-const hexDigits = "0123456789abcdef"
-
-// writeJSONString writes s as a JSON string. It keeps UTF-8 as is, escapes
-// control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
-// U+FFFD, as encoding/json does without its HTML escaping.
+// writeJSONString writes s as a JSON string, escaped as a JSON line's own
+// strings are (wirejson.LogLine).
 func writeJSONString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c == '\n':
-				b.WriteString(`\n`)
-			case c == '\r':
-				b.WriteString(`\r`)
-			case c == '\t':
-				b.WriteString(`\t`)
-			case c < 0x20:
-				b.WriteString(`\u00`)
-				b.WriteByte(hexDigits[c>>4])
-				b.WriteByte(hexDigits[c&0xf])
-			default:
-				b.WriteByte(c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b.WriteString(`\ufffd`)
-		case r == '\u2028' || r == '\u2029':
-			fmt.Fprintf(b, `\u%04x`, r)
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	b.WriteByte('"')
+	b.Write(wirejson.AppendString(b.AvailableBuffer(), s, wirejson.LogLine))
 }
 
 // normalize turns any value into a tree of nil, bool, int64, uint64, float64,
@@ -336,10 +271,19 @@ func normalize(v any, depth int, forJSON bool) any {
 	if depth > maxDepth {
 		return "..."
 	}
+	if own, ok := ownForm(v, forJSON); ok {
+		return own
+	}
+	return normalizeKind(reflect.ValueOf(v), depth, forJSON)
+}
+
+// ownForm is the form v gives itself, if it has one: for JSON its
+// MarshalJSON or MarshalText, and its Error or, for text, its String.
+func ownForm(v any, forJSON bool) (any, bool) {
 	if forJSON {
 		if m, ok := v.(json.Marshaler); ok {
-			if enc, err := marshalJSON(m); err == nil {
-				return json.RawMessage(enc)
+			if enc, err := wirejson.Append(nil, m, wirejson.Go); err == nil {
+				return json.RawMessage(enc), true
 			}
 		}
 		if m, ok := v.(encoding.TextMarshaler); ok {
@@ -347,22 +291,25 @@ func normalize(v any, depth int, forJSON bool) any {
 				t, err := m.MarshalText()
 				return string(t), err
 			}); ok {
-				return s
+				return s, true
 			}
 		}
 	}
 	if e, ok := v.(error); ok {
 		if s, ok := safeText(func() (string, error) { return e.Error(), nil }); ok {
-			return s
+			return s, true
 		}
 	}
 	if s, ok := v.(fmt.Stringer); ok && !forJSON {
 		if s, ok := safeText(func() (string, error) { return s.String(), nil }); ok {
-			return s
+			return s, true
 		}
 	}
+	return nil, false
+}
 
-	rv := reflect.ValueOf(v)
+// normalizeKind is normalize by the value's kind.
+func normalizeKind(rv reflect.Value, depth int, forJSON bool) any {
 	switch rv.Kind() {
 	case reflect.Bool:
 		return rv.Bool()
@@ -371,18 +318,7 @@ func normalize(v any, depth int, forJSON bool) any {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return rv.Uint()
 	case reflect.Float32, reflect.Float64:
-		f := rv.Float()
-		if forJSON {
-			switch {
-			case math.IsNaN(f):
-				return "NaN"
-			case math.IsInf(f, 1):
-				return "Infinity"
-			case math.IsInf(f, -1):
-				return "-Infinity"
-			}
-		}
-		return f
+		return normalizeFloat(rv.Float(), forJSON)
 	case reflect.Complex64, reflect.Complex128:
 		return fmt.Sprint(rv.Complex())
 	case reflect.String:
@@ -417,25 +353,53 @@ func normalize(v any, depth int, forJSON bool) any {
 		}
 		return normalizeValue(rv.Elem(), depth+1, forJSON)
 	case reflect.Struct:
-		m := make(map[string]any)
-		t := rv.Type()
-		for i := 0; i < t.NumField(); i++ {
-			sf := t.Field(i)
-			if !sf.IsExported() {
-				continue
-			}
-			name := sf.Name
-			if tag, _, _ := strings.Cut(sf.Tag.Get("json"), ","); tag == "-" {
-				continue
-			} else if tag != "" {
-				name = tag
-			}
-			m[name] = normalizeValue(rv.Field(i), depth+1, forJSON)
-		}
-		return m
+		return normalizeStruct(rv, depth, forJSON)
 	default: // channels, functions, unsafe pointers
 		return "<" + rv.Type().String() + ">"
 	}
+}
+
+// normalizeFloat keeps f, except a non-finite one for JSON: Python's word.
+func normalizeFloat(f float64, forJSON bool) any {
+	if w, ok := nonFinite(f, "NaN", "Infinity", "-Infinity"); ok && forJSON {
+		return w
+	}
+	return f
+}
+
+// nonFinite names a non-finite f with the word given for it; ok is false
+// for a finite f.
+func nonFinite(f float64, nan, posInf, negInf string) (string, bool) {
+	switch {
+	case math.IsNaN(f):
+		return nan, true
+	case math.IsInf(f, 1):
+		return posInf, true
+	case math.IsInf(f, -1):
+		return negInf, true
+	}
+	return "", false
+}
+
+// normalizeStruct is a struct's exported fields by name (a json tag's, if
+// it has one; "-" leaves the field out).
+func normalizeStruct(rv reflect.Value, depth int, forJSON bool) map[string]any {
+	m := make(map[string]any)
+	t := rv.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() {
+			continue
+		}
+		name := sf.Name
+		if tag, _, _ := strings.Cut(sf.Tag.Get("json"), ","); tag == "-" {
+			continue
+		} else if tag != "" {
+			name = tag
+		}
+		m[name] = normalizeValue(rv.Field(i), depth+1, forJSON)
+	}
+	return m
 }
 
 func normalizeValue(rv reflect.Value, depth int, forJSON bool) any {
@@ -496,33 +460,30 @@ func writePyRepr(b *bytes.Buffer, v any) {
 	case string:
 		writePyString(b, x)
 	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyRepr(b, e)
-		}
-		b.WriteByte(']')
+		writePyItems(b, "[]", len(x), func(i int) { writePyRepr(b, x[i]) })
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writePyString(b, k)
+		keys := slices.Sorted(maps.Keys(x))
+		writePyItems(b, "{}", len(keys), func(i int) {
+			writePyString(b, keys[i])
 			b.WriteString(": ")
-			writePyRepr(b, x[k])
-		}
-		b.WriteByte('}')
+			writePyRepr(b, x[keys[i]])
+		})
 	default: // not produced by normalize; kept total all the same
 		writePyString(b, fmt.Sprintf("<%T>", v))
 	}
+}
+
+// writePyItems writes n items, each by item, between brackets[0] and
+// brackets[1], separated by ", " as Python's repr() separates them.
+func writePyItems(b *bytes.Buffer, brackets string, n int, item func(i int)) {
+	b.WriteByte(brackets[0])
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		item(i)
+	}
+	b.WriteByte(brackets[1])
 }
 
 // writePyString writes s as Python's repr() of a str: single quotes unless

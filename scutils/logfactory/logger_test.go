@@ -104,6 +104,19 @@ func TestJSONFormatIsByteExact(t *testing.T) {
 	}
 }
 
+// Backspace and form feed are written \u0008 and \u000c in a line's own
+// strings but \b and \f in nested values, as the JSON lines always had
+// them: the bytes stay.
+func TestJSONLinesWriteBackspaceAndFormFeedAsTheyAlwaysDid(t *testing.T) {
+	l, buf := newBuffered(t, Config{JSON: true, Now: fixedClock(jsonTime)})
+	l.Info("b\bf\f", Extra{"k\b": "v\f", "nested": []string{"\b\f"}})
+	want := `{"message": "b\u0008f\u000c", "logger": "scrapy-cluster", "timestamp": "2017-02-01T20:29:24.548895Z", "level": "INFO", ` +
+		`"k\u0008": "v\u000c", "nested": ["\b\f"]}` + "\n"
+	if got := buf.String(); got != want {
+		t.Errorf("json output:\n got %s\nwant %s", got, want)
+	}
+}
+
 func TestJSONTimestampIsUTCWithMicroseconds(t *testing.T) {
 	at := time.Date(2017, 2, 1, 15, 29, 24, 548_895_999, time.FixedZone("EST", -5*3600))
 	l, buf := newBuffered(t, Config{JSON: true, Now: fixedClock(at)})

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // Limits of the key=value fields of a text line: a page body or a huge URL
@@ -164,122 +164,28 @@ func isComposite(v any) bool {
 // textFloat writes a number as JSON does (1.5, 1500000, 1e-7), and the
 // non-finite ones as NaN, +Inf and -Inf.
 func textFloat(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "+Inf"
-	case math.IsInf(f, -1):
-		return "-Inf"
+	if w, ok := nonFinite(f, "NaN", "+Inf", "-Inf"); ok {
+		return w
 	}
-	enc, err := marshalJSON(f)
+	enc, err := wirejson.Append(nil, f, wirejson.Go)
 	if err != nil {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return string(enc)
 }
 
-// compactJSON encodes a nested value without spaces. A value encoding/json
-// refuses is encoded in its normalized form, as in JSON lines.
+// compactJSON encodes a nested value without spaces, as encoding/json
+// does without HTML escaping (wirejson.Go). A value encoding/json refuses
+// is encoded in its normalized form, or as its type.
 func compactJSON(v any) []byte {
-	if enc, ok := appendSimpleJSON(nil, v, 0); ok {
-		return enc
-	}
-	enc, err := marshalJSON(v)
+	enc, err := wirejson.Append(nil, v, wirejson.Go)
 	if err != nil {
-		enc, err = marshalJSON(normalize(v, 0, true))
+		enc, err = wirejson.Append(nil, normalize(v, 0, true), wirejson.Go)
 		if err != nil {
-			enc, _ = marshalJSON(fmt.Sprintf("<%T>", v))
+			enc, _ = wirejson.Append(nil, fmt.Sprintf("<%T>", v), wirejson.Go)
 		}
 	}
 	return enc
-}
-
-// appendSimpleJSON appends v as marshalJSON encodes it, for the values
-// decoded requests hold (lists and maps of text, booleans, integers and
-// nulls); ok is false for anything else, for which marshalJSON is the
-// judge: a float, a string needing escapes, another type.
-func appendSimpleJSON(b []byte, v any, depth int) (_ []byte, ok bool) {
-	if depth > maxDepth {
-		return b, false
-	}
-	switch x := v.(type) {
-	case nil:
-		return append(b, "null"...), true
-	case string:
-		for i := 0; i < len(x); i++ {
-			if c := x[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-				return b, false
-			}
-		}
-		b = append(b, '"')
-		b = append(b, x...)
-		return append(b, '"'), true
-	case bool:
-		return strconv.AppendBool(b, x), true
-	case int:
-		return strconv.AppendInt(b, int64(x), 10), true
-	case int64:
-		return strconv.AppendInt(b, x, 10), true
-	case json.Number:
-		if !isPlainInteger(string(x)) {
-			return b, false
-		}
-		return append(b, x...), true
-	case []any:
-		return appendSimpleList(b, x, depth)
-	case []string:
-		return appendSimpleList(b, x, depth)
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, ok = appendSimpleJSON(b, k, depth+1); !ok {
-				return b, false
-			}
-			b = append(b, ':')
-			if b, ok = appendSimpleJSON(b, x[k], depth+1); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
-	}
-	return b, false
-}
-
-func appendSimpleList[T any](b []byte, xs []T, depth int) (_ []byte, ok bool) {
-	b = append(b, '[')
-	for i, e := range xs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if b, ok = appendSimpleJSON(b, e, depth+1); !ok {
-			return b, false
-		}
-	}
-	return append(b, ']'), true
-}
-
-// isPlainInteger reports whether s is an integer as JSON writes one:
-// an optional minus, then 0 or digits not starting with 0.
-func isPlainInteger(s string) bool {
-	s = strings.TrimPrefix(s, "-")
-	if s == "" || (s[0] == '0' && len(s) > 1) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 // needsQuote reports whether a logfmt value must be quoted.

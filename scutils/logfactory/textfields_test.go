@@ -223,48 +223,6 @@ func TestTextFieldsLeaveJSONLinesAlone(t *testing.T) {
 
 // BenchmarkTextLine writes a line with the fields of a crawl request as the
 // Kafka Monitor logs one per request (decoded with UseNumber), in each format.
-// The quick writer of nested values must write what encoding/json does, or
-// leave the value to it.
-func TestSimpleJSONIsEncodingJSONsOwnBytes(t *testing.T) {
-	values := []any{
-		nil, "", "plain", `q"uote`, `back\slash`, "tab\t", "<html>&amp;", "é", "\u2028", "\x7f", "\xff",
-		true, false, 0, -3, int64(1) << 62,
-		json.Number("0"), json.Number("-12"), json.Number("007"), json.Number("1.5"), json.Number("1e3"), json.Number("-"), json.Number("-0"), json.Number("x"),
-		[]any{}, []any{"a", 1, nil, true, []any{"b"}}, []string{"x", "y<z"}, []string{},
-		map[string]any{}, map[string]any{"b": 1, "a": []any{"x"}, "é": "v", "c": map[string]any{"z": nil}},
-		map[string]any{"k\"": 1}, []any{1.5}, []any{float64(2)}, map[string]int{"a": 1},
-	}
-	for _, v := range values {
-		got, ok := appendSimpleJSON(nil, v, 0)
-		want, err := marshalJSON(v)
-		if !ok {
-			continue
-		}
-		if err != nil || string(got) != string(want) {
-			t.Errorf("%#v: quick writer %s, encoding/json %s (%v)", v, got, want, err)
-		}
-	}
-	if _, ok := appendSimpleJSON(nil, []any{"a", map[string]any{"b": []string{"c"}}}, 0); !ok {
-		t.Error("a request's usual nested value was left to encoding/json")
-	}
-}
-
-func FuzzSimpleJSONIsEncodingJSONsOwnBytes(f *testing.F) {
-	f.Add("a", "b", int64(1), "12")
-	f.Add("<", "\x00", int64(-5), "1.0")
-	f.Fuzz(func(t *testing.T, s1, s2 string, n int64, num string) {
-		v := map[string]any{s1: []any{s2, n, json.Number(num), nil, map[string]any{s2: s1}}, s2: []string{s1}}
-		got, ok := appendSimpleJSON(nil, v, 0)
-		if !ok {
-			return
-		}
-		want, err := marshalJSON(v)
-		if err != nil || string(got) != string(want) {
-			t.Errorf("%#v: quick writer %s, encoding/json %s (%v)", v, got, want, err)
-		}
-	})
-}
-
 func BenchmarkTextLine(b *testing.B) {
 	extra := Extra{"url": "http://example.com/some/page.html", "appid": "testapp", "crawlid": "abc123", "spiderid": "link",
 		"priority": json.Number("1"), "maxdepth": json.Number("1"), "expires": json.Number("0"), "useragent": nil, "cookie": nil,

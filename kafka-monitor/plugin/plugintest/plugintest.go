@@ -19,6 +19,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // Fixture is a plugin set up as the monitor sets it up.
@@ -80,7 +81,7 @@ func compile(t testing.TB, p plugin.Plugin) *plugin.Schema {
 func Request(t testing.TB, p plugin.Plugin, raw string) plugin.Request {
 	t.Helper()
 	schema := compile(t, p)
-	decoded, err := plugin.DecodeJSON([]byte(raw))
+	decoded, err := wirejson.Decode([]byte(raw))
 	if err != nil {
 		t.Fatal(err)
 	}

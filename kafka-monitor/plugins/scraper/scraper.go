@@ -65,9 +65,9 @@ func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
 // script (ledger.QueueSeeds: a request queued already is neither queued
 // nor counted again, so a retried batch counts nothing twice). The member
 // is the request as the original writes it (every field the schema has,
-// defaults filled in, keys sorted), as the shared crawl request codec
-// reads and writes it, so the Kafka Monitor queues nothing a crawler
-// cannot read (see entryOf). It is a Batch of one request; the monitor
+// defaults filled in, keys sorted), built by the shared crawl request
+// codec (crawlrequest.FromFed), so the Kafka Monitor queues nothing a
+// crawler cannot read. It is a Batch of one request; the monitor
 // handles a pipeline's requests with one Batch (NewBatch).
 func (h *Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeliner) (string, error) {
 	b := h.NewBatch()
@@ -133,42 +133,20 @@ type entry struct {
 }
 
 // entryOf is what Handle writes for req, or the Reject saying why it
-// cannot be queued.
+// cannot be queued. The member is crawlrequest's stored form of req.
 func entryOf(req plugin.Request) (entry, error) {
 	key, spider, err := queueKey(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
-	e, ok := fedEntry(req)
-	if !ok {
-		if e, err = codecEntry(req); err != nil {
-			return entry{}, err
-		}
-	}
-	e.queue, e.crawl.SpiderID = key, spider
-	return e, nil
-}
-
-// codecEntry is entryOf's member, score, crawl ids and timeout as the
-// shared crawl request codec reads and writes req (the queue and the
-// spider are left to entryOf).
-func codecEntry(req plugin.Request) (entry, error) {
-	fed, err := plugin.MarshalPython(req)
-	if err != nil {
-		return entry{}, plugin.Reject("encode request: %v", err)
-	}
-	r, err := crawlrequest.Decode(fed)
+	member, r, err := crawlrequest.FromFed(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
-	member, err := r.Encode()
-	if err != nil {
-		return entry{}, plugin.Reject("encode request: %v", err)
-	}
 	expires, _ := req[crawlrequest.FieldExpires].(json.Number)
 	return entry{
-		member: string(member), score: r.Score(),
-		crawl:   ledger.Crawl{AppID: r.AppID, CrawlID: r.CrawlID},
+		queue: key, member: member, score: r.Score(),
+		crawl:   ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID},
 		timeout: r.Expires != 0, expires: string(expires),
 	}, nil
 }
@@ -203,29 +181,30 @@ func (h *Handler) announceDue(key string) bool {
 // NotStored forgets a pending announcement whose write failed, so the
 // retry announces the queue again.
 func (h *Handler) NotStored(req plugin.Request) {
-	h.mu.Lock()
-	none := len(h.pending) == 0
-	h.mu.Unlock()
-	if none {
-		return
-	}
-	if key, _, err := queueKey(req); err == nil {
+	if key, ok := h.pendingKey(req); ok {
 		h.mu.Lock()
 		delete(h.pending, key)
 		h.mu.Unlock()
 	}
 }
 
-// Stored confirms the announcement of a stored request's queue, if one was pending.
-func (h *Handler) Stored(req plugin.Request) {
+// pendingKey is req's queue key, when any announcement is pending (most
+// requests are spared the URL parse).
+func (h *Handler) pendingKey(req plugin.Request) (string, bool) {
 	h.mu.Lock()
 	none := len(h.pending) == 0
 	h.mu.Unlock()
 	if none {
-		return
+		return "", false
 	}
 	key, _, err := queueKey(req)
-	if err != nil {
+	return key, err == nil
+}
+
+// Stored confirms the announcement of a stored request's queue, if one was pending.
+func (h *Handler) Stored(req plugin.Request) {
+	key, ok := h.pendingKey(req)
+	if !ok {
 		return
 	}
 	h.mu.Lock()

@@ -19,6 +19,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 //go:embed zookeeper_schema.json
@@ -99,7 +100,7 @@ func (Handler) Handle(ctx context.Context, req plugin.Request, tx redis.Pipeline
 	if str("action") == "domain-update" {
 		value["hits"], value["window"], value["scale"] = req["hits"], req["window"], req["scale"]
 	}
-	b, err := plugin.MarshalPython(value)
+	b, err := wirejson.Append(nil, value, wirejson.KafkaMonitor)
 	if err != nil {
 		return "", plugin.Reject("encode request: %v", err)
 	}
