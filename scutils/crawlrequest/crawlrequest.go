@@ -574,13 +574,16 @@ func (r *Request) Expired(now time.Time) bool {
 
 // Follow returns a request for a link found on r's page: the same crawl,
 // spider and settings, one level deeper, priority lowered by 10 (the
-// original's breadth-first ordering), no retries yet.
+// original's breadth-first ordering), no retries yet. A link is a GET:
+// it inherits r's headers, session and extract but not its method or body.
 func (r *Request) Follow(url string) *Request {
 	c := r.Clone()
 	c.URL = url
 	c.Priority = r.Priority - 10
 	c.CurDepth = r.CurDepth + 1
 	c.RetryTimes = 0
+	delete(c.extra, FieldMethod)
+	delete(c.extra, FieldBody)
 	return c
 }
 

@@ -11,6 +11,8 @@ import (
 	"unicode"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 )
 
 // Validate checks what the crawl schema cannot, so that an accepted crawl
@@ -25,7 +27,12 @@ import (
 //     (as the crawler compiles them) and mean the same in Python's re (as
 //     the original crawler, which may share the cluster, reads them);
 //   - useragent, cookie: usable as HTTP header values (no control
-//     characters).
+//     characters);
+//   - method, body, headers: a method the crawler sends, a body within
+//     crawlrequest.MaxBodyBytes, headers the cluster does not own
+//     (crawlrequest.CheckShape);
+//   - extract: rules that compile, each error naming its rule
+//     (extract.Compile).
 func (h *Handler) Validate(req plugin.Request) error {
 	var errs []error
 	if err := checkSeedURL(str(req, "url")); err != nil {
@@ -49,6 +56,12 @@ func (h *Handler) Validate(req plugin.Request) error {
 	for _, field := range []string{"useragent", "cookie"} {
 		if at := strings.IndexFunc(str(req, field), isHeaderControl); at >= 0 {
 			errs = append(errs, fmt.Errorf("%s: control character at offset %d (not allowed in an HTTP header)", field, at))
+		}
+	}
+	errs = append(errs, crawlrequest.CheckShape(req)...)
+	if spec, ok := req[crawlrequest.FieldExtract]; ok && spec != nil {
+		if _, err := extract.Compile(spec); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return joinReasons(errs)

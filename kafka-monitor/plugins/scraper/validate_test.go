@@ -89,3 +89,34 @@ func TestValidateAcceptsWhatTheCrawlersCanCarryOut(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateRefusesBadShapingAndRulesNamingThem(t *testing.T) {
+	for _, tc := range []struct{ name, raw, reason string }{
+		{"an unknown method", crawl(`, "method": "BREW"`), `at '/method': value must be one of`},
+		{"a session that is not a boolean", crawl(`, "session": "yes"`), `at '/session': got string, want boolean`},
+		{"a Host header", crawl(`, "headers": {"host": "evil.example"}`), `headers: Host is the cluster's to send (the URL's host is sent)`},
+		{"a hop-by-hop header", crawl(`, "headers": {"Connection": "keep-alive"}`), `headers: Connection is the cluster's to send (a hop-by-hop header`},
+		{"a header that is not a string", crawl(`, "headers": {"X-N": 1}`), `headers: X-N: not a string`},
+		{"a body over the limit", crawl(`, "method": "POST", "body": "`+strings.Repeat("b", 65537)+`"`), `body: 65537 bytes, more than the limit of 65536`},
+		{"invalid CSS", crawl(`, "extract": {"title": {"css": "a["}}`), `extract.title: css "a[": `},
+		{"invalid XPath", crawl(`, "extract": {"price": {"xpath": "//p[@class="}}`), `extract.price: xpath "//p[@class=": `},
+		{"an invalid regex", crawl(`, "extract": {"sku": {"regex": "(a"}}`), `extract.sku: regex "(a": error parsing regexp`},
+		{"two kinds in one rule", crawl(`, "extract": {"both": {"css": "a", "regex": "a"}}`), `extract.both: has css and regex: want exactly one of css, xpath, regex or jsonld`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := plugintest.Validate(t, &scraper.Handler{}, tc.raw)
+			if err == nil || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("got %v, want a reason holding %q", err, tc.reason)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsShapedRequestsWithRules(t *testing.T) {
+	raw := crawl(`, "method": "POST", "body": "user=me", "headers": {"X-Token": "t", "Cookie": "a=1", "User-Agent": "ua/1"},
+		"session": true, "extract": {"title": {"css": "title"}, "links": {"xpath": "//a/@href", "all": true, "url_regex": "/blog/"},
+		"sku": {"regex": "SKU: (\\w+)"}, "ld": {"jsonld": true}, "img": {"css": "img", "attr": "src"}}`)
+	if _, err := plugintest.Validate(t, &scraper.Handler{}, raw); err != nil {
+		t.Errorf("got %v, want it accepted", err)
+	}
+}

@@ -1,0 +1,429 @@
+// Package extract is the declarative extraction of a crawl request's
+// "extract" field: field name → rule, applied to every page of the crawl,
+// its values published as the crawl result's "extracted".
+//
+// A rule is an object with exactly one of
+//
+//   - "css": a CSS selector (github.com/andybalholm/cascadia, through goquery);
+//   - "xpath": an XPath 1.0 expression (github.com/antchfx/xpath over
+//     github.com/antchfx/htmlquery's navigator); it may select elements,
+//     attributes or text, or compute a string, number or boolean;
+//   - "regex": a Go (RE2) regular expression matched against the page's
+//     text as published (the body decoded to UTF-8); the value is its first
+//     capture group, or the whole match when it has none;
+//   - "jsonld": true, the page's <script type="application/ld+json"> blocks,
+//     parsed, as a list (blocks that do not parse are left out);
+//
+// and optionally "attr" (css and xpath: an attribute's value instead of the
+// element's text; href and src values resolved to absolute URLs against the
+// page's URL or its <base href>, others as written), "all" (a list of every
+// match instead of the first) and "url_regex" (apply only on pages whose URL
+// it matches, anywhere in the URL). A field with no match is absent; with
+// "all" it is an empty list. An element's text is its text content with
+// leading and trailing white space trimmed.
+//
+// Rules are compiled once (Compile, CompileJSON; Cache keeps a crawl's) and
+// every error names the rule: `extract.title: css "a[": ...`. The page is
+// parsed once (golang.org/x/net/html), and only when a css or xpath rule
+// applies to its URL; that one tree serves both kinds.
+package extract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/andybalholm/cascadia"
+	"github.com/antchfx/htmlquery"
+	"github.com/antchfx/xpath"
+	"golang.org/x/net/html"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
+)
+
+// MaxRules is the most rules one request may give.
+const MaxRules = 100
+
+// kind is what a rule matches with.
+type kind int
+
+const (
+	kindCSS kind = iota + 1
+	kindXPath
+	kindRegex
+	kindJSONLD
+)
+
+// rule is one compiled rule.
+type rule struct {
+	name  string
+	kind  kind
+	css   cascadia.Selector
+	xpath *xpath.Expr
+	regex *regexp.Regexp
+	attr  string
+	all   bool
+	onURL *regexp.Regexp // nil: every page
+}
+
+// Rules are a request's compiled rules, in field name order. A nil *Rules
+// has no rules.
+type Rules struct {
+	rules []rule
+	tree  bool // some rule needs the parsed page
+}
+
+// Len is the number of rules.
+func (rs *Rules) Len() int {
+	if rs == nil {
+		return 0
+	}
+	return len(rs.rules)
+}
+
+// Compile compiles an "extract" value as wirejson.Decode reads it (an
+// object of rule objects). The error names every bad rule and why, in
+// field name order, on one line.
+func Compile(spec any) (*Rules, error) {
+	obj, ok := spec.(map[string]any)
+	if !ok {
+		return nil, errors.New("extract: not an object of rules")
+	}
+	if len(obj) > MaxRules {
+		return nil, fmt.Errorf("extract: %d rules, more than the limit of %d", len(obj), MaxRules)
+	}
+	rs := &Rules{}
+	var errs []string
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
+		r, err := compileRule(name, obj[name])
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("extract.%s: %v", name, err))
+			continue
+		}
+		rs.tree = rs.tree || r.kind == kindCSS || r.kind == kindXPath
+		rs.rules = append(rs.rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, errors.New(strings.Join(errs, "; "))
+	}
+	return rs, nil
+}
+
+// CompileJSON compiles an "extract" value from its JSON text (as a queue
+// member holds it).
+func CompileJSON(raw []byte) (*Rules, error) {
+	spec, err := wirejson.Decode(raw)
+	if err != nil {
+		return nil, fmt.Errorf("extract: %w", err)
+	}
+	return Compile(spec)
+}
+
+// ruleKeys are the keys a rule may have.
+var ruleKeys = []string{"all", "attr", "css", "jsonld", "regex", "url_regex", "xpath"}
+
+func compileRule(name string, spec any) (rule, error) {
+	r := rule{name: name}
+	if name == "" {
+		return r, errors.New("a field name must not be empty")
+	}
+	obj, ok := spec.(map[string]any)
+	if !ok {
+		return r, errors.New(`a rule is an object, e.g. {"css": "title"}`)
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(ruleKeys, k) {
+			return r, fmt.Errorf("unknown key %q (a rule has css, xpath, regex or jsonld, and attr, all, url_regex)", k)
+		}
+	}
+	var kinds []string
+	for _, k := range []string{"css", "xpath", "regex", "jsonld"} {
+		if _, ok := obj[k]; ok {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) != 1 {
+		return r, fmt.Errorf("has %s: want exactly one of css, xpath, regex or jsonld", describeKinds(kinds))
+	}
+	if err := r.compileKind(kinds[0], obj[kinds[0]]); err != nil {
+		return r, err
+	}
+	return r, r.compileOptions(obj)
+}
+
+func describeKinds(kinds []string) string {
+	if len(kinds) == 0 {
+		return "none of them"
+	}
+	return strings.Join(kinds, " and ")
+}
+
+func (r *rule) compileKind(k string, v any) error {
+	if k == "jsonld" {
+		if v != true {
+			return errors.New("jsonld: want true")
+		}
+		r.kind = kindJSONLD
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok || s == "" {
+		return fmt.Errorf("%s: want a non-empty string", k)
+	}
+	var err error
+	switch k {
+	case "css":
+		r.kind = kindCSS
+		r.css, err = cascadia.Compile(s)
+	case "xpath":
+		r.kind = kindXPath
+		r.xpath, err = xpath.Compile(s)
+	case "regex":
+		r.kind = kindRegex
+		r.regex, err = regexp.Compile(s)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", k, s, err)
+	}
+	return nil
+}
+
+func (r *rule) compileOptions(obj map[string]any) error {
+	if v, ok := obj["attr"]; ok {
+		s, isString := v.(string)
+		switch {
+		case !isString || s == "":
+			return errors.New("attr: want an attribute name")
+		case r.kind != kindCSS && r.kind != kindXPath:
+			return errors.New("attr: only css and xpath rules select elements")
+		}
+		r.attr = strings.ToLower(s)
+	}
+	if v, ok := obj["all"]; ok {
+		b, isBool := v.(bool)
+		switch {
+		case !isBool:
+			return errors.New("all: want true or false")
+		case r.kind == kindJSONLD:
+			return errors.New("all: a jsonld rule always gives every block")
+		}
+		r.all = b
+	}
+	if v, ok := obj["url_regex"]; ok {
+		s, isString := v.(string)
+		if !isString {
+			return errors.New("url_regex: want a regular expression")
+		}
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return fmt.Errorf("url_regex %q: %w", s, err)
+		}
+		r.onURL = re
+	}
+	return nil
+}
+
+// Apply runs the rules on a page: its URL and its text (UTF-8). The result
+// holds a value (a string, or for xpath a number or boolean), a list
+// (all; jsonld), or nothing for a field without a match; it is nil when no
+// rule applies to the URL.
+func (rs *Rules) Apply(pageURL, text string) map[string]any {
+	if rs.Len() == 0 {
+		return nil
+	}
+	var doc *page
+	out := map[string]any{}
+	for i := range rs.rules {
+		r := &rs.rules[i]
+		if r.onURL != nil && !r.onURL.MatchString(pageURL) {
+			continue
+		}
+		if doc == nil {
+			doc = newPage(pageURL, text)
+		}
+		if v, ok := r.apply(doc); ok {
+			out[r.name] = v
+		}
+	}
+	if doc == nil {
+		return nil
+	}
+	return out
+}
+
+// page is a page being extracted from, parsed when first needed.
+type page struct {
+	url    string
+	text   string
+	root   *html.Node
+	base   *url.URL
+	parsed bool
+}
+
+func newPage(pageURL, text string) *page { return &page{url: pageURL, text: text} }
+
+// tree parses the page once, for every css and xpath rule.
+func (p *page) tree() *html.Node {
+	if !p.parsed {
+		p.parsed = true
+		root, err := html.Parse(strings.NewReader(p.text))
+		if err != nil { // html.Parse fails only when reading fails
+			root = &html.Node{Type: html.DocumentNode}
+		}
+		p.root = root
+		p.base, _ = url.Parse(p.url)
+		if b := cascadia.Query(root, baseSel); b != nil && p.base != nil {
+			if href, ok := attrOf(b, "href"); ok {
+				if u, err := p.base.Parse(strings.TrimSpace(href)); err == nil {
+					p.base = u
+				}
+			}
+		}
+	}
+	return p.root
+}
+
+var (
+	baseSel   = cascadia.MustCompile("base[href]")
+	jsonldSel = cascadia.MustCompile(`script[type="application/ld+json" i]`)
+)
+
+// apply is one rule's value on p, if it has one.
+func (r *rule) apply(p *page) (any, bool) {
+	var vals []any
+	switch r.kind {
+	case kindCSS:
+		vals = r.applyCSS(p)
+	case kindXPath:
+		vals = r.applyXPath(p)
+	case kindRegex:
+		vals = r.applyRegex(p)
+	case kindJSONLD:
+		return jsonLD(p), true
+	}
+	if r.all {
+		if vals == nil {
+			vals = []any{}
+		}
+		return vals, true
+	}
+	if len(vals) == 0 {
+		return nil, false
+	}
+	return vals[0], true
+}
+
+// limit is how many values a rule needs: one, or every one.
+func (r *rule) limit() int {
+	if r.all {
+		return -1
+	}
+	return 1
+}
+
+func (r *rule) applyCSS(p *page) []any {
+	var vals []any
+	goquery.NewDocumentFromNode(p.tree()).FindMatcher(r.css).EachWithBreak(func(_ int, s *goquery.Selection) bool {
+		if v, ok := r.nodeValue(p, s.Nodes[0]); ok {
+			vals = append(vals, v)
+		}
+		return r.all || len(vals) == 0
+	})
+	return vals
+}
+
+func (r *rule) applyXPath(p *page) []any {
+	nav := htmlquery.CreateXPathNavigator(p.tree())
+	switch res := r.xpath.Evaluate(nav).(type) {
+	case *xpath.NodeIterator:
+		var vals []any
+		for (r.all || len(vals) == 0) && res.MoveNext() {
+			n := res.Current().(*htmlquery.NodeNavigator)
+			if n.NodeType() == xpath.AttributeNode {
+				vals = append(vals, p.resolve(n.LocalName(), n.Value()))
+			} else if v, ok := r.nodeValue(p, n.Current()); ok {
+				vals = append(vals, v)
+			}
+		}
+		return vals
+	case string:
+		if res == "" {
+			return nil
+		}
+		return []any{res}
+	case float64, bool:
+		return []any{res}
+	}
+	return nil
+}
+
+// nodeValue is an element's value for the rule: its attribute attr, or
+// its text.
+func (r *rule) nodeValue(p *page, n *html.Node) (string, bool) {
+	if r.attr == "" {
+		return strings.TrimSpace(htmlquery.InnerText(n)), true
+	}
+	v, ok := attrOf(n, r.attr)
+	if !ok {
+		return "", false
+	}
+	return p.resolve(r.attr, v), true
+}
+
+// resolve makes href and src values absolute against the page's base.
+func (p *page) resolve(attr, v string) string {
+	if attr != "href" && attr != "src" {
+		return v
+	}
+	p.tree() // the base
+	if p.base == nil {
+		return v
+	}
+	u, err := p.base.Parse(strings.TrimSpace(v))
+	if err != nil {
+		return v
+	}
+	return u.String()
+}
+
+func attrOf(n *html.Node, name string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Namespace == "" && strings.EqualFold(a.Key, name) {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func (r *rule) applyRegex(p *page) []any {
+	var vals []any
+	for _, m := range r.regex.FindAllStringSubmatch(p.text, r.limit()) {
+		if len(m) > 1 {
+			vals = append(vals, m[1])
+		} else {
+			vals = append(vals, m[0])
+		}
+	}
+	return vals
+}
+
+// jsonLD is the page's JSON-LD blocks that parse, in page order.
+func jsonLD(p *page) []any {
+	blocks := []any{}
+	for _, n := range cascadia.QueryAll(p.tree(), jsonldSel) {
+		var text bytes.Buffer
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			text.WriteString(c.Data)
+		}
+		if v, err := wirejson.Decode(bytes.TrimSpace(text.Bytes())); err == nil {
+			blocks = append(blocks, v)
+		}
+	}
+	return blocks
+}
