@@ -3,7 +3,6 @@ module github.com/scrapycluster/scrapy-cluster-go/scutils
 go 1.26.8
 
 require (
-	github.com/PuerkitoBio/goquery v1.13.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/andybalholm/cascadia v1.3.4
 	github.com/antchfx/htmlquery v1.3.7

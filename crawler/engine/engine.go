@@ -41,10 +41,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/crawlspec"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -67,6 +70,8 @@ type Engine struct {
 	fetchCfg fetch.Config
 	pub      *kafkaclient.Publisher
 	pipe     *pipeline.Pipeline
+	sessions *session.Store      // the jars of crawls with "session": true
+	extract  crawlspec.Extractor // crawls' extract rules, compiled once
 
 	host, id     string
 	retryTimes   int
@@ -131,7 +136,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	pub := kcfg.NewPublisher("crawled", AppIDTopics.From(s), log)
 	e := &Engine{
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
-		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub,
+		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub, sessions: session.NewStore(rdb, session.TTL.From(s)),
 		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes),
 		host: host, id: heartbeat.NewID(),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
@@ -270,7 +275,14 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.done(ctx, item, tally)
 		return
 	}
-	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
+	freq, jar, ok := e.fetchRequest(ctx, req, extra)
+	if !ok {
+		return // shutting down: released later
+	}
+	res, err := e.metrics.fetch(ctx, e.fetcher, freq)
+	if jar != nil && !e.untilDone(ctx, "save a crawl's session", func() error { return e.sessions.Save(ctx, jar) }) {
+		return
+	}
 	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
 		return // shutting down: released later
 	}
@@ -289,11 +301,54 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}, extra)
+	e.extracted(req, out.Pages, extra)
 	e.counters.Pages.Add(1)
 	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
 		return // shutting down: released later
 	}
 	e.finish(ctx, item, tally, out)
+}
+
+// fetchRequest is what to fetch for req (crawlspec.FetchRequest), with
+// its crawl's session loaded when it asks for one (retried while Redis is
+// away; false when ctx ended first). Shaping fields that cannot be read
+// are logged by name, never their values.
+func (e *Engine) fetchRequest(ctx context.Context, req *crawlrequest.Request, extra logfactory.Extra) (fetch.Request, *session.Jar, bool) {
+	freq, shape, err := crawlspec.FetchRequest(req)
+	if err != nil {
+		e.log.Warning("Fetching the request as a plain GET", withError(extra, err))
+	}
+	if !shape.Session {
+		return freq, nil, true
+	}
+	var jar *session.Jar
+	crawl := session.Crawl{AppID: req.AppID, CrawlID: req.CrawlID, Expires: req.Expires}
+	if !e.untilDone(ctx, "load a crawl's session", func() (err error) { jar, err = e.sessions.Load(ctx, crawl); return err }) {
+		return freq, nil, false
+	}
+	freq.Jar = jar
+	return freq, jar, true
+}
+
+// extracted gives the pages the values of req's extract rules. Rules that
+// do not compile (a member no Kafka Monitor of ours checked) are logged and
+// the pages published without them.
+func (e *Engine) extracted(req *crawlrequest.Request, pages []*spider.Page, extra logfactory.Extra) {
+	rules, err := e.extract.Rules(req)
+	if err != nil {
+		e.log.Warning("The request's extract rules do not compile; published without extracted", withError(extra, err))
+		return
+	}
+	crawlspec.Apply(rules, pages)
+}
+
+// withError is extra and the error, in a copy.
+func withError(extra logfactory.Extra, err error) logfactory.Extra {
+	fields := logfactory.Extra{"error": err.Error()}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	return fields
 }
 
 // fetchFailed retries a request that got no response (as a 504) and drops
@@ -415,11 +470,7 @@ func (e *Engine) parse(ctx context.Context, resp *spider.Response, extra logfact
 	out, err := e.spider.Parse(ctx, resp)
 	if err != nil {
 		e.counters.ParseErrors.Add(1)
-		fields := logfactory.Extra{"error": err.Error()}
-		for k, v := range extra {
-			fields[k] = v
-		}
-		e.log.Warning("Spider could not fully parse the page", fields)
+		e.log.Warning("Spider could not fully parse the page", withError(extra, err))
 		if len(out.Pages) == 0 {
 			out.Pages = []*spider.Page{spider.NewPage(resp)}
 		}

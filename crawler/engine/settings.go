@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -32,11 +33,12 @@ var (
 // windows' (STATS_CYCLE, STATS_TIMES), the crawl ledger's (the crawler
 // ignores LEDGER_COMPLETE_INTERVAL), the shared REDIS_*, KAFKA_* and
 // ZOOKEEPER_* ones, the log settings as SC_LOG_* (as in the original), the
-// admin endpoint's (on :9412) and the engine's own.
+// admin endpoint's (on :9412), the sessions' (SESSION_TTL) and the
+// engine's own.
 func Settings() settings.Group {
 	return settings.Join(
 		redisconn.Settings(), kafkaclient.Settings(), domainconfig.Settings(),
 		logfactory.Settings("SC_").Group("sc-crawler", "sc_crawler.log"),
-		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr),
+		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr), session.Settings(),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait))
 }

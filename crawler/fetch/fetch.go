@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -24,6 +25,19 @@ type Request struct {
 	UserAgent string
 	// Cookie is the Cookie header to send ("": none), to URL's host only.
 	Cookie string
+	// Method is the HTTP method ("": GET). A redirect by 301, 302 or 303
+	// continues as a GET without the body (HEAD stays HEAD), as browsers
+	// do; 307 and 308 repeat the method and body.
+	Method string
+	// Body is sent with the request (nil: none).
+	Body []byte
+	// Header replaces the fetcher's headers of the same names, User-Agent
+	// and Cookie included (they win over UserAgent and Cookie). Cookie and
+	// Authorization go to URL's host only, the others to every hop.
+	Header http.Header
+	// Jar, when set, gives each hop the cookies it holds for the hop's URL
+	// (after any Cookie) and takes the cookies each response sets.
+	Jar http.CookieJar
 }
 
 // Result is a response, whatever its status.
@@ -133,7 +147,8 @@ func (f *Fetcher) Close() {
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, ErrTimeout)
 	defer cancel()
-	res, err := f.fetch(ctx, req.URL, cmp.Or(req.UserAgent, f.cfg.UserAgent), req.Cookie, f.cfg.ObeyRobots, f.cfg.MaxSize)
+	req.UserAgent = cmp.Or(req.Header.Get("User-Agent"), req.UserAgent, f.cfg.UserAgent)
+	res, err := f.fetch(ctx, req, f.cfg.ObeyRobots, f.cfg.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", req.URL, f.explain(ctx, err))
 	}
@@ -156,14 +171,15 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 }
 
 // fetch runs the redirect loop: one request per hop, the host and
-// robots.txt (when robots is set) checked per hop, cookie only to the first
-// hop's host.
-func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, robots bool, maxSize int64) (*Result, error) {
-	u, err := parseTarget(rawURL)
+// robots.txt (when robots is set) checked per hop, req.UserAgent the
+// User-Agent to send.
+func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize int64) (*Result, error) {
+	u, err := parseTarget(req.URL)
 	if err != nil {
 		return nil, err
 	}
 	origin := u.Hostname()
+	method, body := cmp.Or(req.Method, http.MethodGet), req.Body
 	visited := map[string]bool{withoutFragment(u): true}
 	for redirects := 0; ; redirects++ {
 		// Before robots.txt and before any proxy is asked: nothing is sent
@@ -172,26 +188,28 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 			return nil, err
 		}
 		if robots {
-			if err := f.robots.check(ctx, u, userAgent); err != nil {
+			if err := f.robots.check(ctx, u, req.UserAgent); err != nil {
 				return nil, err
 			}
 		}
-		header := f.header.Clone()
-		header.Set("User-Agent", userAgent)
-		if cookie != "" && strings.EqualFold(u.Hostname(), origin) {
-			header.Set("Cookie", cookie)
-		}
+		header := f.hopHeader(u, strings.EqualFold(u.Hostname(), origin), &req)
 		h := &hop{}
-		req := (&http.Request{Method: http.MethodGet, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))
-		if h.proxy, err = f.proxy(req); err != nil {
+		hreq := (&http.Request{Method: method, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))
+		setBody(hreq, body)
+		if h.proxy, err = f.proxy(hreq); err != nil {
 			return nil, fmt.Errorf("choose a proxy for %s: %w", u, err)
 		}
 		// The transport, not an http.Client: fetch follows redirects itself
-		// (cookies, robots.txt, loops and addresses are checked per hop),
-		// and there is no cookie jar, so no cookie outlives its request.
-		resp, err := f.transport.RoundTrip(req)
+		// (cookies, robots.txt, loops and addresses are checked per hop).
+		// Only a request's Jar keeps cookies beyond their response.
+		resp, err := f.transport.RoundTrip(hreq)
 		if err != nil {
 			return nil, err
+		}
+		if req.Jar != nil {
+			if set := resp.Cookies(); len(set) > 0 {
+				req.Jar.SetCookies(u, set)
+			}
 		}
 		if loc := resp.Header.Get("Location"); loc != "" && isRedirect(resp.StatusCode) && !f.cfg.DisableRedirects {
 			drain(resp.Body)
@@ -211,10 +229,14 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 			}
 			visited[key] = true
 			u = next
+			method, body = redirectMethod(resp.StatusCode, method, body)
 			continue
 		}
-		body, truncated, err := readBody(resp, maxSize)
-		if err != nil {
+		var content []byte
+		var truncated bool
+		if method == http.MethodHead { // no body, whatever the length said
+			_ = resp.Body.Close()
+		} else if content, truncated, err = readBody(resp, maxSize); err != nil {
 			return nil, fmt.Errorf("read body: %w", err)
 		}
 		return &Result{
@@ -223,10 +245,63 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 			StatusText:    statusText(resp),
 			Header:        resp.Header,
 			RequestHeader: header,
-			Body:          body,
+			Body:          content,
 			Truncated:     truncated,
 		}, nil
 	}
+}
+
+// hopHeader is the header of one hop to u: the defaults, the User-Agent,
+// the request's Cookie (to its own host only), its Header over them (its
+// Cookie and Authorization to its own host only), then the Jar's cookies.
+func (f *Fetcher) hopHeader(u *url.URL, ownHost bool, req *Request) http.Header {
+	header := f.header.Clone()
+	header.Set("User-Agent", req.UserAgent)
+	if req.Cookie != "" && ownHost {
+		header.Set("Cookie", req.Cookie)
+	}
+	for name, values := range req.Header {
+		if ownHost || (name != "Cookie" && name != "Authorization") {
+			header[name] = values
+		}
+	}
+	if req.Jar != nil {
+		if cookies := req.Jar.Cookies(u); len(cookies) > 0 {
+			parts := make([]string, 0, len(cookies)+1)
+			if c := header.Get("Cookie"); c != "" {
+				parts = append(parts, c)
+			}
+			for _, c := range cookies {
+				parts = append(parts, c.Name+"="+c.Value)
+			}
+			header.Set("Cookie", strings.Join(parts, "; "))
+		}
+	}
+	return header
+}
+
+// setBody gives r body to send (and to send again, should the transport
+// retry on a fresh connection).
+func setBody(r *http.Request, body []byte) {
+	if len(body) == 0 {
+		return
+	}
+	r.ContentLength = int64(len(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.Body, _ = r.GetBody()
+}
+
+// redirectMethod is the method and body of the request a redirect leads
+// to: 307 and 308 repeat them; 301, 302 and 303 continue as a GET without
+// a body (a HEAD as a HEAD), as browsers and Go's http.Client do.
+func redirectMethod(status int, method string, body []byte) (string, []byte) {
+	if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
+		return method, body
+	}
+	if method == http.MethodHead {
+		return method, nil
+	}
+	return http.MethodGet, nil
 }
 
 func parseTarget(raw string) (*url.URL, error) {

@@ -23,6 +23,9 @@ const maxSlow = 5 * time.Minute
 
 // serve answers the built-in pages.
 func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
+	if s.shaped(w, r) {
+		return
+	}
 	path := r.URL.Path
 	if loc, ok := s.redirectTarget(path, r.URL.Query()); ok {
 		s.redirect(w, r, loc)

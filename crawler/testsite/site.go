@@ -62,6 +62,15 @@
 //	/set-cookie          sets a cookie (?name=&value=, default session=testsite;
 //	                     ?next=<path> redirects there)
 //	/echo-headers        the request's method, host, path and headers as JSON
+//	/echo/<n>            n 0..EchoPages: an HTML page showing the request's method
+//	                     (#method), body (#body) and headers (li.header[data-name]),
+//	                     linking to /echo/<n+1>
+//	/login               a form POST of user=alice&password=secret sets the auth
+//	                     cookie (Path /account), a Secure and an expired cookie, and
+//	                     answers 303 to /account/; anything else 401
+//	/account/, /account/1..3  403 "Please log in" without the auth cookie; with it
+//	                     a product page (h1.name, span.price, JSON-LD) linking to each
+//	/logout              clears the auth cookie
 //
 // # Hit log
 //

@@ -4,7 +4,9 @@
 //
 // A rule is an object with exactly one of
 //
-//   - "css": a CSS selector (github.com/andybalholm/cascadia, through goquery);
+//   - "css": a CSS selector (github.com/andybalholm/cascadia, goquery's
+//     selector engine, used directly: a first match is found without
+//     collecting the others);
 //   - "xpath": an XPath 1.0 expression (github.com/antchfx/xpath over
 //     github.com/antchfx/htmlquery's navigator); it may select elements,
 //     attributes or text, or compute a string, number or boolean;
@@ -38,7 +40,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
 	"github.com/antchfx/xpath"
@@ -329,12 +330,23 @@ func (r *rule) limit() int {
 
 func (r *rule) applyCSS(p *page) []any {
 	var vals []any
-	goquery.NewDocumentFromNode(p.tree()).FindMatcher(r.css).EachWithBreak(func(_ int, s *goquery.Selection) bool {
-		if v, ok := r.nodeValue(p, s.Nodes[0]); ok {
-			vals = append(vals, v)
+	if !r.all {
+		// The first element with a value: most often the first match,
+		// found without collecting the others.
+		if n := r.css.MatchFirst(p.tree()); n != nil {
+			if v, ok := r.nodeValue(p, n); ok {
+				return []any{v}
+			}
 		}
-		return r.all || len(vals) == 0
-	})
+	}
+	for _, n := range r.css.MatchAll(p.tree()) {
+		if v, ok := r.nodeValue(p, n); ok {
+			vals = append(vals, v)
+			if !r.all {
+				break
+			}
+		}
+	}
 	return vals
 }
 

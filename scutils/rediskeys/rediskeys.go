@@ -5,6 +5,8 @@
 package rediskeys
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
@@ -278,4 +280,14 @@ func icannSuffix(host string) string {
 		suffix, icann = publicsuffix.PublicSuffix(suffix[i+1:])
 	}
 	return suffix
+}
+
+// SessionKey is a crawl's cookie jar (Go; the original has none), a hash:
+// "session:" and 32 hex digits of the SHA-256 of appid, a NUL and crawlid.
+// The ids are hashed so that no pattern the original's components scan
+// (*:*:queue, *:dupefilter:*, *:blacklist, ...) can match the key whatever
+// they hold.
+func SessionKey(appID, crawlID string) string {
+	sum := sha256.Sum256([]byte(appID + "\x00" + crawlID))
+	return "session:" + hex.EncodeToString(sum[:16])
 }

@@ -2,6 +2,7 @@ package rediskeys_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -128,5 +129,17 @@ func TestQueuePatternEscapesGlobCharacters(t *testing.T) {
 	}
 	if got := rediskeys.GlobEscape(`a?b\c`); got != `a\?b\\c` {
 		t.Fatal(got)
+	}
+}
+
+func TestSessionKeysMatchNoPatternOfTheOriginal(t *testing.T) {
+	for _, ids := range [][2]string{{"app", "crawl"}, {"dupefilter", "x"}, {"a:b", "queue"}, {"x", ":blacklist"}} {
+		k := rediskeys.SessionKey(ids[0], ids[1])
+		if !strings.HasPrefix(k, "session:") || len(k) != len("session:")+32 || strings.Count(k, ":") != 1 {
+			t.Errorf("SessionKey(%q, %q) = %q", ids[0], ids[1], k)
+		}
+	}
+	if rediskeys.SessionKey("a", "bc") == rediskeys.SessionKey("ab", "c") {
+		t.Error("different crawls share a key")
 	}
 }

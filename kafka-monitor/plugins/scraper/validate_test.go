@@ -97,7 +97,7 @@ func TestValidateRefusesBadShapingAndRulesNamingThem(t *testing.T) {
 		{"a Host header", crawl(`, "headers": {"host": "evil.example"}`), `headers: Host is the cluster's to send (the URL's host is sent)`},
 		{"a hop-by-hop header", crawl(`, "headers": {"Connection": "keep-alive"}`), `headers: Connection is the cluster's to send (a hop-by-hop header`},
 		{"a header that is not a string", crawl(`, "headers": {"X-N": 1}`), `headers: X-N: not a string`},
-		{"a body over the limit", crawl(`, "method": "POST", "body": "`+strings.Repeat("b", 65537)+`"`), `body: 65537 bytes, more than the limit of 65536`},
+		{"a body over the limit", crawl(`, "method": "POST", "body": "` + strings.Repeat("b", 65537) + `"`), `body: 65537 bytes, more than the limit of 65536`},
 		{"invalid CSS", crawl(`, "extract": {"title": {"css": "a["}}`), `extract.title: css "a[": `},
 		{"invalid XPath", crawl(`, "extract": {"price": {"xpath": "//p[@class="}}`), `extract.price: xpath "//p[@class=": `},
 		{"an invalid regex", crawl(`, "extract": {"sku": {"regex": "(a"}}`), `extract.sku: regex "(a": error parsing regexp`},

@@ -1,0 +1,72 @@
+// Package crawlspec is what a crawl request asks of the crawler beyond its
+// URL, in the form the fetcher and the spiders' pages take it: the fetch
+// request its method, body, headers, user agent and cookie make
+// (FetchRequest), and its extract rules applied to its pages (Extractor).
+// The crawler's engine and the REST service's /try share it, so that a
+// tried request is fetched and extracted exactly as a crawled one.
+package crawlspec
+
+import (
+	"fmt"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
+)
+
+// ExtractedField is the crawl result's field of the extracted values.
+const ExtractedField = "extracted"
+
+// FetchRequest is the fetch request of r: its URL, useragent and cookie,
+// and its method, body and headers (crawlrequest.Request.Shape). When
+// those cannot be read (a member no Kafka Monitor of ours checked, such
+// as one an original crawler queued with Scrapy's own method and headers)
+// the request is a plain GET and err says why; the shape's Session stands
+// whatever else is wrong.
+func FetchRequest(r *crawlrequest.Request) (fetch.Request, crawlrequest.Shape, error) {
+	req := fetch.Request{URL: r.URL, UserAgent: r.UserAgent, Cookie: r.Cookie}
+	shape, err := r.Shape()
+	if err != nil {
+		return req, crawlrequest.Shape{Method: "GET", Session: shape.Session}, fmt.Errorf("request's shape ignored: %w", err)
+	}
+	req.Method, req.Header = shape.Method, shape.Header
+	if shape.Body != "" {
+		req.Body = []byte(shape.Body)
+	}
+	return req, shape, nil
+}
+
+// Extractor applies crawls' extract rules, each crawl's compiled once per
+// process. The zero value is ready; it is safe for concurrent use.
+type Extractor struct {
+	cache extract.Cache
+}
+
+// Rules are r's extract rules (nil when it has none), compiled once.
+func (x *Extractor) Rules(r *crawlrequest.Request) (*extract.Rules, error) {
+	raw, ok := r.Extra(crawlrequest.FieldExtract)
+	if !ok || string(raw) == "null" {
+		return nil, nil
+	}
+	return x.cache.Get(string(raw))
+}
+
+// Apply gives each page the extracted field: rules' values on the page's
+// final URL and text ({} when no rule applies there). Pages of requests
+// without rules are left as they are.
+func Apply(rules *extract.Rules, pages []*spider.Page) {
+	if rules == nil {
+		return
+	}
+	for _, p := range pages {
+		got := rules.Apply(p.ResponseURL, p.Body)
+		if got == nil {
+			got = map[string]any{}
+		}
+		if p.Extra == nil {
+			p.Extra = map[string]any{}
+		}
+		p.Extra[ExtractedField] = got
+	}
+}
