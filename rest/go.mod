@@ -7,16 +7,17 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/scrapycluster/scrapy-cluster-go/crawler v0.0.0
 	github.com/scrapycluster/scrapy-cluster-go/kafka-monitor v0.0.0
 	github.com/scrapycluster/scrapy-cluster-go/redis-monitor v0.0.0
 	github.com/scrapycluster/scrapy-cluster-go/scutils v0.0.0
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/spf13/cobra v1.10.2
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260515175617-8268a5d078c0
+	golang.org/x/time v0.15.0
 )
 
 require (
-	github.com/PuerkitoBio/goquery v1.13.0 // indirect
 	github.com/andybalholm/cascadia v1.3.4 // indirect
 	github.com/antchfx/htmlquery v1.3.7 // indirect
 	github.com/antchfx/xpath v1.3.9 // indirect
@@ -34,6 +35,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/temoto/robotstxt v1.1.2 // indirect
 	github.com/twmb/franz-go v1.21.7 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.13.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -49,5 +51,7 @@ require (
 replace github.com/scrapycluster/scrapy-cluster-go/scutils => ../scutils
 
 replace github.com/scrapycluster/scrapy-cluster-go/kafka-monitor => ../kafka-monitor
+
+replace github.com/scrapycluster/scrapy-cluster-go/crawler => ../crawler
 
 replace github.com/scrapycluster/scrapy-cluster-go/redis-monitor => ../redis-monitor

@@ -189,6 +189,7 @@ var pages = []page{
 	{path: "crawls", name: "crawls", nav: "Crawls", get: (*Console).crawlsPage},
 	{path: "crawl", name: "crawl", under: "crawls", get: (*Console).crawlPage, post: (*Console).crawlAction},
 	{path: "submit", name: "submit", nav: "Submit", get: (*Console).submitPage, post: (*Console).submitCrawl},
+	{path: "try", name: "try", nav: "Try", get: (*Console).tryPage, post: (*Console).tryRequest},
 	{path: "domains", name: "domains", nav: "Domains", get: (*Console).domainsPage, post: (*Console).domainAction},
 	{path: "live", name: "live", nav: "Live", get: (*Console).livePage},
 	{path: "live/events", get: (*Console).liveEvents}, // the Live page's Server-Sent Events

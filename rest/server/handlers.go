@@ -64,6 +64,7 @@ func (svc *Service) routes() *http.ServeMux {
 	handle("/{$}", func(w http.ResponseWriter, _ *http.Request) { svc.index(w) }, get, head, post)
 	handle("/feed", svc.feed, post)
 	handle("/poll", svc.poll, post)
+	handle("/try", svc.try, post)
 	handle("/crawls", svc.crawls, get, head)
 	handle("/crawls/{crawlid...}", svc.crawl, get, head)
 	mux.HandleFunc("/", svc.notFound)

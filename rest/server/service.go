@@ -36,7 +36,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/time/rate"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/trial"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/access"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
@@ -83,6 +85,9 @@ type Service struct {
 
 	access  access.Policy
 	console *console.Console // nil: UI_ENABLED is false
+
+	trier    *trial.Trier  // POST /try's fetcher
+	tryLimit *rate.Limiter // TRY_RATE, TRY_BURST
 
 	bgCancel  context.CancelFunc
 	bg        sync.WaitGroup
@@ -134,6 +139,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	if cfg.accessLog {
 		svc.accessLog = o.accessLog
+	}
+	if svc.trier, svc.tryLimit, err = newTrier(s); err != nil {
+		return nil, err
 	}
 	svc.metrics = newMetrics(svc)
 	svc.api = svc.routes()
@@ -287,6 +295,7 @@ func (svc *Service) Close() {
 			svc.closeConsole()
 			svc.kafka.close()
 			svc.store.Close()
+			svc.trier.Close()
 		}()
 		select {
 		case <-done:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
@@ -37,9 +38,12 @@ var (
 // KAFKA_* (answers are read from 'latest') and LOG_* ones, the Kafka
 // Monitor's PLUGINS and KAFKA_INCOMING_PARTITIONS (/feed validates as the
 // monitor does), the console's (UI_*, API_TOKEN, ZOOKEEPER_*) and
-// ADMIN_PPROF (the admin endpoint is served on the API's port).
+// ADMIN_PPROF (the admin endpoint is served on the API's port), and for
+// POST /try the crawler's download settings (fetch.Settings), TRY_RATE and
+// TRY_BURST.
 func Settings() settings.Group {
 	return settings.Join(cli.ComponentSettings("rest-service", "rest_service.log"), plugin.Settings(), console.Settings(),
+		fetch.Settings(), settings.Declare(TryRate, TryBurst),
 		settings.Declare(admin.Pprof, kafkaclient.AutoOffsetReset.WithDefault("latest"),
 			LoggingEnabled, Port, Host, SleepTime, HeartbeatTimeout, JoinTimeout, WaitForResponse, SchemaDir, FeedTimeout,
 			ConsumerSleep, ProducerTopic, PollTimeout, MaxRequestBytes, ReadTimeout, WriteTimeout))
