@@ -74,7 +74,8 @@ func TestParseReal(t *testing.T) {
 // (BenchmarkCrawlCost on a loaded 2-CPU machine; its redis-reads/page values
 // were added by hand, the metric being younger than the run), and that of
 // the ninth, the crawler's memory under hostile pages (BenchmarkBombMixRSS,
-// same machine).
+// same machine), and those of the tenth and eleventh, extraction
+// (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -85,9 +86,9 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
-	// launcher, 3 crawl cost, 6 hostile pages.
-	if len(res) != 39 {
-		t.Fatalf("got %d results, want 39", len(res))
+	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost.
+	if len(res) != 48 {
+		t.Fatalf("got %d results, want 48", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -98,7 +99,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	}
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
-		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB"} {
+		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB",
+		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -125,8 +127,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 9 {
-		t.Errorf("%d commands, want 9", len(commands))
+	if len(commands) != 11 {
+		t.Errorf("%d commands, want 11", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -143,6 +145,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"Redis socket reads per page":                     0.1834,
 		"crawler under hostile pages":                     165.9,
 		"crawler growth for one 50 MB plain page":         13.38,
+		"20 rules on a 200 KB page, p99 µs (CPU":          65582,
+		"extraction: what 5 rules add":                    15.38,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -69,6 +69,7 @@ const (
 	SectionMemory     = "Peak RSS (VmHWM) of each component process under a short workload"
 	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
 	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
+	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
 )
 
 // Default is what `make bench` measures.
@@ -129,6 +130,19 @@ func Default() []Bench {
 				{Label: "Redis socket reads per page (round trips, INFO stats)", Result: "BenchmarkCrawlCost", Unit: "redis-reads/page"},
 				{Label: "Redis commands per page (INFO commandstats)", Result: "BenchmarkCrawlCost", Unit: "redis-cmds/page"},
 				{Label: "  %s", Result: "BenchmarkCrawlCost", Unit: "redis-cmd-*/page"},
+			}},
+		{Pkg: "./scutils/extract/", Pattern: "^BenchmarkExtract$", Benchtime: "100x", Section: SectionExtract,
+			Figures: []Figure{
+				{Label: "5 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=5", Unit: "p99-µs"},
+				{Label: "5 rules on a 200 KB page, p99 µs (CPU of its thread)", Result: "BenchmarkExtract/rules=5", Unit: "cpu-p99-µs"},
+				{Label: "20 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=20", Unit: "p99-µs", Target: AtMost(5000)},
+				{Label: "20 rules on a 200 KB page, p99 µs (CPU of its thread)", Result: "BenchmarkExtract/rules=20", Unit: "cpu-p99-µs", Target: AtMost(5000)},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkExtractionCost$", Benchtime: "1x", Section: SectionExtract,
+			Figures: []Figure{
+				{Label: "extraction: crawler CPU per page, no rules", Result: "BenchmarkExtractionCost", Unit: "none-cpu-µs/page"},
+				{Label: "extraction: crawler CPU per page, 5 rules", Result: "BenchmarkExtractionCost", Unit: "rules5-cpu-µs/page"},
+				{Label: "extraction: what 5 rules add to the crawler CPU per page, %", Result: "BenchmarkExtractionCost", Unit: "extract-cpu-%", Target: AtMost(10)},
 			}},
 	}
 }
