@@ -156,7 +156,7 @@ func TestEveryConsolePageInTheNavigationAnswersAndIsCurrentThere(t *testing.T) {
 	}
 	_, _, overview := in.raw(t, http.MethodGet, "/ui/", nil, nil)
 	links, _ := nav(overview)
-	want := []string{"/ui/ Overview", "/ui/crawls Crawls", "/ui/submit Submit", "/ui/domains Domains", "/ui/live Live", "/ui/api API"}
+	want := []string{"/ui/ Overview", "/ui/crawls Crawls", "/ui/submit Submit", "/ui/try Try", "/ui/domains Domains", "/ui/live Live", "/ui/api API"}
 	if !slices.Equal(links, want) {
 		t.Fatalf("navigation %q, want %q", links, want)
 	}
