@@ -72,7 +72,8 @@ func TestParseReal(t *testing.T) {
 // that of the seventh command, the launcher's memory, added later (on
 // another 2-CPU machine), that of the eighth, the crawl's cost per page
 // (BenchmarkCrawlCost on a loaded 2-CPU machine; its redis-reads/page values
-// were added by hand, the metric being younger than the run), and that of
+// were added by hand, the metric being younger than the run, and so were its
+// Colly and per-site-CPU values, from one later run on a loaded machine), and that of
 // the ninth, the crawler's memory under hostile pages (BenchmarkBombMixRSS,
 // same machine), and those of the tenth and eleventh, extraction
 // (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40).

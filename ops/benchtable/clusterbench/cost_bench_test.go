@@ -84,7 +84,17 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //     run counts once, and each command it runs once more), and
 //     redis-cmd-<command>/page for each command with at least 0.01 per page
 //     (the log line adds Redis's own time in each, commandstats usec, where
-//     a script's includes the commands it runs).
+//     a script's includes the commands it runs);
+//   - <process>-cpu-per-site-cpu for the crawler, the broker and
+//     redis-server: their CPU over the test site's in the same crawl (the
+//     machine drifts; these ratios much less);
+//   - after our crawl, in the same iteration, a plain Colly crawler
+//     (runColly: a process of its own, 16 requests in flight, an in-memory
+//     queue) crawls the same trees of the same site: colly-pages/s,
+//     ours-per-colly (our pages/s over Colly's), colly-cpu-µs/page and
+//     colly-site-cpu-µs/page (the site's CPU while Colly crawled).
+//
+// The broker keeps its log in files, as the local cluster does by default.
 //
 // Settings: costSettings (defaults otherwise, INFO text logs included),
 // then CLUSTERBENCH_EXTRA's, space-separated NAME=value pairs, to see what
@@ -155,6 +165,8 @@ func BenchmarkCrawlCost(b *testing.B) {
 	var reads int64 // socket reads with requests in them: round trips, near enough
 	cpu := map[string]time.Duration{}
 	cmds := map[string]commandStat{}
+	var collyRuns collyRun
+	var collySiteCPU time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		crawlID := "cost-" + strconv.Itoa(i)
@@ -175,6 +187,11 @@ func BenchmarkCrawlCost(b *testing.B) {
 			d.usec += s.usec - cmdStart[name].usec
 			cmds[name] = d
 		}
+		colly, siteCPU := runCollyMeasuringSite(b, siteURL, pids["site"])
+		collyRuns.pages += colly.pages
+		collyRuns.wall += colly.wall
+		collyRuns.cpu += colly.cpu
+		collySiteCPU += siteCPU
 	}
 	b.StopTimer()
 	perPage := func(v float64) float64 { return v / float64(pages) }
@@ -185,6 +202,10 @@ func BenchmarkCrawlCost(b *testing.B) {
 		total += cpu[name]
 	}
 	b.ReportMetric(perPage(float64(total.Microseconds())), "total-cpu-µs/page")
+	for _, name := range []string{"crawler", "broker", "redis-server"} {
+		b.ReportMetric(float64(cpu[name])/float64(cpu["site"]), name+"-cpu-per-site-cpu")
+	}
+	reportColly(b, collyRuns, collySiteCPU, float64(pages)/elapsed.Seconds())
 	var calls int64
 	names := make([]string, 0, len(cmds))
 	for name, s := range cmds {
@@ -469,10 +490,14 @@ func startBroker(tb testing.TB) *broker {
 }
 
 // TestMain runs the tests, or, with brokerEnv set, serves a kfake broker
-// until SIGTERM (startBroker).
+// until SIGTERM (startBroker), or, with collyEnv set, crawls as a plain
+// Colly crawler (runColly).
 func TestMain(m *testing.M) {
 	if port := os.Getenv(brokerEnv); port != "" {
 		os.Exit(serveBroker(port))
+	}
+	if site := os.Getenv(collyEnv); site != "" {
+		os.Exit(crawlWithColly(site))
 	}
 	os.Exit(m.Run())
 }
@@ -483,7 +508,9 @@ func serveBroker(port string) int {
 		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", brokerEnv, port, err)
 		return 2
 	}
-	k, err := harness.LaunchKafka(harness.KafkaOptions{Ports: []int{p}})
+	// Its log in files (the process's working directory is a temporary
+	// one), as the local cluster keeps it by default.
+	k, err := harness.LaunchKafka(harness.KafkaOptions{Ports: []int{p}, DataDir: "kafka-data"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
