@@ -24,6 +24,9 @@ type Request struct {
 	UserAgent string
 	// Cookie is the Cookie header to send ("": none), to URL's host only.
 	Cookie string
+	// Referer is the Referer header to send ("": none), on every hop
+	// except one from an https Referer to an http URL.
+	Referer string
 }
 
 // Result is a response, whatever its status.
@@ -133,7 +136,7 @@ func (f *Fetcher) Close() {
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, ErrTimeout)
 	defer cancel()
-	res, err := f.fetch(ctx, req.URL, cmp.Or(req.UserAgent, f.cfg.UserAgent), req.Cookie, f.cfg.ObeyRobots, f.cfg.MaxSize)
+	res, err := f.fetch(ctx, req.URL, cmp.Or(req.UserAgent, f.cfg.UserAgent), req.Cookie, req.Referer, f.cfg.ObeyRobots, f.cfg.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", req.URL, f.explain(ctx, err))
 	}
@@ -157,8 +160,8 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 
 // fetch runs the redirect loop: one request per hop, the host and
 // robots.txt (when robots is set) checked per hop, cookie only to the first
-// hop's host.
-func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, robots bool, maxSize int64) (*Result, error) {
+// hop's host, referer to every hop but an http one from an https referer.
+func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie, referer string, robots bool, maxSize int64) (*Result, error) {
 	u, err := parseTarget(rawURL)
 	if err != nil {
 		return nil, err
@@ -180,6 +183,9 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 		header.Set("User-Agent", userAgent)
 		if cookie != "" && strings.EqualFold(u.Hostname(), origin) {
 			header.Set("Cookie", cookie)
+		}
+		if referer != "" && (u.Scheme == "https" || !strings.HasPrefix(referer, "https:")) {
+			header.Set("Referer", referer)
 		}
 		h := &hop{}
 		req := (&http.Request{Method: http.MethodGet, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))

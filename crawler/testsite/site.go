@@ -62,6 +62,9 @@
 //	/set-cookie          sets a cookie (?name=&value=, default session=testsite;
 //	                     ?next=<path> redirects there)
 //	/echo-headers        the request's method, host, path and headers as JSON
+//	/meta-refresh?to=<url>&delay=<s>  an HTML page whose <meta http-equiv="refresh">
+//	                     names url after delay seconds (default 0); linked from
+//	                     nowhere
 //
 // # Hit log
 //

@@ -130,6 +130,9 @@ const (
 	DroppedTooLarge    Reason = "too_large"   // cannot fit a Kafka message even reduced
 	DroppedUnpublished Reason = "unpublished" // Kafka refused it for good
 	DroppedNoResult    Reason = "no_result"   // the spider made no result of the page
+	// DroppedMetaRefresh is a page whose <meta http-equiv="refresh">
+	// target was queued instead of it (METAREFRESH_ENABLED): not a failure.
+	DroppedMetaRefresh Reason = "meta_refresh"
 )
 
 // Purge says which action removed queued requests.
