@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"strings"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
