@@ -7,9 +7,10 @@
 // Retries: a request that got no response (timeout, connection error) or a
 // 504 is queued again at lower priority up to RETRY_TIMES times, then
 // dropped with an error line; a request that can never succeed (invalid URL,
-// redirect loop, disallowed by robots.txt, an internal address the fetcher
-// refuses) is dropped with a warning naming the reason ("private_address",
-// ...; fetch.DropReason). Every
+// redirect loop) is dropped with a warning naming the reason
+// (fetch.DropReason); one disallowed by robots.txt or for an internal
+// address is refused, logged with the ledger's reason ("robots",
+// "private_address"). Every
 // response, 4xx and 5xx included, is parsed and published, as the original
 // does. Response codes are counted in stats:crawler:<host>:<spiderid>:<code>
 // and the process reports itself at stats:crawler:<host>:<spiderid>:<id>.
@@ -44,6 +45,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/crawlspec"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/referer"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
@@ -78,6 +80,10 @@ type Engine struct {
 	grace        time.Duration
 	heartbeatTTL time.Duration // twice SCHEDULER_IP_REFRESH, as the original's
 	persist      bool          // SCHEDULER_PERSIST
+
+	referer        referer.Referer // REFERER_ENABLED, REFERRER_POLICY
+	metaRefresh    bool            // METAREFRESH_ENABLED
+	metaRefreshMax time.Duration   // METAREFRESH_MAXDELAY
 
 	configWhere string        // where the domain config lives, for log lines
 	configWait  time.Duration // DOMAIN_CONFIG_WAIT
@@ -132,6 +138,10 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if configWait < 0 {
 		return nil, fmt.Errorf("setting %s: must not be negative, got %v", DomainConfigWait.Name(), configWait)
 	}
+	ref, err := referer.FromSettings(s)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	pub := kcfg.NewPublisher("crawled", AppIDTopics.From(s), log)
 	e := &Engine{
@@ -143,6 +153,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
+		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
 	}
 	e.metrics = newMetrics(e)
 	if err := e.setupStats(ctx); err != nil {
@@ -271,7 +282,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.counters.Expired.Add(1)
 		tally.RefusedPopped(crawl, ledger.RefusedExpired)
 		e.metrics.drop(ledger.RefusedExpired)
-		e.log.Info("Crawl expired; request dropped", extra)
+		e.log.Info("Crawl expired; request refused", extra)
 		e.done(ctx, item, tally)
 		return
 	}
@@ -297,11 +308,16 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.retry(ctx, item, extra, tally, ledger.Dropped504)
 		return
 	}
-	out := e.parse(ctx, &spider.Response{
+	if e.followMetaRefresh(ctx, item, tally, res, extra) {
+		return
+	}
+	resp := &spider.Response{
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
-	}, extra)
+	}
+	out := e.parse(ctx, resp, extra)
 	e.extracted(req, out.Pages, extra)
+	e.refer(resp, out.Requests)
 	e.counters.Pages.Add(1)
 	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
 		return // shutting down: released later
@@ -318,6 +334,7 @@ func (e *Engine) fetchRequest(ctx context.Context, req *crawlrequest.Request, ex
 	if err != nil {
 		e.log.Warning("Fetching the request as a plain GET", withError(extra, err))
 	}
+	freq.Referer = refererOf(req)
 	if !shape.Session {
 		return freq, nil, true
 	}
@@ -368,23 +385,28 @@ func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *l
 		return
 	}
 	e.counters.Dropped.Add(1)
-	if reason := fetch.DropReason(err); reason != "" {
-		extra["reason"] = reason // "private_address", "robots_txt", ...
-	}
+	// Logged in the ledger's words: a refusal (private_address, robots)
+	// is "refused", anything else that can never be fetched "dropped".
+	refused := ledger.RefusedPrivateAddress
 	switch {
 	case errors.Is(err, fetch.ErrForbiddenAddress):
-		e.counters.Refused.Add(1)
-		tally.RefusedPopped(crawl, ledger.RefusedPrivateAddress)
-		e.metrics.drop(ledger.RefusedPrivateAddress)
 	case errors.Is(err, fetch.ErrRobotsDisallowed):
-		e.counters.Refused.Add(1)
-		tally.RefusedPopped(crawl, ledger.RefusedRobots)
-		e.metrics.drop(ledger.RefusedRobots)
+		refused = ledger.RefusedRobots
 	default:
+		if reason := fetch.DropReason(err); reason != "" {
+			extra["reason"] = reason // "redirect_loop", "invalid_url", ...
+		}
 		tally.Dropped(crawl, ledger.DroppedUncrawlable)
 		e.metrics.drop(ledger.DroppedUncrawlable)
+		e.log.Warning("Request cannot be crawled; dropped", extra)
+		e.done(ctx, item, tally)
+		return
 	}
-	e.log.Warning("Request cannot be crawled; dropped", extra)
+	extra["reason"] = string(refused)
+	e.counters.Refused.Add(1)
+	tally.RefusedPopped(crawl, refused)
+	e.metrics.drop(refused)
+	e.log.Warning("Request refused; not fetched", extra)
 	e.done(ctx, item, tally)
 }
 

@@ -70,21 +70,21 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 				r.Expires = 1
 				return r
 			},
-			log: "Crawl expired; request dropped", counter: func(c *engine.Counters) int64 { return c.Expired.Load() },
+			log: "Crawl expired; request refused", counter: func(c *engine.Counters) int64 { return c.Expired.Load() },
 			field: "refused:expired",
 		},
 		{
 			name:     "a private address is refused",
 			settings: map[string]string{"FETCH_ALLOWED_NETWORKS": "127.0.0.2/32"},
 			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:      `"reason": "private_address"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
+			log:      `"message": "Request refused; not fetched"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
 			field: "refused:private_address",
 		},
 		{
 			name:     "robots.txt refuses",
 			settings: map[string]string{"ROBOTSTXT_OBEY": "true"},
 			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/private/1"), "x", 0) },
-			log:      `"reason": "robots_txt"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
+			log:      `"reason": "robots"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
 			field: "refused:robots",
 		},
 		{

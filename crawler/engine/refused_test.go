@@ -25,7 +25,7 @@ func TestARefusedAddressIsALoggedCountedDropNotARetry(t *testing.T) {
 	if hits := e.site.Hits(); len(hits) != 0 {
 		t.Fatalf("the site was sent %d requests", len(hits))
 	}
-	for _, want := range []string{`"message": "Request cannot be crawled; dropped"`, `"reason": "private_address"`, e.site.URL("/page/1")} {
+	for _, want := range []string{`"message": "Request refused; not fetched"`, `"reason": "private_address"`, e.site.URL("/page/1")} {
 		if !e.log.Contains(want) {
 			t.Errorf("no %s in the log", want)
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/referer"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
@@ -26,6 +27,8 @@ var (
 	DomainConfigWait    = settings.Seconds("DOMAIN_CONFIG_WAIT", 30.0, "seconds a starting crawler waits for its first domain config (blacklist and throttles) before it pops anything; "+
 		"none stored yet counts as the empty config, so only an unreachable ZooKeeper (or Redis) makes it wait; past it the crawler starts with an error line "+
 		"and applies the config when it comes; 0: no wait").Ours()
+	MetaRefreshEnabled  = settings.Bool("METAREFRESH_ENABLED", true, "follow a page's `<meta http-equiv=\"refresh\">` as Scrapy's MetaRefreshMiddleware: the target is queued at the page's depth and published under its own URL, the page is not published (ledger `dropped:meta_refresh`)")
+	MetaRefreshMaxDelay = settings.Seconds("METAREFRESH_MAXDELAY", 100.0, "the longest meta refresh delay followed, in seconds (a refresh of this delay or longer leaves the page as it is)")
 )
 
 // Settings are the crawler's settings: the scheduler's
@@ -39,6 +42,7 @@ func Settings() settings.Group {
 	return settings.Join(
 		redisconn.Settings(), kafkaclient.Settings(), domainconfig.Settings(),
 		logfactory.Settings("SC_").Group("sc-crawler", "sc_crawler.log"),
-		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr), session.Settings(),
-		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait))
+		scheduler.Settings(), fetch.Settings(), referer.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr), session.Settings(),
+		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait,
+			MetaRefreshEnabled, MetaRefreshMaxDelay))
 }

@@ -38,6 +38,9 @@ type Request struct {
 	// Jar, when set, gives each hop the cookies it holds for the hop's URL
 	// (after any Cookie) and takes the cookies each response sets.
 	Jar http.CookieJar
+	// Referer is the Referer header to send ("": none), on every hop
+	// except one from an https Referer to an http URL.
+	Referer string
 }
 
 // Result is a response, whatever its status.
@@ -172,7 +175,8 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 
 // fetch runs the redirect loop: one request per hop, the host and
 // robots.txt (when robots is set) checked per hop, req.UserAgent the
-// User-Agent to send.
+// User-Agent to send, req.Referer to every hop but an http one from an
+// https referer.
 func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize int64) (*Result, error) {
 	u, err := parseTarget(req.URL)
 	if err != nil {
@@ -259,6 +263,9 @@ func (f *Fetcher) hopHeader(u *url.URL, ownHost bool, req *Request) http.Header 
 	header.Set("User-Agent", req.UserAgent)
 	if req.Cookie != "" && ownHost {
 		header.Set("Cookie", req.Cookie)
+	}
+	if req.Referer != "" && (u.Scheme == "https" || !strings.HasPrefix(req.Referer, "https:")) {
+		header.Set("Referer", req.Referer)
 	}
 	for name, values := range req.Header {
 		if ownHost || (name != "Cookie" && name != "Authorization") {

@@ -114,8 +114,24 @@ func TestPerRequestUserAgentAndCookie(t *testing.T) {
 		t.Fatalf("headers %v", echo.Header)
 	}
 	echo = echoOf(t, mustFetch(t, f, fetch.Request{URL: site.URL("/echo-headers")}))
-	if echo.Header.Get("User-Agent") != "DefaultBot/2" || echo.Header["Cookie"] != nil {
+	if echo.Header.Get("User-Agent") != "DefaultBot/2" || echo.Header["Cookie"] != nil || echo.Header["Referer"] != nil {
 		t.Fatalf("headers %v", echo.Header)
+	}
+}
+
+// A request's Referer is sent, also after a redirect; an https one never
+// goes to an http URL.
+func TestTheRequestsRefererIsSentOnEveryHop(t *testing.T) {
+	site := testsite.Start(t)
+	f := newFetcher(t, quick())
+	ref := "http://example.com/page"
+	echo := echoOf(t, mustFetch(t, f, fetch.Request{URL: site.URL("/redirect?to=/echo-headers"), Referer: ref}))
+	if got := echo.Header.Get("Referer"); got != ref {
+		t.Fatalf("Referer after a redirect %q, want %q", got, ref)
+	}
+	echo = echoOf(t, mustFetch(t, f, fetch.Request{URL: site.URL("/echo-headers"), Referer: "https://example.com/secure"}))
+	if echo.Header["Referer"] != nil {
+		t.Fatalf("an https Referer went to an http URL: %v", echo.Header)
 	}
 }
 

@@ -17,6 +17,7 @@ type Hit struct {
 	Query     string    `json:"query,omitempty"` // raw query, without "?"
 	UserAgent string    `json:"user_agent"`
 	Cookie    string    `json:"cookie"` // the Cookie header(s), joined with "; "
+	Referer   string    `json:"referer,omitempty"`
 }
 
 // hitLog keeps the latest max hits.
@@ -32,6 +33,7 @@ func (l *hitLog) record(r *http.Request) {
 		Method:    r.Method,
 		Host:      r.Host,
 		Path:      r.URL.Path,
+		Referer:   r.Referer(),
 		Query:     r.URL.RawQuery,
 		UserAgent: r.UserAgent(),
 	}

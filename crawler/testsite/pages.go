@@ -3,6 +3,7 @@ package testsite
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"compress/zlib"
 	"encoding/json"
@@ -155,6 +156,8 @@ func (s *Site) content(w http.ResponseWriter, r *http.Request) {
 	case path == "/set-cookie":
 		s.setCookie(w, r)
 		s.page(w, path, http.StatusOK, "Cookie set", "This response set a cookie.")
+	case path == "/meta-refresh":
+		s.metaRefresh(w, r)
 	case path == "/echo-headers":
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Echo{Method: r.Method, Host: r.Host, Path: r.URL.RequestURI(), Header: r.Header})
@@ -195,6 +198,20 @@ func (s *Site) page(w http.ResponseWriter, path string, status int, title, text 
 	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, b.String())
+}
+
+// metaRefresh answers /meta-refresh: a page whose <meta http-equiv="refresh">
+// sends browsers to ?to= after ?delay= seconds (default 0).
+func (s *Site) metaRefresh(w http.ResponseWriter, r *http.Request) {
+	to, delay := r.URL.Query().Get("to"), cmp.Or(r.URL.Query().Get("delay"), "0")
+	if _, err := strconv.ParseFloat(delay, 64); err != nil || to == "" {
+		http.Error(w, "want /meta-refresh?to=<url>[&delay=<seconds>]", http.StatusBadRequest)
+		return
+	}
+	body := fmt.Sprintf("<!DOCTYPE html>\n<html><head><meta http-equiv=\"refresh\" content=\"%s; url=%s\"><title>Moved</title></head>\n"+
+		"<body><p>This page moved.</p></body></html>\n", delay, html.EscapeString(to))
+	w.Header().Set("Content-Type", htmlType)
+	_, _ = io.WriteString(w, body)
 }
 
 // Echo is what /echo-headers answers.

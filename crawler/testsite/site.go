@@ -71,6 +71,9 @@
 //	/account/, /account/1..3  403 "Please log in" without the auth cookie; with it
 //	                     a product page (h1.name, span.price, JSON-LD) linking to each
 //	/logout              clears the auth cookie
+//	/meta-refresh?to=<url>&delay=<s>  an HTML page whose <meta http-equiv="refresh">
+//	                     names url after delay seconds (default 0); linked from
+//	                     nowhere
 //
 // # Hit log
 //

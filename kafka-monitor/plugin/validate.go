@@ -3,8 +3,10 @@ package plugin
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
@@ -153,7 +155,11 @@ func safeValidate(val Validator, req Request) (err error) {
 
 // closest keeps the errors of the plugins whose schema's required
 // properties v has, when there are any (errs holds one error per plugin,
-// in the order of plugins).
+// in the order of plugins). To each of those it adds what the plugin's
+// Validator says of v (its defaults filled in) about the fields its
+// schema did not object to, so that one answer names every error of the
+// request, not the schema's first and the Validator's only once those
+// are fixed.
 func closest(plugins []Loaded, v any, errs []error) []error {
 	obj, ok := v.(map[string]any)
 	if !ok || len(errs) != len(plugins) {
@@ -162,13 +168,47 @@ func closest(plugins []Loaded, v any, errs []error) []error {
 	var kept []error
 	for i, p := range plugins {
 		if p.Schema.hasRequired(obj) {
-			kept = append(kept, errs[i])
+			kept = append(kept, alsoValidated(p, obj, errs[i]))
 		}
 	}
 	if len(kept) == 0 {
 		return errs
 	}
 	return kept
+}
+
+// alsoValidated is the schema's objection err with the reasons p's
+// Validator gives for obj about the fields err does not name already (a
+// Validator's error may hold several, each naming its field first, as
+// Unwrap() []error).
+func alsoValidated(p Loaded, obj map[string]any, err error) error {
+	val, ok := p.Plugin.(Validator)
+	if !ok {
+		return err
+	}
+	filled := maps.Clone(obj)
+	p.Schema.ApplyDefaults(filled)
+	verr := safeValidate(val, filled)
+	if verr == nil {
+		return err
+	}
+	each := []error{verr}
+	if u, ok := verr.(interface{ Unwrap() []error }); ok {
+		each = u.Unwrap()
+	}
+	text := err.Error()
+	var more []string
+	for _, e := range each {
+		reason := e.Error()
+		field := reason[:strings.IndexAny(reason+":", ":[ ")]
+		if field == "" || !strings.Contains(text, "'/"+field+"'") {
+			more = append(more, reason)
+		}
+	}
+	if len(more) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; %s", err, strings.Join(more, "; "))
 }
 
 // nonFinite finds an infinite or NaN number in v and returns its location

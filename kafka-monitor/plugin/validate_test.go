@@ -35,6 +35,13 @@ func TestValidateGivesEachBadRequestItsStageAndReason(t *testing.T) {
 		{"an unknown field in a crawl: only the scraper's objection",
 			`{"url": "http://example.com/", "appid": "testapp", "crawlid": "c1", "crazykey": 1}`, plugin.NoSchema, "",
 			"no plugin's schema accepts it: ScraperHandler: at '': additional properties 'crazykey' not allowed"},
+		{"every error of a crawl at once: the schema's and the Validator's",
+			`{"url": "ftp://example.com/", "appid": "ab", "crawlid": "c1", "priority": "high", "allow_regex": ["("]}`, plugin.NoSchema, "",
+			"no plugin's schema accepts it: ScraperHandler: at '/appid': minLength: got 2, want 3; at '/priority': got string, want integer; " +
+				`url: scheme "ftp" not allowed; want http or https; allow_regex[0] "(": ...`},
+		{"a field the schema objects to is not named twice",
+			`{"url": 7, "appid": "testapp", "crawlid": "c1"}`, plugin.NoSchema, "",
+			"no plugin's schema accepts it: ScraperHandler: at '/url': got number, want string"},
 		{"an appid too long",
 			`{"url": "http://example.com/", "appid": "` + strings.Repeat("a", 41) + `", "crawlid": "c1"}`, plugin.NoSchema, "",
 			"no plugin's schema accepts it: ScraperHandler: at '/appid': maxLength: got 41, want 40"},

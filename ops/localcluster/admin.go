@@ -3,6 +3,7 @@ package localcluster
 import (
 	"fmt"
 	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -48,6 +49,28 @@ func adminSummary(plan [][]spec) string {
 		return "none (ADMIN_ADDR is empty)"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// adminLines are the banner's lines on the admin endpoints: for each
+// component, where it serves /metrics, /healthz and /readyz (the REST
+// service on its API port) and the healthcheck command that reaches it
+// (bin names a binary as the banner writes it).
+func adminLines(plan [][]spec, restPort int, bin func(string) string) []string {
+	var out []string
+	for _, tier := range plan {
+		for _, s := range tier {
+			name := filepath.Base(s.path)
+			if s.name == "rest" {
+				addr := "127.0.0.1:" + strconv.Itoa(restPort)
+				out = append(out, fmt.Sprintf("%-16s http://%s/metrics   FLASK_PORT=%d %s healthcheck", s.name, addr, restPort, bin(name)))
+				continue
+			}
+			if addr := lookupEnv(s.env, adminSetting); addr != "" {
+				out = append(out, fmt.Sprintf("%-16s http://%s/metrics   %s=%s %s healthcheck", s.name, addr, adminSetting, addr, bin(name)))
+			}
+		}
+	}
+	return out
 }
 
 func freePort() (int, error) {

@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}()
 	go func() {
 		defer close(announced)
-		announce(runCtx, cfg, svc, con, findChild(procs.started, "rest"), cwd)
+		announce(runCtx, cfg, svc, con, findChild(procs.started, "rest"), cwd, plan)
 	}()
 
 	select {
@@ -258,7 +258,7 @@ func (ps *processes) stopAll() error {
 // announce waits until rest reports Kafka and Redis connected and prints
 // the commands to try, unless ctx ends first or another program answers
 // on the REST port. rest is nil when the cluster stopped while starting.
-func announce(ctx context.Context, cfg Config, svc services, con *console, rest *child, cwd string) {
+func announce(ctx context.Context, cfg Config, svc services, con *console, rest *child, cwd string, plan [][]spec) {
 	if rest == nil {
 		return
 	}
@@ -274,7 +274,7 @@ func announce(ctx context.Context, cfg Config, svc services, con *console, rest 
 	default:
 		con.logf("rest (pid %d, my_id %s) reports Kafka and Redis connected", rest.pid(), myID)
 	}
-	con.print(nextSteps(cfg, svc, cwd))
+	con.print(nextSteps(cfg, svc, cwd, plan))
 }
 
 // plan lists the processes to start, in tiers: the first (redis-server,

@@ -106,6 +106,10 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
+// healthcheckLine reads a health check the banner prints: the setting
+// naming the address, and the binary.
+var healthcheckLine = regexp.MustCompile(`((?:ADMIN_ADDR|FLASK_PORT)=\S+) (\S+) healthcheck`)
+
 var startedLine = regexp.MustCompile(`(?m)^local-cluster\s+\| started (\S+) \(pid (\d+)\)`)
 
 // startedChildren reads the processes the launcher said it started.
@@ -179,6 +183,23 @@ func TestLocalClusterCrawlsAnswersAndStopsOnSIGTERM(t *testing.T) {
 	} {
 		if !out.Contains(want) {
 			t.Errorf("next steps lack %q", want)
+		}
+	}
+
+	// The banner names each component's admin endpoint, and its health
+	// check command works as printed.
+	checks := healthcheckLine.FindAllStringSubmatch(out.String(), -1)
+	if len(checks) < 4 {
+		t.Errorf("the banner names %d health checks, want one per component: %q", len(checks), checks)
+	}
+	for _, m := range checks {
+		if !strings.Contains(m[2], "crawler") && !strings.Contains(m[2], "rest") {
+			continue
+		}
+		hc := exec.Command(m[2], "healthcheck")
+		hc.Env = append(cleanEnv(), m[1])
+		if got, err := hc.CombinedOutput(); err != nil {
+			t.Errorf("%s %s healthcheck: %v\n%s", m[1], m[2], err, got)
 		}
 	}
 

@@ -8,8 +8,9 @@ import (
 )
 
 // nextSteps is what the launcher prints once the cluster is up: commands to
-// copy, with the real ports, binaries and topics.
-func nextSteps(cfg Config, svc services, cwd string) string {
+// copy, with the real ports, binaries and topics, and each component's
+// admin endpoint (plan's processes).
+func nextSteps(cfg Config, svc services, cwd string, plan [][]spec) string {
 	bin := func(name string) string {
 		p := filepath.Join(cfg.BinDir, name)
 		if rel, err := filepath.Rel(cwd, p); err == nil && !strings.HasPrefix(rel, "..") {
@@ -58,6 +59,13 @@ func nextSteps(cfg Config, svc services, cwd string) string {
 	if _, set := lookupEnvOK(cfg.Env, "QUEUE_HITS"); !set {
 		line("  The crawlers keep the original's throttle, 10 pages a minute per domain; for a quicker demo")
 		line("  start the cluster with QUEUE_HITS=600 QUEUE_MODERATED=false in the environment.")
+		line("")
+	}
+	if admin := adminLines(plan, cfg.RESTPort, bin); len(admin) > 0 {
+		line("  Each component's admin endpoint (/metrics, /healthz, /readyz; random ports here), and its health check:")
+		for _, l := range admin {
+			line("    %s", l)
+		}
 		line("")
 	}
 	line("  The console: http://%s/ui/", rest)

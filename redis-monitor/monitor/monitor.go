@@ -123,6 +123,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.CompleteInterval.Name(), m.completeEvery)
 	}
 	m.completer = ledger.NewCompleter(rdb, m.id, ttl)
+	if m.completer.Quiet = ledger.CompleteQuiet.From(s); m.completer.Quiet < 0 {
+		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), m.completer.Quiet)
+	}
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {

@@ -120,11 +120,22 @@ func newUUID() string {
 // ("field: ..."). Reasons naming no field of fields are under "".
 func fieldErrors(cause, plugin string, fields []string) map[string][]string {
 	out := map[string][]string{}
+	last := "-" // the field of the latest message; "-": none yet
 	add := func(field, msg string) {
 		if !slices.Contains(fields, field) {
 			field = ""
 		}
 		out[field] = append(out[field], msg)
+		last = field
+	}
+	// more continues the latest message: a reason may hold "; " itself
+	// (`url: "x" is relative or has no scheme; want an absolute ... URL`).
+	more := func(msg string) {
+		if last == "-" {
+			add("", msg)
+			return
+		}
+		out[last][len(out[last])-1] += "; " + msg
 	}
 	cause = strings.TrimPrefix(cause, "no plugin's schema accepts it: ")
 	var mine []string
@@ -148,9 +159,16 @@ func fieldErrors(cause, plugin string, fields []string) map[string][]string {
 			case m != nil:
 				add("", m[3])
 			default:
-				if name, reason, ok := strings.Cut(msg, ": "); ok && slices.Contains(fields, name) {
+				name, reason, ok := strings.Cut(msg, ": ")
+				if i := strings.IndexAny(name, "[ "); i > 0 && ok {
+					name, reason = name[:i], msg // allow_regex[0] "(": ...
+				}
+				switch {
+				case ok && slices.Contains(fields, name):
 					add(name, reason)
-				} else {
+				case !ok:
+					more(msg)
+				default:
 					add("", msg)
 				}
 			}

@@ -32,6 +32,12 @@ func TestFieldErrorsPutEachReasonBesideItsField(t *testing.T) {
 		{"a validator's reason names its field first",
 			`url: scheme "ftp" not allowed`,
 			map[string][]string{"url": {`scheme "ftp" not allowed`}}},
+		{"the schema's and the validator's reasons at once, each beside its field",
+			"no plugin's schema accepts it: ScraperHandler: at '/appid': minLength: got 2, want 3; at '/priority': got string, want integer; " +
+				`url: "ftp:x" is relative or has no scheme; want an absolute http or https URL; allow_regex[0] "(": missing closing )`,
+			map[string][]string{"appid": {"minLength: got 2, want 3"}, "priority": {"got string, want integer"},
+				"url":         {`"ftp:x" is relative or has no scheme; want an absolute http or https URL`},
+				"allow_regex": {`allow_regex[0] "(": missing closing )`}}},
 		{"a reason naming no field goes to the form",
 			"at '/x': number out of range",
 			map[string][]string{"": {"number out of range"}}},

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -225,12 +226,32 @@ func TestConsoleInABrowser(t *testing.T) {
 	ui := c.restURL + "/ui/"
 	const appID = "consoletest"
 
+	// A crawl through the API before the console's first use: its results
+	// are on the firehose before the console reads it, and it reads them back.
+	before := c.crawlBefore(appID, "before1")
+
 	// Overview: every component alive.
 	b.do("open the overview", chromedp.Navigate(ui), chromedp.WaitVisible(chromedp.CSS(`.cards`)))
 	b.waitJS("the overview to show one of each component",
 		`["Kafka Monitors", "Redis Monitors", "REST services", "Crawlers"].every(n =>
 			(document.querySelector('[data-component="' + n + '"] .big') || {}).textContent === "1")`, 40*time.Second)
+	// No card alone on a row, and the chart's caption in words.
+	if alone := eval[bool](b, `(() => {
+		const rows = {};
+		for (const c of document.querySelectorAll(".cards .card")) rows[c.offsetTop] = (rows[c.offsetTop] || 0) + 1;
+		const counts = Object.values(rows);
+		return counts.length > 1 && counts.some(n => n === 1) })()`); alone {
+		t.Error("an Overview card is alone on its row")
+	}
+	if got := b.text("#chart-caption"); got == "" || strings.Contains(got, "stats:") {
+		t.Errorf("the chart's caption %q, want it in words, without Redis keys", got)
+	}
 	b.noErrors("overview")
+
+	// Live, on first use: the results published before it, read back from the topic.
+	b.do("open the live page of before1", chromedp.Navigate(ui+"live?crawlid=before1"), chromedp.WaitVisible(chromedp.ID(`#live`)))
+	b.waitJS("every result of before1 read back", fmt.Sprintf(`document.querySelectorAll('#live-rows tr[data-crawlid="before1"]').length === %d`, before), 30*time.Second)
+	b.noErrors("live, read back")
 
 	// Domains: throttle site2's domain to one request per two minutes.
 	b.do("open the domains page", chromedp.Navigate(ui+"domains"), chromedp.WaitVisible(chromedp.CSS(`#throttle-form`)))
@@ -252,23 +273,29 @@ func TestConsoleInABrowser(t *testing.T) {
 	// Submit: the validation's objections beside their fields, then a crawl.
 	b.do("open the submit form", chromedp.Navigate(ui+"submit"), chromedp.WaitVisible(chromedp.CSS(`#submit-form`)))
 	b.do("submit an invalid crawl",
-		chromedp.SetValue(chromedp.ID(`#f-url`), c.site1),
-		chromedp.SetValue(chromedp.ID(`#f-appid`), appID),
+		chromedp.SetValue(chromedp.ID(`#f-url`), "ftp://example.com/"),
+		chromedp.SetValue(chromedp.ID(`#f-appid`), "ab"),
 		chromedp.SetValue(chromedp.ID(`#f-crawlid`), "done1"),
 		chromedp.SetValue(chromedp.ID(`#f-priority`), "high"),
 		chromedp.SetValue(chromedp.ID(`#f-maxdepth`), "9"),
+		chromedp.SetValue(chromedp.ID(`#f-allow_regex`), "("),
 		chromedp.Click(chromedp.ID(`#submit`)),
 		chromedp.WaitVisible(chromedp.ID(`#form-errors`)))
-	for field, want := range map[string]string{"priority": "want integer", "maxdepth": "maximum"} {
+	// Every error at once, each beside its field.
+	for field, want := range map[string]string{"priority": "want integer", "maxdepth": "maximum", "appid": "minLength",
+		"url": `scheme "ftp" not allowed`, "allow_regex": "allow_regex[0]"} {
 		if got := b.text(`[data-field="` + field + `"] .field-error`); !strings.Contains(got, want) {
 			t.Errorf("the error beside %s is %q, want one saying %q", field, got, want)
 		}
 	}
-	if got := b.text(`[data-field="url"] .field-error`); got != "" {
-		t.Errorf("the valid url has an error beside it: %q", got)
+	if got := b.text(`[data-field="crawlid"] .field-error`); got != "" {
+		t.Errorf("the valid crawlid has an error beside it: %q", got)
 	}
 	b.screenshot(shots, "console-submit")
+	eval[bool](b, `(document.getElementById("f-allow_regex").value = "") === ""`)
 	b.do("submit the crawl",
+		chromedp.SetValue(chromedp.ID(`#f-url`), c.site1),
+		chromedp.SetValue(chromedp.ID(`#f-appid`), appID),
 		chromedp.SetValue(chromedp.ID(`#f-priority`), "5"),
 		chromedp.SetValue(chromedp.ID(`#f-maxdepth`), "1"),
 		chromedp.SetValue(chromedp.ID(`#f-attrs`), `{"team": "console"}`),
@@ -286,6 +313,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := b.text(`#live-rows tr[data-crawlid="done1"] .status`); got != "200" {
 		t.Errorf("a live result's status is %q, want 200", got)
 	}
+	checkNewestFirst(b, "#live-rows tr")
 	b.screenshot(shots, "console-live")
 	b.noErrors("live")
 
@@ -300,6 +328,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	if p, err := ledger.Read(context.Background(), c.rdb, done1); err != nil || p[0] == nil || p[0].State != ledger.StateComplete || p[0].Published == 0 {
 		t.Fatalf("the page shows done1 complete, the ledger: %+v (%v)", p, err)
 	}
+	checkNewestFirst(b, ".results tr[data-seq]")
+	// A complete crawl offers no Stop and no Expire.
+	b.waitJS("the page to offer no action on the complete crawl", `document.getElementById("no-actions") && !document.getElementById("stop") && !document.getElementById("expire")`, 10*time.Second)
 	b.screenshot(shots, "console-crawl")
 	b.noErrors("crawl page")
 
@@ -308,6 +339,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.do("stop the crawl", chromedp.Click(chromedp.ID(`#stop`)), chromedp.WaitVisible(chromedp.ID(`#flash`)))
 	if f := b.text("#flash"); !strings.Contains(f, `"total_purged"`) || !strings.Contains(f, `"action": "stop"`) {
 		t.Fatalf("the stop's answer is not shown: %s", f)
+	}
+	if st := b.text("#crawl-state"); st != "ending" && st != "complete" {
+		t.Errorf("right after Stop the crawl shows %q (%s), want ending or complete", st, b.text("#crawl-ended-by"))
 	}
 	b.waitJS("stop1's queue to be empty on its page", `document.getElementById("queued-total").textContent === "0"`, 15*time.Second)
 	if n := c.queuedFor(stopped); n != 0 {
@@ -349,6 +383,14 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := b.text("#api-answers .answer"); !strings.Contains(got, "POST /feed → 200") || !strings.Contains(got, `"status": "SUCCESS"`) || !strings.Contains(got, `"kafka-monitor"`) {
 		t.Errorf("the API console's answer: %s", got)
 	}
+	// A long answer is folded: its first lines, the whole on demand.
+	b.do("send an info request", chromedp.SetValue(chromedp.ID(`#api-body`), fmt.Sprintf(
+		`{"action": "info", "appid": %q, "uuid": "info-long", "spiderid": "link"}`, appID)),
+		chromedp.Click(chromedp.ID(`#api-send`)),
+		chromedp.WaitVisible(chromedp.CSS(`#api-answers .answer:nth-child(2)`)))
+	b.waitJS("the long answer folded", `(() => {
+		const a = document.querySelector("#api-answers .answer"), pre = a.querySelector("pre.preview"), more = a.querySelector("details");
+		return pre && more && pre.textContent.split("\n").length <= 21 && more.querySelector("pre").textContent.split("\n").length > 40 })()`, 30*time.Second)
 	b.screenshot(shots, "console-api")
 	b.noErrors("api console")
 
@@ -357,6 +399,47 @@ func TestConsoleInABrowser(t *testing.T) {
 	b.waitJS("a bar in the chart", `[...document.querySelectorAll(".chart .bar")].some(r => Number(r.getAttribute("height")) > 0)`, 10*time.Second)
 	b.screenshot(shots, "console-overview")
 	b.noErrors("overview")
+}
+
+// checkNewestFirst checks that the results rows sel matches are in time
+// order, newest first.
+func checkNewestFirst(b *browser, sel string) {
+	b.t.Helper()
+	times := eval[[]string](b, fmt.Sprintf(`[...document.querySelectorAll(%q)].map(r => r.cells[0].textContent)`, sel))
+	if len(times) < 2 {
+		b.t.Errorf("%d rows of %s, too few to tell their order", len(times), sel)
+	}
+	for i := 1; i < len(times); i++ {
+		if times[i] > times[i-1] {
+			b.t.Errorf("%s: %s listed below %s, want newest first", sel, times[i], times[i-1])
+		}
+	}
+}
+
+// crawlBefore feeds a crawl of site1 through the REST API (not the
+// console) and waits until its pages are published; it returns how many.
+func (c *cluster) crawlBefore(appID, crawlID string) int {
+	c.tb.Helper()
+	body := fmt.Sprintf(`{"url": %q, "appid": %q, "crawlid": %q, "maxdepth": 1}`, c.site1, appID, crawlID)
+	resp, err := http.Post(c.restURL+"/feed", "application/json", strings.NewReader(body))
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		c.tb.Fatalf("POST /feed %s: %s", body, resp.Status)
+	}
+	cr := ledger.Crawl{SpiderID: "link", AppID: appID, CrawlID: crawlID}
+	var published int64
+	harness.WaitFor(c.tb, crawlID+"'s pages published", 60*time.Second, func() bool {
+		ps, err := ledger.Read(context.Background(), c.rdb, cr)
+		if err != nil || ps[0] == nil {
+			return false
+		}
+		published = ps[0].Published
+		return published > 2 && ps[0].Outstanding() == 0
+	})
+	return int(published)
 }
 
 // submitThrottled submits a crawl of site2 (throttled to one request per two

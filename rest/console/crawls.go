@@ -45,6 +45,21 @@ type crawlRow struct {
 	Link        string
 }
 
+// Label is the crawl's state as the console shows it: "complete",
+// "ending" (a stop or an expiry ended it; its crawl-complete is on the
+// way) or "running".
+func (r crawlRow) Label() string {
+	if r.P.State == ledger.StateRunning && r.P.EndedBy != "" {
+		return "ending"
+	}
+	return r.P.State
+}
+
+// Actionable reports whether Stop and Expire fit the crawl: not once it
+// is complete (an expiry would queue a URL again and run it anew) or a
+// stop or an expiry is ending it.
+func (r crawlRow) Actionable() bool { return r.Label() == ledger.StateRunning }
+
 func newCrawlRow(c ledger.Crawl, p *ledger.Progress, now time.Time) crawlRow {
 	row := crawlRow{Crawl: c, P: p, Done: p.Done, Total: p.Seeds + p.Enqueued, Link: crawlLink(c)}
 	row.Refused, row.Dropped, row.Purged = sum(p.Refused), sum(p.Dropped), sum(p.Purged)
@@ -165,7 +180,7 @@ func (c *Console) showCrawl(w http.ResponseWriter, r *http.Request, f *flash) {
 		d.Err = err.Error()
 	}
 	d.Results = c.results.since(0, filter{AppID: cr.AppID, CrawlID: cr.CrawlID}, crawlResults)
-	slices.Reverse(d.Results) // newest first
+	newestFirst(d.Results)
 	d.ExpireURL = d.Queues.AnyURL
 	if d.ExpireURL == "" && len(d.Results) > 0 {
 		d.ExpireURL = d.Results[0].URL
@@ -186,6 +201,10 @@ func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 		c.showCrawl(w, r, &flash{Title: "Not sent", Message: "The form could not be read: " + err.Error()})
 		return
 	}
+	if why := c.notActionable(r, cr); why != "" {
+		c.showCrawl(w, r, &flash{Title: "Not sent", Message: why})
+		return
+	}
 	switch r.PostForm.Get("op") {
 	case "stop":
 		body, _ := json.Marshal(map[string]string{
@@ -197,6 +216,26 @@ func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 	default:
 		c.showCrawl(w, r, &flash{Title: "Not sent", Message: fmt.Sprintf("Unknown action %q.", r.PostForm.Get("op"))})
 	}
+}
+
+// notActionable says why Stop and Expire do not fit the crawl ("" when
+// they do, or when its ledger cannot be read: the action then goes as
+// asked): a form left open on a crawl that has completed since must not
+// queue a URL of it again.
+func (c *Console) notActionable(r *http.Request, cr ledger.Crawl) string {
+	ctx, cancel := pageContext(r)
+	defer cancel()
+	ps, err := ledger.Read(ctx, c.rdb, cr)
+	if err != nil || ps[0] == nil {
+		return ""
+	}
+	switch row := newCrawlRow(cr, ps[0], time.Now()); row.Label() {
+	case ledger.StateComplete:
+		return "The crawl is complete: there is nothing to stop or expire (an expiry would queue a URL again and run it anew)."
+	case "ending":
+		return "A " + ps[0].EndedBy + " is ending the crawl already."
+	}
+	return ""
 }
 
 // expire sets a crawl's expiry. The Action API has no expire (its actions

@@ -15,10 +15,12 @@ import (
 
 // firehose is the one reader of the crawled firehose per REST instance,
 // feeding the results buffer. It reads every partition without a consumer
-// group, from the partitions' ends as they are when it first finds the
-// topic; partitions found later (the topic created after the console
-// started, or grown) are read from their start, so no result written after
-// the console was first used is missed. It keeps looking for partitions
+// group. When it first finds the topic it reads back the latest results
+// already there (as many as the buffer keeps, shared out among the
+// partitions), so the console shows what the firehose holds from its
+// first use on; partitions found later (the topic created after the
+// console started, or grown) are read from their start, so no result
+// written after the console was first used is missed. It keeps looking for partitions
 // every check interval until Close.
 type firehose struct {
 	cfg    kafkaclient.Config
@@ -121,13 +123,20 @@ func (f *firehose) check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("find the offsets of %s: %w", f.topic, err)
 	}
+	var firsts map[int]int64 // on the first look: where each partition starts
+	if !fromFirst {
+		if firsts, err = f.firstOffsets(ctx, missing); err != nil {
+			return err
+		}
+	}
+	back := int64(len(f.buf.ring)/max(partitions, 1) + 1)
 	for _, po := range res.Topics[f.topic] {
 		if po.Error != nil {
 			return fmt.Errorf("find the offsets of %s/%d: %w", f.topic, po.Partition, po.Error)
 		}
-		offset := po.LastOffset
-		if fromFirst {
-			offset = po.FirstOffset
+		offset := po.FirstOffset
+		if !fromFirst { // the latest results already there
+			offset = max(po.LastOffset-back, firsts[po.Partition], 0)
 		}
 		r, err := f.cfg.NewPartitionReader(f.topic, po.Partition, offset)
 		if err != nil {
@@ -141,6 +150,26 @@ func (f *firehose) check(ctx context.Context) error {
 		go f.read(po.Partition, r)
 	}
 	return nil
+}
+
+// firstOffsets returns the first offset of each partition of reqs.
+func (f *firehose) firstOffsets(ctx context.Context, reqs []kafka.OffsetRequest) (map[int]int64, error) {
+	first := make([]kafka.OffsetRequest, len(reqs))
+	for i, r := range reqs {
+		first[i] = kafka.FirstOffsetOf(r.Partition)
+	}
+	res, err := f.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{f.topic: first}})
+	if err != nil {
+		return nil, fmt.Errorf("find the offsets of %s: %w", f.topic, err)
+	}
+	out := map[int]int64{}
+	for _, po := range res.Topics[f.topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("find the offsets of %s/%d: %w", f.topic, po.Partition, po.Error)
+		}
+		out[po.Partition] = po.FirstOffset
+	}
+	return out, nil
 }
 
 // read hands every message of one partition to the buffer.

@@ -1,7 +1,10 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -42,6 +45,19 @@ func parseResult(value []byte) (Result, bool) {
 	}
 	return Result{URL: cut(m.URL, maxURL), StatusCode: m.StatusCode, AppID: cut(m.AppID, maxID),
 		CrawlID: cut(m.CrawlID, maxID), Timestamp: cut(m.Timestamp, 40)}, true
+}
+
+// newestFirst sorts results by their timestamps (the crawlers', ISO 8601
+// UTC, which sort as text), newest first; results of the same time keep
+// their arrival order, newest first. Partitions deliver results out of
+// time order, so arrival order alone would not do.
+func newestFirst(rs []Result) {
+	slices.SortStableFunc(rs, func(a, b Result) int {
+		if c := strings.Compare(b.Timestamp, a.Timestamp); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Seq, a.Seq)
+	})
 }
 
 // cut shortens s to at most n bytes, on a rune boundary.

@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,5 +91,22 @@ func TestParseResultKeepsOnlyTheSmallFieldsCut(t *testing.T) {
 		if _, ok := parseResult([]byte(bad)); ok {
 			t.Errorf("%s read as a result", bad)
 		}
+	}
+}
+
+func TestResultsAreShownNewestFirstByTheirTime(t *testing.T) {
+	rs := []Result{
+		{Seq: 1, Timestamp: "2026-01-01T10:00:00.886000"},
+		{Seq: 2, Timestamp: "2026-01-01T10:00:00.874000"},
+		{Seq: 3, Timestamp: "2026-01-01T10:00:01.001000"},
+		{Seq: 4, Timestamp: "2026-01-01T10:00:00.886000"},
+	}
+	newestFirst(rs)
+	var got []uint64
+	for _, r := range rs {
+		got = append(got, r.Seq)
+	}
+	if want := []uint64{3, 4, 1, 2}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v", got, want)
 	}
 }

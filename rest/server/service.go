@@ -33,6 +33,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -224,7 +225,11 @@ func (svc *Service) ListenAndServe(ctx context.Context) error {
 	addr := svc.addr
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the port is taken by another program; choose another with --port (setting FLASK_PORT), "+
+				"or --host (FLASK_HOST) for another address: %w", addr, err)
+		}
+		return fmt.Errorf("listen on %s (--host/--port, settings FLASK_HOST/FLASK_PORT): %w", addr, err)
 	}
 	return svc.Serve(ctx, ln)
 }

@@ -153,3 +153,20 @@ func TestSlowClientsAreCutOffByTheReadTimeout(t *testing.T) {
 		t.Fatalf("reply %q", reply)
 	}
 }
+
+// A taken port stops the service with an error naming the flag and the
+// setting that choose another.
+func TestATakenPortNamesTheFlagAndTheSettingToChange(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	_, port, _ := net.SplitHostPort(taken.Addr().String())
+	c := newCluster(t)
+	in := c.start(t, "FLASK_HOST=127.0.0.1", "FLASK_PORT="+port)
+	err = in.svc.ListenAndServe(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "--port") || !strings.Contains(err.Error(), "FLASK_PORT") || !strings.Contains(err.Error(), "127.0.0.1:"+port) {
+		t.Fatalf("ListenAndServe on a taken port: %v, want an error naming --port and FLASK_PORT", err)
+	}
+}

@@ -24,6 +24,10 @@ type Completer struct {
 	ClaimTTL time.Duration
 	// Batch is the most active crawls looked at per Claim (default 10,000).
 	Batch int
+	// Quiet is how long a crawl with nothing left must also have had no
+	// new work before it counts as finished (LEDGER_COMPLETE_QUIET; zero:
+	// at once). A crawl a stop or an expire ended is finished at once.
+	Quiet time.Duration
 	now   func() time.Time
 }
 
@@ -41,8 +45,9 @@ type Finished struct {
 }
 
 // Claim claims the finished crawls among the active ones
-// (ledger_claim.lua): nothing outstanding, not completed yet, and no live
-// claim by another monitor. A crawl without a ledger, or already
+// (ledger_claim.lua): nothing outstanding, no new work (a seed or a
+// follow-up queued) for Quiet unless a stop or an expire ended it, not
+// completed yet, and no live claim by another monitor. A crawl without a ledger, or already
 // completed, leaves the active set.
 func (c *Completer) Claim(ctx context.Context) ([]Finished, error) {
 	members, err := c.rdb.ZRange(ctx, rediskeys.LedgerActiveKey, 0, int64(c.Batch-1)).Result()
@@ -95,7 +100,8 @@ func (c *Completer) claim(ctx context.Context, crawls []Crawl, now time.Time, cl
 	pipe := c.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(crawls))
 	for i, cr := range crawls {
-		cmds[i] = redisscripts.Run(ctx, pipe, redisscripts.Claim{Ledger: cr.Ledger(), Now: Stamp(now), Claim: claim})
+		cmds[i] = redisscripts.Run(ctx, pipe, redisscripts.Claim{Ledger: cr.Ledger(), Now: Stamp(now), Claim: claim,
+			QuietSince: Stamp(now.Add(-c.Quiet))})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("claim finished crawls: %w", err)

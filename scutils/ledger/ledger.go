@@ -51,6 +51,9 @@ const DefaultTTL = 7 * 24 * time.Hour
 // DefaultCompleteInterval is LEDGER_COMPLETE_INTERVAL's default.
 const DefaultCompleteInterval = time.Second
 
+// DefaultCompleteQuiet is LEDGER_COMPLETE_QUIET's default.
+const DefaultCompleteQuiet = 5 * time.Second
+
 // The ledger's settings; the components that write or read the ledger
 // declare them (Settings).
 var (
@@ -58,10 +61,12 @@ var (
 		"seconds a crawl's ledger is kept after its last new work or its completion; at least 1").Ours()
 	CompleteInterval = settings.Seconds("LEDGER_COMPLETE_INTERVAL", DefaultCompleteInterval.Seconds(),
 		"seconds between a Redis Monitor's looks for finished crawls (`crawl-complete`); positive. The other components ignore it").Ours()
+	CompleteQuiet = settings.Seconds("LEDGER_COMPLETE_QUIET", DefaultCompleteQuiet.Seconds(),
+		"seconds a crawl with nothing left must also have had no new work (no seed, no follow-up queued) before it counts as finished (`crawl-complete`), so that seeds fed as separate messages make one crawl; 0: none. A stop or an expire ends a crawl at once. Read by the Redis Monitor").Ours()
 )
 
 // Settings are the ledger's settings, for a component's settings.Group.
-func Settings() settings.Group { return settings.Declare(TTL, CompleteInterval) }
+func Settings() settings.Group { return settings.Declare(TTL, CompleteInterval, CompleteQuiet) }
 
 // TTLFromSettings is LEDGER_TTL, checked.
 func TTLFromSettings(s *settings.Settings) (time.Duration, error) {
@@ -125,6 +130,9 @@ const (
 	DroppedTooLarge    Reason = "too_large"   // cannot fit a Kafka message even reduced
 	DroppedUnpublished Reason = "unpublished" // Kafka refused it for good
 	DroppedNoResult    Reason = "no_result"   // the spider made no result of the page
+	// DroppedMetaRefresh is a page whose <meta http-equiv="refresh">
+	// target was queued instead of it (METAREFRESH_ENABLED): not a failure.
+	DroppedMetaRefresh Reason = "meta_refresh"
 )
 
 // Purge says which action removed queued requests.

@@ -458,6 +458,53 @@ func TestACrawlCompletesOnceWhenNothingIsLeftAndAgainAfterNewSeeds(t *testing.T)
 	}
 }
 
+// A crawl fed as several seed messages is one crawl: with nothing left it
+// still waits for LEDGER_COMPLETE_QUIET after its last new work (a seed or
+// a follow-up), so that a seed arriving in that time joins it; a stop ends
+// it at once.
+func TestACrawlCompletesOnlyAfterItsQuietPeriodUnlessAStopEndedIt(t *testing.T) {
+	rdb := client(t)
+	if err := ledger.LoadScripts(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	c := ledger.NewCompleter(rdb, "a", time.Hour)
+	c.Quiet = time.Hour
+	now := time.Now()
+	// The first seed, two hours ago, is done; a second one arrives now.
+	write(t, rdb, now.Add(-2*time.Hour), func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
+	write(t, rdb, now, func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	write(t, rdb, now.Add(-30*time.Minute), func(tl *ledger.Tally) { tl.Enqueued(crawl, 1) })
+	write(t, rdb, now, func(tl *ledger.Tally) { tl.Published(crawl, false) })
+	if fs := finishAll(t, c); len(fs) != 0 {
+		t.Fatalf("completed %+v half an hour after its last seed, quiet period an hour", fs)
+	}
+	if p := mustRead(t, rdb, crawl); p.State != ledger.StateRunning || p.Outstanding() != 0 {
+		t.Fatalf("progress %+v, want running with nothing left", p)
+	}
+	c.Quiet = 29 * time.Minute
+	fs := finishAll(t, c)
+	if len(fs) != 1 || fs[0].Progress.Seeds+fs[0].Progress.Enqueued != 2 || fs[0].Progress.Reason() != "finished" {
+		t.Fatalf("finished %+v, want the crawl with both requests, finished", fs)
+	}
+
+	// A stop ends a crawl at once, however recent its last seed.
+	other := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "stopped"}
+	member := `{"url":"http://example.com/","appid":"app","crawlid":"stopped"}`
+	seed(t, rdb, other, member)
+	rdb.ZAdd(ctx, rediskeys.LedgerActiveKey, redis.Z{Score: float64(now.Unix()), Member: other.Member()})
+	c.Quiet = time.Hour
+	pipe := rdb.TxPipeline()
+	ledger.EndedBy(ctx, pipe, other, ledger.PurgedStop, "stopper", now, now.Add(time.Minute))
+	ledger.PurgeQueued(ctx, pipe, rediskeys.QueueKey("link", "example.com"), other, ledger.PurgedStop, []string{member}, now)
+	mustExec(t, pipe)
+	if err := ledger.Release(ctx, rdb, other, "stopper"); err != nil {
+		t.Fatal(err)
+	}
+	if fs := finishAll(t, c); len(fs) != 1 || fs[0].Crawl != other || fs[0].Progress.Reason() != "stopped" {
+		t.Fatalf("finished %+v, want the stopped crawl at once", fs)
+	}
+}
+
 func TestWorkArrivingWhileACompletionIsPublishedKeepsTheCrawlActive(t *testing.T) {
 	rdb := client(t)
 	c := ledger.NewCompleter(rdb, "a", time.Hour)

@@ -160,17 +160,19 @@ func (Release) Script() *Script { return ledgerRelease }
 func (a Release) encode() ([]string, []any) { return []string{a.Ledger.Hash}, []any{a.Holder} }
 
 // Claim is ledger_claim.lua's keys and arguments: a Redis Monitor claims a
-// finished crawl at Now (epoch seconds) with Claim ("<owner>|<deadline>").
+// finished crawl at Now (epoch seconds) with Claim ("<owner>|<deadline>"),
+// when its last new work came no later than QuietSince (epoch seconds) or
+// a stop or an expire ended it.
 type Claim struct {
-	Ledger     Ledger
-	Now, Claim string
+	Ledger                 Ledger
+	Now, Claim, QuietSince string
 }
 
 // Script is ledger_claim.lua.
 func (Claim) Script() *Script { return ledgerClaim }
 
 func (a Claim) encode() ([]string, []any) {
-	return []string{a.Ledger.Hash, a.Ledger.Active}, []any{a.Ledger.Member, a.Now, a.Claim}
+	return []string{a.Ledger.Hash, a.Ledger.Active}, []any{a.Ledger.Member, a.Now, a.Claim, a.QuietSince}
 }
 
 // Complete is ledger_complete.lua's keys and arguments: the crawl claimed

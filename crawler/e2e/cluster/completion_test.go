@@ -17,6 +17,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 // completeOf accepts the crawl-complete messages of crawlID.
@@ -65,7 +66,9 @@ func onlyOnce(tb testing.TB, c *cluster, outbound *topic, site *testsite.Site, c
 
 // TestACrawlCompletesOnceWithItsFinalCounts feeds a crawl with a known page
 // set and expects exactly one crawl-complete, with the final counts, within
-// 2 s of the last page's result.
+// 2 s of the last page's result or of the end of its quiet period
+// (LEDGER_COMPLETE_QUIET after its last follow-up was queued), whichever
+// is later.
 func TestACrawlCompletesOnceWithItsFinalCounts(t *testing.T) {
 	site := testsite.StartAt(t, "127.0.0.1:0")
 	c := newCluster(t, harness.RedisOptions{}, map[string]string{"KAFKA_APPID_TOPICS": "true"})
@@ -78,7 +81,7 @@ func TestACrawlCompletesOnceWithItsFinalCounts(t *testing.T) {
 	want := testsite.Reachable(site.URL("/page/1"), 1, notFile, site)
 	expectCrawl(t, crawled, "known", want, 60*time.Second)
 	lastPage := time.Now()
-	done := outbound.await(t, "the crawl-complete of known", 2*time.Second, completeOf("known"))
+	done := outbound.await(t, "the crawl-complete of known", ledger.DefaultCompleteQuiet+2*time.Second, completeOf("known"))
 	t.Logf("crawl-complete %v after the last page's result", time.Since(lastPage).Round(time.Millisecond))
 	exactCrawl(t, crawled, "known", want)
 	checkFinal(t, done, "known", "finished", 1, len(want))
@@ -198,8 +201,13 @@ func checkEndedAfter(t *testing.T, outbound *topic, crawlID, reason, endedBy, an
 func TestStopAndExpireEndCrawlsAfterTheirAnswers(t *testing.T) {
 	a := testsite.StartAt(t, "127.0.0.1:0")
 	b := testsite.StartAt(t, "127.0.0.2:0")
-	// One page per domain per minute: the rest stays queued.
-	c := newCluster(t, harness.RedisOptions{}, map[string]string{"QUEUE_HITS": "1", "QUEUE_WINDOW": "60"})
+	// One page per domain per minute: the rest stays queued. The seeds go
+	// as separate messages, each by a process of its own (seconds apart on
+	// a loaded machine): a quiet period longer than the feeding keeps each
+	// crawl from completing after its first page; the stop and the expiry
+	// end them at once all the same.
+	c := newCluster(t, harness.RedisOptions{}, map[string]string{"QUEUE_HITS": "1", "QUEUE_WINDOW": "60",
+		"LEDGER_COMPLETE_QUIET": "300"})
 	outbound := c.watch("outbound_firehose")
 	crawled := c.watch("crawled_firehose")
 
@@ -251,5 +259,32 @@ func TestStopAndExpireEndCrawlsAfterTheirAnswers(t *testing.T) {
 	one := c.restGet(t, "/crawls/"+url.PathEscape("stopme")+"?appid="+appID)
 	if p := obj(t, one, "progress"); p["ended_by"] != "stop" || one["total_pending"] != 0.0 || len(obj(t, one, "domains")) != 0 {
 		t.Errorf("/crawls/stopme: %s", brief(one))
+	}
+}
+
+// TestSeedsFedAsSeparateMessagesMakeOneCrawl feeds a crawl one seed per
+// message; the first is crawled (and nothing is left of the crawl) before
+// the others are fed. Within LEDGER_COMPLETE_QUIET of its last seed the
+// crawl does not complete: one crawl-complete counts every seed.
+func TestSeedsFedAsSeparateMessagesMakeOneCrawl(t *testing.T) {
+	site := testsite.StartAt(t, "127.0.0.1:0")
+	c := newCluster(t, harness.RedisOptions{}, map[string]string{"LEDGER_COMPLETE_QUIET": "20"})
+	crawled := c.watch("crawled_firehose")
+	outbound := c.watch("outbound_firehose")
+	seed := func(i int) {
+		c.postFeed(map[string]any{"url": site.URL(fmt.Sprintf("/page/%d", i)), "appid": appID, "crawlid": "trickle", "maxdepth": 0})
+	}
+	seed(1)
+	waitFor(t, "the first seed's page", 30*time.Second, func() bool { return len(crawled.all(byCrawl("trickle"))) == 1 })
+	waitFor(t, "nothing left of the crawl", 30*time.Second, func() bool {
+		h := c.rdb.HGetAll(context.Background(), ledger.Crawl{SpiderID: "link", AppID: appID, CrawlID: "trickle"}.Key()).Val()
+		return h["done"] == "1"
+	})
+	seed(2)
+	seed(3)
+	done := outbound.await(t, "the crawl-complete of trickle", 60*time.Second, completeOf("trickle"))
+	checkFinal(t, done, "trickle", "finished", 3, 3)
+	if n := len(crawled.all(byCrawl("trickle"))); n != 3 {
+		t.Errorf("%d pages of trickle, want 3", n)
 	}
 }

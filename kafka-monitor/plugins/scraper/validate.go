@@ -71,17 +71,27 @@ func (h *Handler) Validate(req plugin.Request) error {
 // hold (what net/http refuses to send): ASCII controls other than tab.
 func isHeaderControl(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }
 
-// joinReasons writes several reasons on one line.
+// joinReasons writes several reasons on one line; Unwrap gives each.
 func joinReasons(errs []error) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	parts := make([]string, len(errs))
-	for i, err := range errs {
+	return reasons(errs)
+}
+
+// reasons are a request's reasons, one line: "url: ...; spiderid: ...".
+type reasons []error
+
+func (r reasons) Error() string {
+	parts := make([]string, len(r))
+	for i, err := range r {
 		parts[i] = err.Error()
 	}
-	return errors.New(strings.Join(parts, "; "))
+	return strings.Join(parts, "; ")
 }
+
+// Unwrap gives each reason.
+func (r reasons) Unwrap() []error { return r }
 
 func str(req plugin.Request, field string) string {
 	s, _ := req[field].(string)

@@ -72,7 +72,12 @@
       cell(tr, r.url, 'url');
       cell(tr, r.crawlid);
       cell(tr, r.appid);
-      rows.insertBefore(tr, rows.firstChild);
+      tr.setAttribute('data-time', r.timestamp);
+      // Newest on top by the crawler's timestamp (ISO 8601 UTC: it sorts
+      // as text), not by arrival: partitions deliver out of time order.
+      var at = rows.firstChild;
+      while (at && at.getAttribute('data-time') > r.timestamp) at = at.nextSibling;
+      rows.insertBefore(tr, at);
       while (rows.children.length > 500) rows.removeChild(rows.lastChild);
       shown++;
       count.textContent = String(shown);
@@ -92,6 +97,8 @@
     if (!form) return;
     var answers = document.getElementById('api-answers');
     var polling = null;
+    // Answers longer than this are folded: their first lines, then the rest on demand.
+    var foldLines = 40, foldChars = 6000, previewLines = 20;
 
     function show(title, code, answer) {
       if (answers.querySelector('p.muted')) answers.innerHTML = '';
@@ -99,10 +106,28 @@
       box.className = 'answer';
       var head = document.createElement('strong');
       head.textContent = title + ' → ' + code;
-      var pre = document.createElement('pre');
-      pre.textContent = typeof answer === 'string' ? answer : JSON.stringify(answer, null, 2);
+      var text = typeof answer === 'string' ? answer : JSON.stringify(answer, null, 2);
+      var lines = text.split('\n');
       box.appendChild(head);
-      box.appendChild(pre);
+      var pre = document.createElement('pre');
+      if (lines.length <= foldLines && text.length <= foldChars) {
+        pre.textContent = text;
+        box.appendChild(pre);
+      } else {
+        // A long answer shows its start; the whole of it is one click away.
+        pre.className = 'preview';
+        pre.textContent = lines.slice(0, previewLines).join('\n').slice(0, foldChars) + '\n…';
+        box.appendChild(pre);
+        var more = document.createElement('details');
+        var summary = document.createElement('summary');
+        summary.textContent = 'Show the whole answer (' + lines.length + ' lines, ' + text.length + ' characters)';
+        var whole = document.createElement('pre');
+        whole.textContent = text;
+        more.appendChild(summary);
+        more.appendChild(whole);
+        more.addEventListener('toggle', function () { pre.hidden = more.open; });
+        box.appendChild(more);
+      }
       answers.insertBefore(box, answers.firstChild);
     }
 

@@ -1,0 +1,43 @@
+package fetch_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+)
+
+func TestMetaRefreshFindsTheTargetAsScrapyDoes(t *testing.T) {
+	htmlHeader := http.Header{"Content-Type": {"text/html; charset=utf-8"}}
+	cases := []struct {
+		name, body string
+		header     http.Header
+		want       string
+		delay      float64
+	}{
+		{"http-equiv first", `<html><head><meta http-equiv="refresh" content="0; url=/target?a=1&amp;b=2"></head></html>`, htmlHeader, "http://example.com/target?a=1&b=2", 0},
+		{"content first, single quotes", `<meta content='5;URL=next.html' http-equiv='Refresh'>`, htmlHeader, "http://example.com/dir/next.html", 5},
+		{"a quoted url and a fraction", `<META HTTP-EQUIV="REFRESH" CONTENT="0.5; url='http://other.org/x'">`, htmlHeader, "http://other.org/x", 0.5},
+		{"no content type, sniffed", `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="1; url=/t"></head>`, http.Header{}, "http://example.com/t", 1},
+	}
+	for _, c := range cases {
+		res := &fetch.Result{URL: "http://example.com/dir/page", Header: c.header, Body: []byte(c.body)}
+		got, delay, ok := fetch.MetaRefresh(res)
+		if !ok || got != c.want || delay != c.delay {
+			t.Errorf("%s: %q %v %v, want %q after %v", c.name, got, delay, ok, c.want, c.delay)
+		}
+	}
+	none := []struct{ name, body, contentType string }{
+		{"no url: a reload", `<meta http-equiv="refresh" content="30">`, "text/html"},
+		{"in a comment", `<!-- <meta http-equiv="refresh" content="0; url=/t"> -->`, "text/html"},
+		{"not HTML", `<meta http-equiv="refresh" content="0; url=/t">`, "application/json"},
+		{"a javascript url", `<meta http-equiv="refresh" content="0; url=javascript:alert(1)">`, "text/html"},
+		{"beyond the first 4096 bytes", string(make([]byte, 4096)) + `<meta http-equiv="refresh" content="0; url=/t">`, "text/html"},
+	}
+	for _, c := range none {
+		res := &fetch.Result{URL: "http://example.com/", Header: http.Header{"Content-Type": {c.contentType}}, Body: []byte(c.body)}
+		if got, _, ok := fetch.MetaRefresh(res); ok {
+			t.Errorf("%s: %q, want none", c.name, got)
+		}
+	}
+}
