@@ -97,10 +97,7 @@ func TestListShowsTheTopicsOfTheCluster(t *testing.T) {
 }
 
 func TestListFailsWithoutABroker(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	cfg := kafkaclient.Config{Brokers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, ConnTimeout: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -178,7 +175,7 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 				produce(p, fmt.Sprintf(`{"marker": %d}`, p))
 			}
 		}
-		waitUntil(50*time.Millisecond, func() bool { return seen(0) && seen(1) })
+		harness.Until(50*time.Millisecond, func() bool { return seen(0) && seen(1) })
 	}
 	produce(0, `{"new": 0}`)
 	produce(1, `{"new": 1}`, `not JSON, printed as text`)
@@ -208,18 +205,6 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 			t.Errorf("logs lack %q:\n%s", want, logs.String())
 		}
 	}
-}
-
-// waitUntil polls cond for at most d; it reports whether cond held.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }
 
 func TestDumpInAConsumerGroupCarriesOnWhereTheLastStopped(t *testing.T) {

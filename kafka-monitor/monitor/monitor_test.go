@@ -109,21 +109,7 @@ func (c *cluster) produce(t testing.TB, values ...string) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !waitUntil(30*time.Second, cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// waitUntil polls cond until it holds or timeout passes; it reports cond's last value.
-func waitUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
@@ -200,7 +186,7 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 		}
 		return harness.DistinctCountMatches(c.rdb.PFCount(ctx, "stats:kafka-monitor:total:lifetime").Val(), 11)
 	}
-	if waitUntil(30*time.Second, statsMatch); !statsMatch() {
+	if harness.Until(30*time.Second, statsMatch); !statsMatch() {
 		for key, want := range counts {
 			t.Errorf("ZCARD %s = %d, want %d", key, c.rdb.ZCard(ctx, key).Val(), want)
 		}

@@ -44,10 +44,7 @@ func startCluster(t *testing.T) cluster {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
 	port := func() string {
-		p, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := harness.Port(t)
 		return strconv.Itoa(p)
 	}
 	c := cluster{token: "a-token-for-the-test"}

@@ -35,7 +35,7 @@ func TestComposeFilesAreValid(t *testing.T) {
 		}
 		t.Skip("docker-compose is not installed (set CI=true to make this a failure)")
 	}
-	root := repoRoot(t)
+	root := harness.Root(t)
 	for _, f := range composeFiles {
 		out, err := runErr(time.Minute, nil, bin, "-f", filepath.Join(root, f), "config", "-q")
 		if err != nil {
@@ -62,7 +62,7 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 	var doc struct {
 		Services map[string]map[string]any `yaml:"services"`
 	}
-	readYAML(t, repoRoot(t), file, &doc)
+	readYAML(t, harness.Root(t), file, &doc)
 	return doc.Services
 }
 
@@ -72,7 +72,7 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 // environment variables that are settings of their binaries, and the crawler
 // can be scaled (no container name, no published port).
 func TestComposeServices(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	services := loadCompose(t, "docker-compose.yml")
 	for _, want := range []string{"zookeeper", "kafka", "redis", "kafka-monitor", "redis-monitor", "crawler", "rest"} {
 		if _, ok := services[want]; !ok {

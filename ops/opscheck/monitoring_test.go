@@ -73,7 +73,7 @@ func TestComposeHealthchecksAskTheProcessesReadiness(t *testing.T) {
 // config -q` on docker-compose.yml with the monitoring overlay and checks
 // that everything the overlay mounts is in the repository.
 func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	var doc struct {
 		Services map[string]struct {
 			Volumes []string `yaml:"volumes"`
@@ -108,7 +108,7 @@ func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
 // also checks the alert rules) and checks that each component's scrape job
 // uses the component's default admin port (REST: its API port).
 func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	var cfg struct {
 		ScrapeConfigs []struct {
 			JobName    string `yaml:"job_name"`
@@ -158,11 +158,11 @@ type dashboardQuery struct{ where, expr string }
 // rows' panels included.
 func dashboardQueries(t *testing.T) []dashboardQuery {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), dashboardsDir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(harness.Root(t), dashboardsDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in %s: %v", dashboardsDir, err)
 	}
-	ds, err := os.ReadFile(filepath.Join(repoRoot(t), datasourcesFile))
+	ds, err := os.ReadFile(filepath.Join(harness.Root(t), datasourcesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestDashboardPanelsQueryOnlyMetricsTheBinariesExport(t *testing.T) {
 		}
 	}
 
-	docs, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "metrics.md"))
+	docs, err := os.ReadFile(filepath.Join(harness.Root(t), "docs", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,10 +401,7 @@ func liveMetrics(t *testing.T) map[string]bool {
 	t.Cleanup(site.Close)
 	ports := map[string]int{}
 	for _, name := range []string{"kafka-monitor", "redis-monitor", "crawler", "rest"} {
-		p, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := harness.Port(t)
 		ports[name] = p
 	}
 	env := []string{

@@ -31,13 +31,7 @@ func testLogger(t *testing.T) (*logfactory.Logger, *harness.OutputBuffer) {
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, timeout, cond)
 }
 
 func TestStoreKeepsAnswersAtTheOriginalsKeyWithAnExpiry(t *testing.T) {

@@ -532,10 +532,7 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 		}
 	})
 	t.Run("an unreachable ZooKeeper is opened at once", func(t *testing.T) {
-		port, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		port := harness.Port(t)
 		s := load(t, fmt.Sprintf("ZOOKEEPER_HOSTS=127.0.0.1:%d", port))
 		store, err := domainconfig.FromSettings(s, rdb, nil)
 		if err != nil {

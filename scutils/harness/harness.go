@@ -93,16 +93,40 @@ func ephemeralLow() int {
 	return low
 }
 
-// WaitFor polls cond until it holds, and fails tb if timeout passes first.
-// It polls every 10 ms for the first second, then every 100 ms, so a quick
-// condition is seen at once and a long wait costs little.
+// Port is FreePort for a test: it fails tb when no port can be found.
+func Port(tb testing.TB) int {
+	tb.Helper()
+	return must(tb, FreePort)
+}
+
+// must is get's value; get's error fails tb.
+func must[T any](tb testing.TB, get func() (T, error)) T {
+	tb.Helper()
+	v, err := get()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// WaitFor polls cond until it holds, and fails tb if timeout passes first
+// (Until).
 func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
+	if !Until(timeout, cond) {
+		tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Until polls cond until it holds or timeout passes, and reports whether it
+// held. It polls every 10 ms for the first second, then every 100 ms, so a
+// quick condition is seen at once and a long wait costs little.
+func Until(timeout time.Duration, cond func() bool) bool {
 	start := time.Now()
 	for !cond() {
 		waited := time.Since(start)
 		if waited > timeout {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		if waited < time.Second {
 			time.Sleep(10 * time.Millisecond)
@@ -110,6 +134,7 @@ func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	return true
 }
 
 // lineCommand sends a one-line command (a Redis inline command or a ZooKeeper

@@ -108,7 +108,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	broker := startBroker(b)
-	sitePort := freePort(b)
+	sitePort := harness.Port(b)
 	site := startProcess(b, "site", filepath.Join(bin, "testsite"), nil, "--addr", "127.0.0.1:"+strconv.Itoa(sitePort),
 		"--pages", strconv.Itoa(costSeeds), "--fanout", strconv.Itoa(costFanout), "--depth", strconv.Itoa(costDepth+1))
 	waitFor(b, "the test site", 30*time.Second, func() bool { return dialable("127.0.0.1:" + strconv.Itoa(sitePort)) })
@@ -452,7 +452,7 @@ type broker struct {
 
 func startBroker(tb testing.TB) *broker {
 	tb.Helper()
-	port := freePort(tb)
+	port := harness.Port(tb)
 	self, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
