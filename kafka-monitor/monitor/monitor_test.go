@@ -69,16 +69,9 @@ func (c *cluster) start(t testing.TB) (m *monitor.Monitor, stop func()) {
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			defer m.Close()
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("Run did not return after cancel")
-			}
-			m.Close()
+			harness.WaitDone(t, "Run after cancel", 30*time.Second, done)
 		})
 	}
 	t.Cleanup(stop)

@@ -417,14 +417,7 @@ func TestZooKeeperStoreWaitsOutAnOutage(t *testing.T) {
 	if err := z.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Update() across the outage = %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("Update did not finish after ZooKeeper came back")
-	}
+	harness.WaitDone(t, "Update() across the outage", 60*time.Second, done)
 	if got := zkData(t, harness.ZooKeeperClient(t, z.Addr), path); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
 		t.Errorf("stored %q, want only ebay.com blacklisted (the abandoned write must not land)", got)
 	}
