@@ -35,11 +35,7 @@ func testConfig(t *testing.T, k *harness.Kafka) kafkaclient.Config {
 
 func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
 	t.Helper()
-	log, err := logfactory.New(logfactory.Config{Name: "kafkadump", Level: "DEBUG", Output: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return log
+	return harness.Logger(t, logfactory.Config{Name: "kafkadump", Level: "DEBUG"}, out)
 }
 
 type seqMsg struct {

@@ -22,10 +22,7 @@ func TestMain(m *testing.M) { redisServer.Main(m) }
 func testLogger(t *testing.T) (*logfactory.Logger, *harness.OutputBuffer) {
 	t.Helper()
 	buf := &harness.OutputBuffer{}
-	log, err := logfactory.New(logfactory.Config{Level: "DEBUG", JSON: true, Output: buf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Config{Level: "DEBUG", JSON: true}, buf)
 	return log, buf
 }
 
