@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,13 +26,7 @@ func chromiumPath(t *testing.T) string {
 	if path == "" {
 		path = "/usr/bin/chromium"
 	}
-	if _, err := exec.LookPath(path); err != nil {
-		if harness.InCI() {
-			t.Fatalf("chromium is needed for the console's browser tests (apt-get install chromium): %v", err)
-		}
-		t.Skipf("chromium not found (%v); the console's browser tests need it", err)
-	}
-	return path
+	return harness.Tool(t, path, "chromium")
 }
 
 // browser is one headless Chromium tab, with every JavaScript console

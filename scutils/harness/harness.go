@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,21 @@ var ErrMissing = errors.New("service not installed")
 // InCI reports whether the tests run in CI (CI=true), where a missing service
 // is a failure rather than a skip.
 func InCI() bool { return strings.EqualFold(os.Getenv("CI"), "true") }
+
+// Tool is the path of name, a program the test needs (LookPath); without it
+// the test is skipped, or fails when CI=true. pkg is the Debian package
+// that installs it, for the message.
+func Tool(tb testing.TB, name, pkg string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if InCI() {
+			tb.Fatalf("%s is not installed (apt-get install %s)", name, pkg)
+		}
+		tb.Skipf("%s is not installed (apt-get install %s; set CI=true to make this a failure)", name, pkg)
+	}
+	return p
+}
 
 // handleStartError skips or fails tb for a service that could not start.
 func handleStartError(tb testing.TB, service string, err error) {
