@@ -14,7 +14,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 const firehose = "demo.crawled_firehose"
@@ -22,15 +21,20 @@ const firehose = "demo.crawled_firehose"
 // testConfig is the Kafka configuration of a component pointed at k.
 func testConfig(t *testing.T, k *harness.Kafka) kafkaclient.Config {
 	t.Helper()
-	s, err := settings.Load(kafkaclient.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{"KAFKA_HOSTS": k.Hosts()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := kafkaclient.ConfigFromSettings(s)
+	cfg, err := kafkaclient.ConfigFromSettings(harness.LoadSettings(t, kafkaclient.Settings(), map[string]any{"KAFKA_HOSTS": k.Hosts()}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// twoPartitions starts a broker whose firehose has two partitions and
+// returns the configuration pointed at it and a writer to a partition.
+func twoPartitions(t *testing.T) (kafkaclient.Config, func(partition int, values ...string)) {
+	t.Helper()
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
+	cfg := testConfig(t, k)
+	return cfg, harness.PartitionWriter(t, cfg, firehose)
 }
 
 func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
@@ -103,9 +107,7 @@ func TestListFailsWithoutABroker(t *testing.T) {
 }
 
 func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, seqValues(0, 10)...)
 	produce(1, seqValues(1, 10)...)
 
@@ -139,9 +141,7 @@ func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
 }
 
 func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, `{"old": 0}`)
 	produce(1, `{"old": 1}`)
 
@@ -204,9 +204,7 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 }
 
 func TestDumpInAConsumerGroupCarriesOnWhereTheLastStopped(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, seqValues(0, 3)...)
 	produce(1, seqValues(1, 3)...)
 
