@@ -317,11 +317,7 @@ func blockedClients(t *testing.T, rdb *redis.Client) int {
 func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	f := start(t, config())
 	ctx := context.Background()
-	sub := f.rdb.Subscribe(ctx, "link:queue-announce")
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, f.rdb, "link:queue-announce")
 	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2}
 	kids := []*crawlrequest.Request{
 		parent.Follow("http://a.com/x"), parent.Follow("http://a.com/x#frag"), parent.Follow("http://a.com/"),

@@ -239,11 +239,7 @@ func TestEmptyMessagesAreCountedAndLoggedAsFailures(t *testing.T) {
 
 func TestNewDomainQueueIsAnnouncedOnce(t *testing.T) {
 	c := newCluster(t, harness.RedisOptions{})
-	sub := c.rdb.Subscribe(context.Background(), "link:queue-announce")
-	defer sub.Close()
-	if _, err := sub.Receive(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, c.rdb, "link:queue-announce")
 	m, _ := c.start(t)
 	c.produce(t,
 		`{"url": "http://a.example.com/", "appid":"testapp", "crawlid":"c1"}`,

@@ -291,11 +291,7 @@ func TestRedisStoreAnnouncesEachNewDocumentInOrder(t *testing.T) {
 	r := harness.StartRedis(t)
 	path := nodePath(t)
 	ctx := testContext(t)
-	sub := r.TestClient(t).Subscribe(ctx, rediskeys.DomainConfigChannel(path))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil { // the subscription confirmation
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, r.TestClient(t), rediskeys.DomainConfigChannel(path))
 	s := domainconfig.NewRedisStore(r.TestClient(t), path)
 	edits := []func(*domainconfig.Document) bool{
 		func(d *domainconfig.Document) bool { return d.AddBlacklist("ebay.com") },

@@ -116,6 +116,19 @@ func (r *Redis) EmptyClient(tb testing.TB) *redis.Client {
 	return c
 }
 
+// Subscribe subscribes a connection of rdb to channel and waits for the
+// subscription's confirmation, so that every message published after it
+// returns is received; the subscription ends with tb.
+func Subscribe(tb testing.TB, rdb *redis.Client, channel string) *redis.PubSub {
+	tb.Helper()
+	sub := rdb.Subscribe(context.Background(), channel)
+	tb.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return sub
+}
+
 // DistinctCountMatches reports whether got, a PFCOUNT of a HyperLogLog
 // that was given want distinct random members (the stats' lifetime
 // counters), reads want. The HyperLogLog counts two members that fall in
