@@ -246,15 +246,7 @@ func TestNewDomainQueueIsAnnouncedOnce(t *testing.T) {
 		`{"url": "http://b.example.com/", "appid":"testapp", "crawlid":"c1"}`,
 		`{"url": "http://other.org/", "appid":"testapp", "crawlid":"c1"}`)
 	waitFor(t, "3 messages", func() bool { return m.Processed() == 3 })
-	var got []string
-	for range 2 {
-		select {
-		case msg := <-sub.Channel():
-			got = append(got, msg.Payload)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("announcements so far: %v", got)
-		}
-	}
+	got := harness.Messages(t, sub, 2, 20*time.Second)
 	select {
 	case msg := <-sub.Channel():
 		t.Fatalf("extra announcement %q (handled %d messages)", msg.Payload, m.Processed())

@@ -303,13 +303,10 @@ func TestRedisStoreAnnouncesEachNewDocumentInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, want := range []string{"blacklist:\n- ebay.com\ndomains: {}\n", specDocument} {
-		msg, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg.Payload != want {
-			t.Errorf("announced\n%s\nwant\n%s", msg.Payload, want)
+	got := harness.Messages(t, sub, 2, 30*time.Second)
+	for i, want := range []string{"blacklist:\n- ebay.com\ndomains: {}\n", specDocument} {
+		if got[i] != want {
+			t.Errorf("announced\n%s\nwant\n%s", got[i], want)
 		}
 	}
 }

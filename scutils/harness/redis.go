@@ -129,6 +129,24 @@ func Subscribe(tb testing.TB, rdb *redis.Client, channel string) *redis.PubSub {
 	return sub
 }
 
+// Messages receives n messages on sub (Subscribe) and returns their
+// payloads in order; it fails tb with those received so far when they do
+// not all come within timeout.
+func Messages(tb testing.TB, sub *redis.PubSub, n int, timeout time.Duration) []string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got []string
+	for range n {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			tb.Fatalf("%d of %d messages within %s (%v): %q", len(got), n, timeout, err, got)
+		}
+		got = append(got, msg.Payload)
+	}
+	return got
+}
+
 // DistinctCountMatches reports whether got, a PFCOUNT of a HyperLogLog
 // that was given want distinct random members (the stats' lifetime
 // counters), reads want. The HyperLogLog counts two members that fall in
