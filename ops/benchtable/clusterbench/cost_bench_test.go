@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -371,28 +370,6 @@ func startProcess(tb testing.TB, name, path string, env []string, args ...string
 	tb.Helper()
 	return harness.StartProcess(tb, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: append(embeddedEnv(), env...),
 		OutputLimit: 64 << 10, StopGrace: 20 * time.Second, Supervise: true})
-}
-
-// tailWriter keeps the last 64 KiB written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 128<<10 {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-64<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (w *tailWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
 }
 
 // brokerEnv names, in this test binary run as a broker, the port to serve
