@@ -11,6 +11,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/link"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -27,10 +28,7 @@ func BenchmarkMetricsPerPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, err := logfactory.New(logfactory.Config{Name: "bench", Level: "ERROR", Output: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
+	log := harness.Logger(b, logfactory.Config{Name: "bench", Level: "ERROR"}, io.Discard)
 	sp, err := spider.New("link")
 	if err != nil {
 		b.Fatal(err)

@@ -23,12 +23,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/textcut"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
@@ -149,7 +149,7 @@ func (p *Pipeline) reduce(out *spider.Page) ([]byte, error) {
 		what = append(what, "links dropped")
 	}
 	if len(out.URL) > urlKeep || len(out.ResponseURL) > urlKeep {
-		out.URL, out.ResponseURL = cutUTF8(out.URL, urlKeep), cutUTF8(out.ResponseURL, urlKeep)
+		out.URL, out.ResponseURL = textcut.UTF8(out.URL, urlKeep), textcut.UTF8(out.ResponseURL, urlKeep)
 		out.Extra["url_truncated"] = true
 		what = append(what, fmt.Sprintf("url and response_url cut to %d bytes", urlKeep))
 	}
@@ -169,17 +169,6 @@ func (p *Pipeline) reduce(out *spider.Page) ([]byte, error) {
 	return rest, nil
 }
 
-// cutUTF8 returns s cut to at most n bytes, on a character boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // logURLMax bounds the URL in log lines.
 const logURLMax = 2048
 
@@ -188,7 +177,7 @@ func logURL(u string) string {
 	if len(u) <= logURLMax {
 		return u
 	}
-	return cutUTF8(u, logURLMax) + "..."
+	return textcut.UTF8(u, logURLMax) + "..."
 }
 
 // emptyBody is the body field of a page encoded without its body. The first

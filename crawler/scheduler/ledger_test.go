@@ -41,12 +41,23 @@ func readLedger(t *testing.T, rdb *redis.Client, crawlid string) *ledger.Progres
 	return p[0]
 }
 
+// leaseTwo queues first and second as seeds of crawl crawlid, counted in
+// its ledger (priorities 5 and 4), and leases both: a is first's item.
+func leaseTwo(t *testing.T, f *fixture, crawlid, first, second string) (a, b *scheduler.Item) {
+	t.Helper()
+	seedCounted(t, f.rdb, first, crawlid, 5)
+	seedCounted(t, f.rdb, second, crawlid, 4)
+	a, b = next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	if a.Request.URL != first {
+		a, b = b, a
+	}
+	return a, b
+}
+
 func TestTheLedgerCountsFollowUpsRefusalsAndFatesWithTheirQueueAndLeaseChanges(t *testing.T) {
 	f := start(t, config())
 	ctx := context.Background()
-	seedCounted(t, f.rdb, "http://a.com/1", "c1", 5)
-	seedCounted(t, f.rdb, "http://a.com/2", "c1", 4)
-	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
+	a, b := leaseTwo(t, f, "c1", "http://a.com/1", "http://a.com/2")
 	crawl := a.Crawl()
 	if crawl != (ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "c1"}) {
 		t.Fatalf("item's crawl %+v", crawl)
@@ -151,12 +162,7 @@ func TestAFateAcknowledgedAfterItsLeaseWasReapedIsNotCounted(t *testing.T) {
 func TestFinishQueuesFollowUpsWithTheAcknowledgementOnce(t *testing.T) {
 	f := start(t, config())
 	ctx := context.Background()
-	seedCounted(t, f.rdb, "http://a.com/1", "c3", 5)
-	seedCounted(t, f.rdb, "http://b.com/1", "c3", 4)
-	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
-	if a.Request.URL != "http://a.com/1" {
-		a, b = b, a
-	}
+	a, b := leaseTwo(t, f, "c3", "http://a.com/1", "http://b.com/1")
 	fate := func(it *scheduler.Item) *ledger.Tally {
 		var tl ledger.Tally
 		tl.Fetched(it.Crawl(), 200)

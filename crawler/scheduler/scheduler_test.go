@@ -317,11 +317,7 @@ func blockedClients(t *testing.T, rdb *redis.Client) int {
 func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	f := start(t, config())
 	ctx := context.Background()
-	sub := f.rdb.Subscribe(ctx, "link:queue-announce")
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, f.rdb, "link:queue-announce")
 	parent := &crawlrequest.Request{URL: "http://a.com/", AppID: "testapp", CrawlID: "c1", SpiderID: "link", Priority: 1, MaxDepth: 2}
 	kids := []*crawlrequest.Request{
 		parent.Follow("http://a.com/x"), parent.Follow("http://a.com/x#frag"), parent.Follow("http://a.com/"),
@@ -335,13 +331,10 @@ func TestEnqueueFiltersAndAnnounces(t *testing.T) {
 	if got.Queued != 2 || got.Refused[ledger.RefusedDuplicate] != 2 || got.Refused[ledger.RefusedInvalidURL] != 1 {
 		t.Fatalf("enqueued %+v", got)
 	}
-	msg, err := sub.ReceiveMessage(ctx)
-	if err != nil {
-		t.Fatal(err)
+	announced := map[string]bool{}
+	for _, queue := range harness.Messages(t, sub, 2, 10*time.Second) {
+		announced[queue] = true
 	}
-	announced := map[string]bool{msg.Payload: true}
-	msg, _ = sub.ReceiveMessage(ctx)
-	announced[msg.Payload] = true
 	if !announced["link:a.com:queue"] || !announced["link:b.com:queue"] {
 		t.Fatalf("announced %v", announced)
 	}

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/net/html/charset"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // client never uses a proxy and never decompresses, so tests see the wire.
@@ -467,13 +468,7 @@ func TestOptionsAreValidated(t *testing.T) {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	harness.WaitFor(t, "the condition", 10*time.Second, cond)
 }
 
 func TestBombsInflateToTheirSizeFromAFewBytes(t *testing.T) {

@@ -14,7 +14,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 const firehose = "demo.crawled_firehose"
@@ -22,24 +21,25 @@ const firehose = "demo.crawled_firehose"
 // testConfig is the Kafka configuration of a component pointed at k.
 func testConfig(t *testing.T, k *harness.Kafka) kafkaclient.Config {
 	t.Helper()
-	s, err := settings.Load(kafkaclient.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{"KAFKA_HOSTS": k.Hosts()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := kafkaclient.ConfigFromSettings(s)
+	cfg, err := kafkaclient.ConfigFromSettings(harness.LoadSettings(t, kafkaclient.Settings(), map[string]any{"KAFKA_HOSTS": k.Hosts()}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
 }
 
+// twoPartitions starts a broker whose firehose has two partitions and
+// returns the configuration pointed at it and a writer to a partition.
+func twoPartitions(t *testing.T) (kafkaclient.Config, func(partition int, values ...string)) {
+	t.Helper()
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
+	cfg := testConfig(t, k)
+	return cfg, harness.PartitionWriter(t, cfg, firehose)
+}
+
 func testLogger(t *testing.T, out *harness.OutputBuffer) *logfactory.Logger {
 	t.Helper()
-	log, err := logfactory.New(logfactory.Config{Name: "kafkadump", Level: "DEBUG", Output: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return log
+	return harness.Logger(t, logfactory.Config{Name: "kafkadump", Level: "DEBUG"}, out)
 }
 
 type seqMsg struct {
@@ -97,10 +97,7 @@ func TestListShowsTheTopicsOfTheCluster(t *testing.T) {
 }
 
 func TestListFailsWithoutABroker(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	cfg := kafkaclient.Config{Brokers: []string{fmt.Sprintf("127.0.0.1:%d", port)}, ConnTimeout: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -110,9 +107,7 @@ func TestListFailsWithoutABroker(t *testing.T) {
 }
 
 func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, seqValues(0, 10)...)
 	produce(1, seqValues(1, 10)...)
 
@@ -146,9 +141,7 @@ func TestDumpFromBeginningReadsEveryPartitionInOrder(t *testing.T) {
 }
 
 func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, `{"old": 0}`)
 	produce(1, `{"old": 1}`)
 
@@ -178,7 +171,7 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 				produce(p, fmt.Sprintf(`{"marker": %d}`, p))
 			}
 		}
-		waitUntil(50*time.Millisecond, func() bool { return seen(0) && seen(1) })
+		harness.Until(50*time.Millisecond, func() bool { return seen(0) && seen(1) })
 	}
 	produce(0, `{"new": 0}`)
 	produce(1, `{"new": 1}`, `not JSON, printed as text`)
@@ -210,22 +203,8 @@ func TestDumpFromTheEndPrintsOnlyNewMessages(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for at most d; it reports whether cond held.
-func waitUntil(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 func TestDumpInAConsumerGroupCarriesOnWhereTheLastStopped(t *testing.T) {
-	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 2})
-	cfg := testConfig(t, k)
-	produce := harness.PartitionWriter(t, cfg, firehose)
+	cfg, produce := twoPartitions(t)
 	produce(0, seqValues(0, 3)...)
 	produce(1, seqValues(1, 3)...)
 

@@ -44,28 +44,40 @@ func (c *committer) close() {
 
 func (c *committer) loop() {
 	defer close(c.done)
-	for offsets := range c.in {
-	merge:
+	drainMerged(c.in, func(offsets, more []kafka.Message) []kafka.Message { return lastPerPartition(more, offsets) }, c.commit)
+}
+
+// commit commits offsets and forgets the marks of the requests they cover.
+func (c *committer) commit(offsets []kafka.Message) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	if err := c.r.CommitMessages(ctx, offsets...); err != nil {
+		c.log.Error("Failed to commit offsets; the requests stored since the last commit will be delivered again (and skipped)",
+			logfactory.Extra{"error": err.Error(), "partitions": len(offsets)})
+	} else if err := c.marks.forget(ctx, offsets); err != nil {
+		c.log.Warning("Failed to remove the marks of committed requests; the next commit removes them",
+			logfactory.Extra{"error": err.Error()})
+	}
+}
+
+// drainMerged calls handle with each value received on in, merged (merge)
+// with those already waiting behind it, until in is closed: a slow handle
+// gets fewer, larger values instead of falling behind.
+func drainMerged[T any](in <-chan T, merge func(acc, more T) T, handle func(T)) {
+	for v := range in {
+	more:
 		for {
 			select {
-			case more, ok := <-c.in:
+			case next, ok := <-in:
 				if !ok {
-					break merge
+					break more
 				}
-				offsets = lastPerPartition(more, offsets)
+				v = merge(v, next)
 			default:
-				break merge
+				break more
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-		if err := c.r.CommitMessages(ctx, offsets...); err != nil {
-			c.log.Error("Failed to commit offsets; the requests stored since the last commit will be delivered again (and skipped)",
-				logfactory.Extra{"error": err.Error(), "partitions": len(offsets)})
-		} else if err := c.marks.forget(ctx, offsets); err != nil {
-			c.log.Warning("Failed to remove the marks of committed requests; the next commit removes them",
-				logfactory.Extra{"error": err.Error()})
-		}
-		cancel()
+		handle(v)
 	}
 }
 

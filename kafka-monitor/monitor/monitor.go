@@ -812,21 +812,8 @@ func (m *Monitor) recordStats(reqs []request) {
 // statsLoop writes stats until statsCh is closed.
 func (m *Monitor) statsLoop(ctx context.Context) {
 	defer close(m.statsDone)
-	for d := range m.statsCh {
-	merge:
-		for {
-			select {
-			case more, ok := <-m.statsCh:
-				if !ok {
-					break merge
-				}
-				d.add(more)
-			default:
-				break merge
-			}
-		}
-		m.writeStats(ctx, d)
-	}
+	drainMerged(m.statsCh, func(d, more statsDelta) statsDelta { d.add(more); return d },
+		func(d statsDelta) { m.writeStats(ctx, d) })
 }
 
 func (m *Monitor) writeStats(ctx context.Context, d statsDelta) {

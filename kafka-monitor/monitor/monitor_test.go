@@ -69,16 +69,9 @@ func (c *cluster) start(t testing.TB) (m *monitor.Monitor, stop func()) {
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
+			defer m.Close()
 			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run returned %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("Run did not return after cancel")
-			}
-			m.Close()
+			harness.WaitDone(t, "Run after cancel", 30*time.Second, done)
 		})
 	}
 	t.Cleanup(stop)
@@ -109,21 +102,7 @@ func (c *cluster) produce(t testing.TB, values ...string) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	if !waitUntil(30*time.Second, cond) {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// waitUntil polls cond until it holds or timeout passes; it reports cond's last value.
-func waitUntil(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+	harness.WaitFor(t, what, 30*time.Second, cond)
 }
 
 func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
@@ -200,7 +179,7 @@ func TestRequestsLandOnTheirKeysAndBadInputIsCountedAndSkipped(t *testing.T) {
 		}
 		return harness.DistinctCountMatches(c.rdb.PFCount(ctx, "stats:kafka-monitor:total:lifetime").Val(), 11)
 	}
-	if waitUntil(30*time.Second, statsMatch); !statsMatch() {
+	if harness.Until(30*time.Second, statsMatch); !statsMatch() {
 		for key, want := range counts {
 			t.Errorf("ZCARD %s = %d, want %d", key, c.rdb.ZCard(ctx, key).Val(), want)
 		}
@@ -260,26 +239,14 @@ func TestEmptyMessagesAreCountedAndLoggedAsFailures(t *testing.T) {
 
 func TestNewDomainQueueIsAnnouncedOnce(t *testing.T) {
 	c := newCluster(t, harness.RedisOptions{})
-	sub := c.rdb.Subscribe(context.Background(), "link:queue-announce")
-	defer sub.Close()
-	if _, err := sub.Receive(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, c.rdb, "link:queue-announce")
 	m, _ := c.start(t)
 	c.produce(t,
 		`{"url": "http://a.example.com/", "appid":"testapp", "crawlid":"c1"}`,
 		`{"url": "http://b.example.com/", "appid":"testapp", "crawlid":"c1"}`,
 		`{"url": "http://other.org/", "appid":"testapp", "crawlid":"c1"}`)
 	waitFor(t, "3 messages", func() bool { return m.Processed() == 3 })
-	var got []string
-	for range 2 {
-		select {
-		case msg := <-sub.Channel():
-			got = append(got, msg.Payload)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("announcements so far: %v", got)
-		}
-	}
+	got := harness.Messages(t, sub, 2, 20*time.Second)
 	select {
 	case msg := <-sub.Channel():
 		t.Fatalf("extra announcement %q (handled %d messages)", msg.Payload, m.Processed())

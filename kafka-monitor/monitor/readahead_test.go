@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -23,14 +24,7 @@ func TestReadAheadWaitsForBytesGivenBack(t *testing.T) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	r.giveBack([]kafka.Message{msg})
-	select {
-	case err := <-taken:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("still waiting after the bytes were given back")
-	}
+	harness.WaitDone(t, "take after the bytes were given back", 5*time.Second, taken)
 	if got := r.heldBytes(); got != heldCost(&msg) {
 		t.Fatalf("%d bytes held, want %d", got, heldCost(&msg))
 	}

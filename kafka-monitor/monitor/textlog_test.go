@@ -19,7 +19,7 @@ func TestRejectedRequestsTextLineNamesTheRequestAndTheReason(t *testing.T) {
 	c.produce(t, `{"url": "ftp://example.com/a", "appid": "testapp", "crawlid": "text-bad"}`)
 	waitFor(t, "the request", func() bool { return m.Processed() == 1 })
 	re := regexp.MustCompile(`\] WARNING: Request rejected: url: scheme "ftp" not allowed; want http or https url=ftp://example.com/a appid=testapp crawlid=text-bad error="url: scheme \\"ftp\\" not allowed; want http or https" data="\{\\"url\\": \\"ftp://example.com/a\\", .*\}" parsed=true plugin=ScraperHandler size=\d+ valid=false\n`)
-	if !waitUntil(5*time.Second, func() bool { return re.MatchString(c.logs.String()) }) {
+	if !harness.Until(5*time.Second, func() bool { return re.MatchString(c.logs.String()) }) {
 		t.Fatalf("no rejection line like %s in:\n%s", re, c.logs)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/scrapycluster/scrapy-cluster-go/ops/chartcheck"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // The oldest Kubernetes the chart supports (Chart.yaml's kubeVersion) and
@@ -82,7 +83,7 @@ func TestTheChartsAlertsAndDashboardAreMonitoringsOwn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), original))
+		b, err := os.ReadFile(filepath.Join(harness.Root(t), original))
 		if err != nil {
 			t.Fatal(err)
 		}

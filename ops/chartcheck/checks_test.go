@@ -34,17 +34,10 @@ func TestMain(m *testing.M) { bins.Main(m) }
 // app.kubernetes.io/component label of their pods.
 var components = []string{"kafka-monitor", "redis-monitor", "crawler", "rest"}
 
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	root, err := harness.WorkspaceRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return root
-}
-
 // chartDir is charts/scrapy-cluster.
-func chartDir(tb testing.TB) string { return filepath.Join(repoRoot(tb), "charts", "scrapy-cluster") }
+func chartDir(tb testing.TB) string {
+	return filepath.Join(harness.Root(tb), "charts", "scrapy-cluster")
+}
 
 // variant is a set of values the chart is checked with.
 type variant struct {
@@ -137,7 +130,7 @@ func problems(t *testing.T, dir string, vals map[string]any) []error {
 	if err != nil {
 		return []error{err}
 	}
-	images, err := chartcheck.Images(repoRoot(t))
+	images, err := chartcheck.Images(harness.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +218,7 @@ func settingsOf(t *testing.T, img chartcheck.Image, env map[string]string) (map[
 	if r, ok := settingsCache.Load(key); ok {
 		return r.(result).settings, r.(result).err
 	}
-	s, err := chartcheck.Settings(bin, img, repoRoot(t), env)
+	s, err := chartcheck.Settings(bin, img, harness.Root(t), env)
 	settingsCache.Store(key, result{s, err})
 	return s, err
 }

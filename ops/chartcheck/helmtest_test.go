@@ -44,10 +44,7 @@ func startCluster(t *testing.T) cluster {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
 	port := func() string {
-		p, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := harness.Port(t)
 		return strconv.Itoa(p)
 	}
 	c := cluster{token: "a-token-for-the-test"}
@@ -114,13 +111,7 @@ func runHelmTest(t *testing.T, pod *corev1.Pod, busybox string, set map[string]s
 // crawl-complete went out with the page published; it fails when the API
 // refuses it or when the crawl publishes nothing.
 func TestTheHelmTestSeesACrawlComplete(t *testing.T) {
-	busybox, err := exec.LookPath("busybox")
-	if err != nil {
-		if harness.InCI() {
-			t.Fatal("busybox is not installed (apt-get install busybox): the helm test's script runs in it")
-		}
-		t.Skip("busybox is not installed (apt-get install busybox; set CI=true to make this a failure)")
-	}
+	busybox := harness.Tool(t, "busybox", "busybox") // the helm test's script runs in it
 	pod := testPod(t)
 	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

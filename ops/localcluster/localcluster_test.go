@@ -80,10 +80,7 @@ func freePorts(t *testing.T, n int) []int {
 	t.Helper()
 	var ports []int
 	for len(ports) < n {
-		p, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := harness.Port(t)
 		if !slices.Contains(ports, p) {
 			ports = append(ports, p)
 		}

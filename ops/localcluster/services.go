@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -51,16 +52,7 @@ func startKafka(cfg *Config, con *console) (*embeddedKafka, error) {
 	k.wg.Add(1)
 	go func() {
 		defer k.wg.Done()
-		t := time.NewTicker(retentionInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-k.stop:
-				return
-			case <-t.C:
-				c.ApplyRetention()
-			}
-		}
+		lifecycle.Every(k.stop, retentionInterval, func(time.Time) { c.ApplyRetention() })
 	}()
 	return k, nil
 }
@@ -111,18 +103,11 @@ func startMiniredis(port int) (*embeddedRedis, error) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		t := time.NewTicker(ttlTick)
-		defer t.Stop()
 		last := time.Now()
-		for {
-			select {
-			case <-r.stop:
-				return
-			case now := <-t.C:
-				m.FastForward(now.Sub(last))
-				last = now
-			}
-		}
+		lifecycle.Every(r.stop, ttlTick, func(now time.Time) {
+			m.FastForward(now.Sub(last))
+			last = now
+		})
 	}()
 	return r, nil
 }

@@ -13,10 +13,7 @@ import (
 // The components rely on keys expiring on their own (heartbeats, locks,
 // throttle windows, duplicate filters); miniredis only ages keys when told.
 func TestEmbeddedRedisExpiresKeysWithTheClock(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	r, err := startMiniredis(port)
 	if err != nil {
 		t.Fatal(err)

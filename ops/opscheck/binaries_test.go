@@ -25,17 +25,6 @@ var bins = harness.Binaries{Packages: slices.Sorted(maps.Values(binaryPackages))
 
 func TestMain(m *testing.M) { bins.Main(m) }
 
-// repoRoot is the workspace root: the directory holding go.work above this
-// package.
-func repoRoot(tb testing.TB) string {
-	tb.Helper()
-	root, err := harness.WorkspaceRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return root
-}
-
 // binDir builds every binary of binaryPackages once per test binary, with a
 // normal build even under -race, and returns the directory holding them.
 func binDir(tb testing.TB) string {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -28,14 +27,8 @@ var componentBinary = map[string]string{
 // TestComposeFilesAreValid runs `docker-compose config -q` (Debian's
 // docker-compose) on both compose files.
 func TestComposeFilesAreValid(t *testing.T) {
-	bin, err := exec.LookPath("docker-compose")
-	if err != nil {
-		if harness.InCI() {
-			t.Fatal("docker-compose is not installed (apt-get install docker-compose)")
-		}
-		t.Skip("docker-compose is not installed (set CI=true to make this a failure)")
-	}
-	root := repoRoot(t)
+	bin := harness.Tool(t, "docker-compose", "docker-compose")
+	root := harness.Root(t)
 	for _, f := range composeFiles {
 		out, err := runErr(time.Minute, nil, bin, "-f", filepath.Join(root, f), "config", "-q")
 		if err != nil {
@@ -62,7 +55,7 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 	var doc struct {
 		Services map[string]map[string]any `yaml:"services"`
 	}
-	readYAML(t, repoRoot(t), file, &doc)
+	readYAML(t, harness.Root(t), file, &doc)
 	return doc.Services
 }
 
@@ -72,7 +65,7 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 // environment variables that are settings of their binaries, and the crawler
 // can be scaled (no container name, no published port).
 func TestComposeServices(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	services := loadCompose(t, "docker-compose.yml")
 	for _, want := range []string{"zookeeper", "kafka", "redis", "kafka-monitor", "redis-monitor", "crawler", "rest"} {
 		if _, ok := services[want]; !ok {

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // components are the four images, by their folder under docker/.
@@ -136,7 +138,7 @@ func jsonArgs(t *testing.T, where, s string) []string {
 // less what .dockerignore excludes, into a temporary directory.
 func buildContext(t *testing.T) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := harness.Root(t)
 	b, err := os.ReadFile(filepath.Join(root, ".dockerignore"))
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +343,7 @@ func emulateBuildStage(t *testing.T, df *dockerfile, st *stage, ctxDir string) s
 // goWorkVersion is the major.minor of go.work's go line.
 func goWorkVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "go.work"))
+	b, err := os.ReadFile(filepath.Join(harness.Root(t), "go.work"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +362,7 @@ func goWorkVersion(t *testing.T) string {
 // `settings` sub-command, loads the image's settings file, every key of
 // which is a setting of that binary.
 func TestDockerfilesBuildOutsideDocker(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	ctxDir := buildContext(t)
 	goVersion := goWorkVersion(t)
 	for _, c := range components {

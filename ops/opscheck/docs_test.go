@@ -30,7 +30,7 @@ var markerRe = regexp.MustCompile(`^<!--\s*quickstart:\s*(.*?)\s*-->$`)
 
 func docFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), "docs", "*.md"))
+	files, err := filepath.Glob(filepath.Join(harness.Root(t), "docs", "*.md"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no docs/*.md: %v", err)
 	}
@@ -86,7 +86,7 @@ var settingsRow = regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]*)` \\| `(.*)` \\| .+
 // each component page with what the binary's `settings` sub-command prints:
 // the same names, and defaults equal as YAML values.
 func TestDocsListEverySettingWithItsDefault(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	for page, bin := range map[string]string{"kafka-monitor.md": "kafka-monitor", "redis-monitor.md": "redis-monitor", "crawler.md": "crawler", "rest.md": "rest"} {
 		t.Run(bin, func(t *testing.T) {
 			var actual map[string]any
@@ -227,7 +227,7 @@ var flagInHelp = regexp.MustCompile(`(?m)^\s+(?:-(\w), )?--([\w-]+)`)
 // exist in the Makefile; files named with -f or --settings in the repository
 // exist.
 func TestDocsCommandsMatchTheBinaries(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
@@ -357,22 +357,14 @@ var quickstartPorts = []struct {
 // change: the cluster runs on free ports, given to the launcher as flags and
 // put in place of the defaults in the other commands.
 func TestQuickStartRunsAsDocumented(t *testing.T) {
-	if _, err := runErr(10*time.Second, nil, "curl", "--version"); err != nil {
-		if harness.InCI() {
-			t.Fatal("curl is not installed")
-		}
-		t.Skip("curl is not installed (set CI=true to make this a failure)")
-	}
+	harness.Tool(t, "curl", "curl")
 	work := t.TempDir()
 	if err := os.Symlink(binDir(t), filepath.Join(work, "bin")); err != nil {
 		t.Fatal(err)
 	}
 	ports := map[string]string{}
 	for _, p := range quickstartPorts {
-		port, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		port := harness.Port(t)
 		ports[p.text] = strconv.Itoa(port)
 	}
 	rewrite := func(s string) string {
@@ -385,7 +377,7 @@ func TestQuickStartRunsAsDocumented(t *testing.T) {
 	// to: by the environment (here with the test's ports).
 	env := []string{"KAFKA_HOSTS=127.0.0.1:" + ports["9092"], "REDIS_HOST=127.0.0.1", "REDIS_PORT=" + ports["6379"], "ZOOKEEPER_HOSTS="}
 	ran := 0
-	for _, b := range codeBlocks(t, filepath.Join(repoRoot(t), "docs", "quickstart.md")) {
+	for _, b := range codeBlocks(t, filepath.Join(harness.Root(t), "docs", "quickstart.md")) {
 		if b.marker == "" {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // esMapping is the part of an Elasticsearch mapping the checks need.
@@ -45,7 +47,7 @@ type dynamicTemplateSpec struct {
 
 func loadTemplate(t *testing.T) *indexTemplate {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "elk", "logs-template.json"))
+	b, err := os.ReadFile(filepath.Join(harness.Root(t), "elk", "logs-template.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +289,7 @@ type savedObject struct {
 
 func loadSavedObjects(t *testing.T) []savedObject {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(t), "elk", "kibana", "export.ndjson"))
+	f, err := os.Open(filepath.Join(harness.Root(t), "elk", "kibana", "export.ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}

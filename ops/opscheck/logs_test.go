@@ -75,10 +75,7 @@ func driveComponents(t *testing.T) componentLogs {
 	}))
 	t.Cleanup(site.Close)
 
-	restPort, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	restPort := harness.Port(t)
 	env := []string{
 		"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(r.Port),
 		"KAFKA_HOSTS=" + k.Hosts(), "ZOOKEEPER_HOSTS=" + zk.Addr,

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -31,20 +30,6 @@ const (
 	dashboardsDir     = "monitoring/grafana/dashboards"
 	datasourcesFile   = "monitoring/grafana/provisioning/datasources/prometheus.yml"
 )
-
-// requireTool returns the path of a command the check needs; without it
-// the test is skipped, or fails in CI (.ci/run installs it).
-func requireTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if harness.InCI() {
-			t.Fatalf("%s is not installed (apt-get install %s)", name, pkg)
-		}
-		t.Skipf("%s is not installed (apt-get install %s; set CI=true to make this a failure)", name, pkg)
-	}
-	return p
-}
 
 // TestComposeHealthchecksAskTheProcessesReadiness checks that every
 // component of both compose files is health-checked by its binary's
@@ -73,7 +58,7 @@ func TestComposeHealthchecksAskTheProcessesReadiness(t *testing.T) {
 // config -q` on docker-compose.yml with the monitoring overlay and checks
 // that everything the overlay mounts is in the repository.
 func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	var doc struct {
 		Services map[string]struct {
 			Volumes []string `yaml:"volumes"`
@@ -97,7 +82,7 @@ func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
 			}
 		}
 	}
-	bin := requireTool(t, "docker-compose", "docker-compose")
+	bin := harness.Tool(t, "docker-compose", "docker-compose")
 	out, err := runErr(time.Minute, nil, bin, "-f", filepath.Join(root, "docker-compose.yml"), "-f", filepath.Join(root, monitoringCompose), "config", "-q")
 	if err != nil {
 		t.Errorf("docker-compose config with the monitoring overlay: %v\n%s", err, out)
@@ -108,7 +93,7 @@ func TestComposeMonitoringOverlayAddsPrometheusAndGrafana(t *testing.T) {
 // also checks the alert rules) and checks that each component's scrape job
 // uses the component's default admin port (REST: its API port).
 func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	var cfg struct {
 		ScrapeConfigs []struct {
 			JobName    string `yaml:"job_name"`
@@ -145,7 +130,7 @@ func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
 			t.Errorf("%s: Prometheus scrapes port %d, the component serves /metrics on %d", prometheusConfig, jobs[name], want)
 		}
 	}
-	promtool := requireTool(t, "promtool", "prometheus")
+	promtool := harness.Tool(t, "promtool", "prometheus")
 	if out, err := runErr(time.Minute, nil, promtool, "check", "config", filepath.Join(root, prometheusConfig)); err != nil {
 		t.Errorf("promtool check config: %v\n%s", err, out)
 	}
@@ -158,11 +143,11 @@ type dashboardQuery struct{ where, expr string }
 // rows' panels included.
 func dashboardQueries(t *testing.T) []dashboardQuery {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(repoRoot(t), dashboardsDir, "*.json"))
+	files, err := filepath.Glob(filepath.Join(harness.Root(t), dashboardsDir, "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no dashboards in %s: %v", dashboardsDir, err)
 	}
-	ds, err := os.ReadFile(filepath.Join(repoRoot(t), datasourcesFile))
+	ds, err := os.ReadFile(filepath.Join(harness.Root(t), datasourcesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +317,7 @@ func TestDashboardPanelsQueryOnlyMetricsTheBinariesExport(t *testing.T) {
 		}
 	}
 
-	docs, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "metrics.md"))
+	docs, err := os.ReadFile(filepath.Join(harness.Root(t), "docs", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +343,7 @@ func TestDashboardPanelsQueryOnlyMetricsTheBinariesExport(t *testing.T) {
 	}
 
 	// The queries are valid PromQL: promtool checks them as recording rules.
-	promtool := requireTool(t, "promtool", "prometheus")
+	promtool := harness.Tool(t, "promtool", "prometheus")
 	type rule struct {
 		Record string `yaml:"record"`
 		Expr   string `yaml:"expr"`
@@ -401,10 +386,7 @@ func liveMetrics(t *testing.T) map[string]bool {
 	t.Cleanup(site.Close)
 	ports := map[string]int{}
 	for _, name := range []string{"kafka-monitor", "redis-monitor", "crawler", "rest"} {
-		p, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := harness.Port(t)
 		ports[name] = p
 	}
 	env := []string{

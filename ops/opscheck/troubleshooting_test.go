@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // TestTroubleshootingQuotesTheRealMessages: every message the
@@ -18,7 +20,7 @@ import (
 // any "double-quoted" text outside code spans) is one the code writes, so the
 // page cannot drift from the logs it explains.
 func TestTroubleshootingQuotesTheRealMessages(t *testing.T) {
-	root := repoRoot(t)
+	root := harness.Root(t)
 	page, err := os.ReadFile(filepath.Join(root, "docs", "troubleshooting.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -17,15 +17,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
-func root(t *testing.T) string {
-	t.Helper()
-	dir, err := harness.WorkspaceRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // stale returns the generated files that differ from the ones in root, each
 // with its first differing line.
 func stale(t *testing.T, root string, components []settingsdoc.Component) []string {
@@ -65,7 +56,7 @@ func firstDifference(have, want string) string {
 }
 
 func TestTheGeneratedFilesAreCurrent(t *testing.T) {
-	for _, s := range stale(t, root(t), settingsdoc.Components()) {
+	for _, s := range stale(t, harness.Root(t), settingsdoc.Components()) {
 		t.Errorf("%s\nThe file is generated from the setting declarations: run `%s` and commit the result.", s, settingsdoc.Command)
 	}
 }
@@ -80,7 +71,7 @@ func TestANewSettingMakesTheFilesStale(t *testing.T) {
 			components[i].Settings = settings.Join(c.Settings, settings.Declare(extra))
 		}
 	}
-	got := stale(t, root(t), components)
+	got := stale(t, harness.Root(t), components)
 	if len(got) != 2 || !strings.HasPrefix(got[0], "docs/crawler.md: ") || !strings.HasPrefix(got[1], settingsdoc.NamesFile+": ") {
 		t.Fatalf("stale files %q, want docs/crawler.md and %s", got, settingsdoc.NamesFile)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/monitor"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -16,17 +17,7 @@ import (
 // requests queued, then done of them published.
 func work(t *testing.T, c *cluster, crawl ledger.Crawl, n, done int) {
 	t.Helper()
-	var tl ledger.Tally
-	tl.Enqueued(crawl, n)
-	for range done {
-		tl.Fetched(crawl, 200)
-		tl.Published(crawl, false)
-	}
-	pipe := c.rdb.TxPipeline()
-	tl.Write(context.Background(), pipe, time.Now(), time.Hour)
-	if _, err := pipe.Exec(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	harness.CrawlerTally(t, c.rdb, crawl, n, done, time.Now())
 }
 
 func completes(answers []map[string]any) map[string]int {

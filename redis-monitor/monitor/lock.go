@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
@@ -46,18 +47,11 @@ func tryLock(ctx context.Context, rdb *redis.Client, key string, ttl time.Durati
 
 func (l *lock) renew() {
 	defer l.done.Done()
-	t := time.NewTicker(max(l.ttl/3, 10*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3+time.Second)
-			_ = redisscripts.Run(ctx, l.rdb, redisscripts.LockRenew{Lock: l.name, Token: l.token, TTL: l.ttl}).Err()
-			cancel()
-		}
-	}
+	lifecycle.Every(l.stop, max(l.ttl/3, 10*time.Millisecond), func(time.Time) {
+		ctx, cancel := context.WithTimeout(context.Background(), l.ttl/3+time.Second)
+		defer cancel()
+		_ = redisscripts.Run(ctx, l.rdb, redisscripts.LockRenew{Lock: l.name, Token: l.token, TTL: l.ttl}).Err()
+	})
 }
 
 // release stops the renewal and deletes the lock if still ours.

@@ -487,10 +487,7 @@ func TestSurvivesARedisRestart(t *testing.T) {
 // restoreKafka starts a broker on the same port again.
 func startWithoutKafka(t *testing.T) (c *cluster, r *running, restoreKafka func()) {
 	t.Helper()
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	opts := harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}}
 	c = newCluster(t, opts)
 	r = c.start(t, nil)

@@ -104,10 +104,7 @@ func TestConsumerStartingAtEarliestReadsOlderAnswers(t *testing.T) {
 }
 
 func TestConsumerStartFailsWhileKafkaIsAway(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	cfg := kafkaclient.Config{Brokers: []string{fmt.Sprint("127.0.0.1:", port)}, ConnTimeout: time.Second, FetchMaxBytes: 1 << 20, FetchMaxWait: 50 * time.Millisecond}
 	log, _ := testLogger(t)
 	c := answers.NewConsumer(cfg, &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Timeout: time.Second}, outbound, answers.NewWaiters(), nil, log)

@@ -22,22 +22,13 @@ func TestMain(m *testing.M) { redisServer.Main(m) }
 func testLogger(t *testing.T) (*logfactory.Logger, *harness.OutputBuffer) {
 	t.Helper()
 	buf := &harness.OutputBuffer{}
-	log, err := logfactory.New(logfactory.Config{Level: "DEBUG", JSON: true, Output: buf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Config{Level: "DEBUG", JSON: true}, buf)
 	return log, buf
 }
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	harness.WaitFor(t, what, timeout, cond)
 }
 
 func TestStoreKeepsAnswersAtTheOriginalsKeyWithAnExpiry(t *testing.T) {

@@ -105,10 +105,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	log, err := logfactory.New(logfactory.Config{Output: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
+	log := harness.Logger(b, logfactory.Config{}, io.Discard)
 	svcRedis := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(r.Port)})
 	b.Cleanup(func() { svcRedis.Close() })
 	_, base := serveREST(b, s, log, svcRedis)

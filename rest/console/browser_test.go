@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,13 +27,7 @@ func chromiumPath(t *testing.T) string {
 	if path == "" {
 		path = "/usr/bin/chromium"
 	}
-	if _, err := exec.LookPath(path); err != nil {
-		if harness.InCI() {
-			t.Fatalf("chromium is needed for the console's browser tests (apt-get install chromium): %v", err)
-		}
-		t.Skipf("chromium not found (%v); the console's browser tests need it", err)
-	}
-	return path
+	return harness.Tool(t, path, "chromium")
 }
 
 // browser is one headless Chromium tab, with every JavaScript console

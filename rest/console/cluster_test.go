@@ -64,10 +64,7 @@ func newCluster(tb testing.TB) *cluster {
 // startSite runs a test site on a free port of ip and returns its base URL.
 func (c *cluster) startSite(name, ip string, args ...string) string {
 	c.tb.Helper()
-	port, err := harness.FreePort()
-	if err != nil {
-		c.tb.Fatal(err)
-	}
+	port := harness.Port(c.tb)
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	c.start(name, "testsite", append([]string{"--addr", addr}, args...)...)
 	base := "http://" + addr + "/"

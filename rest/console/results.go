@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"unicode/utf8"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/textcut"
 )
 
 // Result is one crawl result as the console keeps it: the small fields of a
@@ -43,8 +44,8 @@ func parseResult(value []byte) (Result, bool) {
 	if err := json.Unmarshal(value, &m); err != nil || m.URL == "" {
 		return Result{}, false
 	}
-	return Result{URL: cut(m.URL, maxURL), StatusCode: m.StatusCode, AppID: cut(m.AppID, maxID),
-		CrawlID: cut(m.CrawlID, maxID), Timestamp: cut(m.Timestamp, 40)}, true
+	return Result{URL: textcut.UTF8(m.URL, maxURL), StatusCode: m.StatusCode, AppID: textcut.UTF8(m.AppID, maxID),
+		CrawlID: textcut.UTF8(m.CrawlID, maxID), Timestamp: textcut.UTF8(m.Timestamp, 40)}, true
 }
 
 // newestFirst sorts results by their timestamps (the crawlers', ISO 8601
@@ -58,17 +59,6 @@ func newestFirst(rs []Result) {
 		}
 		return cmp.Compare(b.Seq, a.Seq)
 	})
-}
-
-// cut shortens s to at most n bytes, on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // filter selects results by appid and crawlid ("" matches any).

@@ -55,11 +55,7 @@ func (e *env) load(t *testing.T, declared settings.Group, extra ...string) *sett
 
 func (e *env) logger(t *testing.T, name string) *logfactory.Logger {
 	t.Helper()
-	log, err := logfactory.New(logfactory.Config{Name: name, Level: "DEBUG", JSON: true, Output: e.logs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return log
+	return harness.Logger(t, logfactory.Config{Name: name, Level: "DEBUG", JSON: true}, e.logs)
 }
 
 func (e *env) client(t *testing.T) *redis.Client {

@@ -204,10 +204,7 @@ func TestOneVerdictOnEveryPath(t *testing.T) {
 func startMonitor(t *testing.T, e *env, logs *harness.OutputBuffer) *kmonitor.Monitor {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	log, err := logfactory.New(logfactory.Config{Name: "kafka-monitor", Level: "INFO", JSON: true, Output: logs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Config{Name: "kafka-monitor", Level: "INFO", JSON: true}, logs)
 	km, err := kmonitor.New(ctx, e.load(t, kmonitor.Settings(), "STATS_DUMP=0"), log, e.client(t))
 	if err != nil {
 		t.Fatal(err)

@@ -32,10 +32,7 @@ func BenchmarkFeedCrawl(b *testing.B) {
 	c := newCluster(b)
 	s := settingsFor(b, c.redis.Port, c.kafka.Hosts(), "LOG_JSON=false", "LOG_LEVEL=INFO", "FLASK_LOGGING_ENABLED=true",
 		"KAFKA_INCOMING_PARTITIONS=6")
-	log, err := logfactory.New(logfactory.Config{Name: "rest-service", Level: "INFO", Output: io.Discard})
-	if err != nil {
-		b.Fatal(err)
-	}
+	log := harness.Logger(b, logfactory.Config{Name: "rest-service", Level: "INFO"}, io.Discard)
 	rdb := redis.NewClient(&redis.Options{Addr: c.redis.Addr})
 	defer rdb.Close()
 	svc, err := server.New(context.Background(), s, log, rdb, server.WithAccessLog(io.Discard))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -31,16 +32,7 @@ func queueCrawl(t *testing.T, rdb *redis.Client, c ledger.Crawl, start time.Time
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var tl ledger.Tally
-	for range done {
-		tl.Fetched(c, 200)
-		tl.Published(c, false)
-	}
-	tx := rdb.TxPipeline()
-	tl.Write(ctx, tx, start.Add(time.Second), time.Hour)
-	if _, err := tx.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	harness.CrawlerTally(t, rdb, c, 0, done, start.Add(time.Second))
 }
 
 func crawlIDs(t *testing.T, a answer) []string {

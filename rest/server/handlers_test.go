@@ -133,10 +133,7 @@ func TestAnswersAreIndentedAsFlasksJsonify(t *testing.T) {
 
 func TestFeedAnswers500WhenKafkaIsUnreachable(t *testing.T) {
 	r := harness.StartRedis(t)
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	in := startInstance(t, settingsFor(t, r.Port, "127.0.0.1:"+strconv.Itoa(port)))
 	harness.WaitFor(t, "Redis is connected", 5*time.Second, in.svc.RedisConnected)
 

@@ -71,10 +71,7 @@ func TestIndexFollowsRedisGoingAndComing(t *testing.T) {
 }
 
 func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	startKafka := func() *kfake.Cluster {
 		k, err := kfake.NewCluster(kfake.Ports(port))
 		if err != nil {
@@ -83,10 +80,7 @@ func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
 		return k
 	}
 	// Neither Kafka nor Redis is there when the service starts.
-	redisPort, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	redisPort := harness.Port(t)
 	in := startInstance(t, settingsFor(t, redisPort, "127.0.0.1:"+strconv.Itoa(port)))
 	if got := index(t, in); got["node_health"] != "RED" || got["kafka_connected"] != false || got["redis_connected"] != false {
 		t.Fatalf("index %v", got)
@@ -141,10 +135,7 @@ func TestHeartbeatIsKeptWhileRunningAndRemovedOnClose(t *testing.T) {
 func TestAnswersAreStillReadAfterKafkaLostItsMessages(t *testing.T) {
 	r := harness.StartRedis(t)
 	rdb := r.TestClient(t)
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	hosts := "127.0.0.1:" + strconv.Itoa(port)
 	k, err := kfake.NewCluster(kfake.Ports(port))
 	if err != nil {

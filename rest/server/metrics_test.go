@@ -18,10 +18,7 @@ import (
 func TestTheAdminEndpointsAndRequestMetricsAreServedBesideTheAPI(t *testing.T) {
 	c := newCluster(t)
 	s := settingsFor(t, c.redis.Port, c.kafka.Hosts())
-	log, err := logfactory.New(logfactory.Config{Name: "rest", Level: "ERROR", Output: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Config{Name: "rest", Level: "ERROR"}, io.Discard)
 	svc, err := server.New(context.Background(), s, log, c.rdb)
 	if err != nil {
 		t.Fatal(err)

@@ -126,14 +126,7 @@ func TestServeStopsWhenItsContextEnds(t *testing.T) {
 		t.Fatalf("healthz = %d", resp.StatusCode)
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after its context ended")
-	}
+	harness.WaitDone(t, "Serve after its context ended", 5*time.Second, done)
 }
 
 // waitReady polls s's readiness until dep's state is want.

@@ -76,10 +76,7 @@ func adminRoot(t *testing.T, defaults settings.Group, build cli.Builder) (*cobra
 func TestRunServiceServesTheAdminEndpointWithTheServicesMetrics(t *testing.T) {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	defaults := settings.Join(cli.ComponentSettings("thing", "x.log"), admin.Settings(":9999"))
 	t.Setenv("REDIS_PORT", strconv.Itoa(r.Port))

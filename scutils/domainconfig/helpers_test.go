@@ -66,10 +66,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func testLogger(t *testing.T) (*logfactory.Logger, *harness.OutputBuffer) {
 	t.Helper()
 	out := &harness.OutputBuffer{}
-	log, err := logfactory.New(logfactory.Config{Level: "DEBUG", Output: out, IncludeExtra: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := harness.Logger(t, logfactory.Config{Level: "DEBUG", IncludeExtra: true}, out)
 	t.Cleanup(func() { log.Close() })
 	return log, out
 }

@@ -1,7 +1,6 @@
 package domainconfig
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,16 +61,9 @@ func (s *RedisStore) Update(ctx context.Context, edit func(*Document) error) err
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return s.failure(ErrRead, err)
 			}
-			doc, err := Parse(data)
-			if err != nil {
-				return fmt.Errorf("%w at %s: %w", ErrRead, s.key, err)
-			}
-			if err := edit(&doc); err != nil {
-				return editError{err}
-			}
-			out := doc.Marshal()
-			if exists && bytes.Equal(out, data) {
-				return nil
+			out, err := applyEdit(data, exists, s.key, edit)
+			if out == nil {
+				return err
 			}
 			_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.Set(ctx, s.key, out, 0)

@@ -291,11 +291,7 @@ func TestRedisStoreAnnouncesEachNewDocumentInOrder(t *testing.T) {
 	r := harness.StartRedis(t)
 	path := nodePath(t)
 	ctx := testContext(t)
-	sub := r.TestClient(t).Subscribe(ctx, rediskeys.DomainConfigChannel(path))
-	defer sub.Close()
-	if _, err := sub.Receive(ctx); err != nil { // the subscription confirmation
-		t.Fatal(err)
-	}
+	sub := harness.Subscribe(t, r.TestClient(t), rediskeys.DomainConfigChannel(path))
 	s := domainconfig.NewRedisStore(r.TestClient(t), path)
 	edits := []func(*domainconfig.Document) bool{
 		func(d *domainconfig.Document) bool { return d.AddBlacklist("ebay.com") },
@@ -307,13 +303,10 @@ func TestRedisStoreAnnouncesEachNewDocumentInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, want := range []string{"blacklist:\n- ebay.com\ndomains: {}\n", specDocument} {
-		msg, err := sub.ReceiveMessage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if msg.Payload != want {
-			t.Errorf("announced\n%s\nwant\n%s", msg.Payload, want)
+	got := harness.Messages(t, sub, 2, 30*time.Second)
+	for i, want := range []string{"blacklist:\n- ebay.com\ndomains: {}\n", specDocument} {
+		if got[i] != want {
+			t.Errorf("announced\n%s\nwant\n%s", got[i], want)
 		}
 	}
 }
@@ -417,14 +410,7 @@ func TestZooKeeperStoreWaitsOutAnOutage(t *testing.T) {
 	if err := z.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Update() across the outage = %v", err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("Update did not finish after ZooKeeper came back")
-	}
+	harness.WaitDone(t, "Update() across the outage", 60*time.Second, done)
 	if got := zkData(t, harness.ZooKeeperClient(t, z.Addr), path); got != "blacklist:\n- ebay.com\ndomains: {}\n" {
 		t.Errorf("stored %q, want only ebay.com blacklisted (the abandoned write must not land)", got)
 	}
@@ -532,10 +518,7 @@ func TestFromSettingsPicksTheStore(t *testing.T) {
 		}
 	})
 	t.Run("an unreachable ZooKeeper is opened at once", func(t *testing.T) {
-		port, err := harness.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+		port := harness.Port(t)
 		s := load(t, fmt.Sprintf("ZOOKEEPER_HOSTS=127.0.0.1:%d", port))
 		store, err := domainconfig.FromSettings(s, rdb, nil)
 		if err != nil {

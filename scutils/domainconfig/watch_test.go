@@ -22,14 +22,7 @@ func watchWith(t *testing.T, run func(ctx context.Context, onChange func(domainc
 	go func() { done <- run(ctx, r.record) }()
 	t.Cleanup(func() {
 		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("watch returned %v after ctx ended, want nil", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("watch did not return after ctx ended")
-		}
+		harness.WaitDone(t, "the watch after ctx ended", 30*time.Second, done)
 	})
 	return r
 }

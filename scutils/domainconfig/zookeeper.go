@@ -115,16 +115,9 @@ func (s *ZooKeeperStore) Update(ctx context.Context, edit func(*Document) error)
 		if err != nil {
 			return err
 		}
-		doc, err := Parse(data)
-		if err != nil {
-			return fmt.Errorf("%w at %s: %w", ErrRead, s.path, err)
-		}
-		if err := edit(&doc); err != nil {
-			return editError{err}
-		}
-		out := doc.Marshal()
-		if stat != nil && bytes.Equal(out, data) {
-			return nil
+		out, err := applyEdit(data, stat != nil, s.path, edit)
+		if out == nil {
+			return err
 		}
 		if stat == nil {
 			err = s.create(ctx, out)
@@ -170,6 +163,25 @@ func (s *ZooKeeperStore) create(ctx context.Context, data []byte) error {
 		_, err := conn.Create(s.path, data, 0, zk.WorldACL(zk.PermAll))
 		return err
 	})
+}
+
+// applyEdit parses data, the document stored at where (exists: stored at
+// all), edits it and returns its new form to store; nil (and no error) when
+// the edit changed nothing stored. An edit's error comes back as an
+// editError, an unreadable document's as ErrRead.
+func applyEdit(data []byte, exists bool, where string, edit func(*Document) error) ([]byte, error) {
+	doc, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w at %s: %w", ErrRead, where, err)
+	}
+	if err := edit(&doc); err != nil {
+		return nil, editError{err}
+	}
+	out := doc.Marshal()
+	if exists && bytes.Equal(out, data) {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // editError carries an error from the caller's edit through retry untouched.

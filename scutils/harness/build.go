@@ -29,6 +29,13 @@ func WorkspaceRoot() (string, error) {
 	}
 }
 
+// Root is WorkspaceRoot for a test: it fails tb when there is no go.work
+// above the test's directory.
+func Root(tb testing.TB) string {
+	tb.Helper()
+	return must(tb, WorkspaceRoot)
+}
+
 // BuildBinaries builds the main packages into a temporary directory of tb
 // (removed when tb ends) and returns the directory; the binaries are named
 // as go build names them (the last element of each package path). A

@@ -27,6 +27,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +40,21 @@ var ErrMissing = errors.New("service not installed")
 // InCI reports whether the tests run in CI (CI=true), where a missing service
 // is a failure rather than a skip.
 func InCI() bool { return strings.EqualFold(os.Getenv("CI"), "true") }
+
+// Tool is the path of name, a program the test needs (LookPath); without it
+// the test is skipped, or fails when CI=true. pkg is the Debian package
+// that installs it, for the message.
+func Tool(tb testing.TB, name, pkg string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if InCI() {
+			tb.Fatalf("%s is not installed (apt-get install %s)", name, pkg)
+		}
+		tb.Skipf("%s is not installed (apt-get install %s; set CI=true to make this a failure)", name, pkg)
+	}
+	return p
+}
 
 // handleStartError skips or fails tb for a service that could not start.
 func handleStartError(tb testing.TB, service string, err error) {
@@ -93,16 +109,40 @@ func ephemeralLow() int {
 	return low
 }
 
-// WaitFor polls cond until it holds, and fails tb if timeout passes first.
-// It polls every 10 ms for the first second, then every 100 ms, so a quick
-// condition is seen at once and a long wait costs little.
+// Port is FreePort for a test: it fails tb when no port can be found.
+func Port(tb testing.TB) int {
+	tb.Helper()
+	return must(tb, FreePort)
+}
+
+// must is get's value; get's error fails tb.
+func must[T any](tb testing.TB, get func() (T, error)) T {
+	tb.Helper()
+	v, err := get()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// WaitFor polls cond until it holds, and fails tb if timeout passes first
+// (Until).
 func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
+	if !Until(timeout, cond) {
+		tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+// Until polls cond until it holds or timeout passes, and reports whether it
+// held. It polls every 10 ms for the first second, then every 100 ms, so a
+// quick condition is seen at once and a long wait costs little.
+func Until(timeout time.Duration, cond func() bool) bool {
 	start := time.Now()
 	for !cond() {
 		waited := time.Since(start)
 		if waited > timeout {
-			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
+			return false
 		}
 		if waited < time.Second {
 			time.Sleep(10 * time.Millisecond)
@@ -110,6 +150,7 @@ func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
+	return true
 }
 
 // lineCommand sends a one-line command (a Redis inline command or a ZooKeeper

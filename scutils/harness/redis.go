@@ -116,6 +116,37 @@ func (r *Redis) EmptyClient(tb testing.TB) *redis.Client {
 	return c
 }
 
+// Subscribe subscribes a connection of rdb to channel and waits for the
+// subscription's confirmation, so that every message published after it
+// returns is received; the subscription ends with tb.
+func Subscribe(tb testing.TB, rdb *redis.Client, channel string) *redis.PubSub {
+	tb.Helper()
+	sub := rdb.Subscribe(context.Background(), channel)
+	tb.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return sub
+}
+
+// Messages receives n messages on sub (Subscribe) and returns their
+// payloads in order; it fails tb with those received so far when they do
+// not all come within timeout.
+func Messages(tb testing.TB, sub *redis.PubSub, n int, timeout time.Duration) []string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var got []string
+	for range n {
+		msg, err := sub.ReceiveMessage(ctx)
+		if err != nil {
+			tb.Fatalf("%d of %d messages within %s (%v): %q", len(got), n, timeout, err, got)
+		}
+		got = append(got, msg.Payload)
+	}
+	return got
+}
+
 // DistinctCountMatches reports whether got, a PFCOUNT of a HyperLogLog
 // that was given want distinct random members (the stats' lifetime
 // counters), reads want. The HyperLogLog counts two members that fall in

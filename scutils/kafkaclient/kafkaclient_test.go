@@ -178,10 +178,7 @@ func TestPingTellsAReachableBrokerFromADeadOne(t *testing.T) {
 	if err := cfg.Ping(ctx); err != nil {
 		t.Fatalf("ping live broker: %v", err)
 	}
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	cfg.Brokers = []string{fmt.Sprintf("127.0.0.1:%d", port)}
 	cfg.ConnTimeout = 500 * time.Millisecond
 	short, cancel2 := context.WithTimeout(ctx, 2*time.Second)
@@ -240,10 +237,7 @@ func TestPublisherSendsToFirehoseAndAppIDTopicsItCreates(t *testing.T) {
 }
 
 func TestPublisherWaitsForKafkaToComeBack(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	cfg := configFor(&harness.Kafka{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
 	cfg.ConnTimeout = 500 * time.Millisecond
 	p := cfg.NewPublisher("outbound", false, nil)

@@ -124,10 +124,7 @@ func TestBatchesStayUnderMaxBatchBytesAndBigMessagesStillGo(t *testing.T) {
 }
 
 func TestSendFailsWhenKafkaIsUnreachable(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	client := configFor(&harness.Kafka{Addrs: []string{fmt.Sprint("127.0.0.1:", port)}}).NewClient()
 	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Timeout: 2 * time.Second})
 	defer p.Close()

@@ -21,6 +21,21 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// Every calls tick every d, with the tick's time, until stop is closed: the
+// loop of a background chore that its owner ends by closing stop.
+func Every(stop <-chan struct{}, d time.Duration, tick func(now time.Time)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			tick(now)
+		}
+	}
+}
+
 // WithGrace returns a context for work in hand: it is not cancelled when
 // ctx is (the shutdown signal), but grace later, or when stop is called.
 // Call stop when the work is done.

@@ -40,3 +40,31 @@ func TestWithGraceOutlivesTheSignalByTheGrace(t *testing.T) {
 		t.Fatal("stop did not cancel the work context")
 	}
 }
+
+func TestEveryTicksUntilStopIsClosed(t *testing.T) {
+	stop := make(chan struct{})
+	ticks := make(chan time.Time, 100)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lifecycle.Every(stop, time.Millisecond, func(now time.Time) { ticks <- now })
+	}()
+	var last time.Time
+	for range 3 {
+		select {
+		case now := <-ticks:
+			if !now.After(last) {
+				t.Fatalf("tick at %v after one at %v", now, last)
+			}
+			last = now
+		case <-time.After(10 * time.Second):
+			t.Fatal("no tick within 10 s")
+		}
+	}
+	close(stop)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Every did not return after stop was closed")
+	}
+}

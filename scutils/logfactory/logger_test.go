@@ -48,23 +48,31 @@ func lines(buf *bytes.Buffer) []string {
 	return strings.Split(s, "\n")
 }
 
+// logOriginalLines logs the lines of the original's text-format example,
+// each with extras; originalText is what the original writes for them.
+func logOriginalLines(l *Logger) {
+	l.Debug("debug output 1", Extra{"url": "http://x/"})
+	l.Info("Info output closing.", Extra{"sum": 4})
+	l.Warn("warn output", Extra{"error": "a b"})
+	l.Warning("warning output", Extra{"n": 1})
+	l.Error("Final var value", Extra{"value": 2})
+	l.Critical("critical fault, closing")
+}
+
+const originalText = "" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] DEBUG: debug output 1\n" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] INFO: Info output closing.\n" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warn output\n" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warning output\n" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] ERROR: Final var value\n" +
+	"2017-02-01 15:27:48,814 [scrapy-cluster] CRITICAL: critical fault, closing\n"
+
+// The extras are not shown without IncludeExtra (or TextFields).
 func TestTextFormatIsByteExact(t *testing.T) {
 	l, buf := newBuffered(t, Config{Level: "DEBUG"})
-	l.Debug("debug output 1")
-	l.Info("Info output closing.", Extra{"sum": 4}) // extras are not shown without IncludeExtra
-	l.Warn("warn output")
-	l.Warning("warning output")
-	l.Error("Final var value")
-	l.Critical("critical fault, closing")
-	want := "" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] DEBUG: debug output 1\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] INFO: Info output closing.\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warn output\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warning output\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] ERROR: Final var value\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] CRITICAL: critical fault, closing\n"
-	if got := buf.String(); got != want {
-		t.Errorf("text output:\n got %q\nwant %q", got, want)
+	logOriginalLines(l)
+	if got := buf.String(); got != originalText {
+		t.Errorf("text output:\n got %q\nwant %q", got, originalText)
 	}
 }
 

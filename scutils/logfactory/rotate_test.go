@@ -333,23 +333,23 @@ func TestLinesWrittenTogetherRotateLineByLine(t *testing.T) {
 
 // Lines to Output are written one Write each, unless Gather is set.
 func TestOutputGetsEachLineAtOnceUnlessGathered(t *testing.T) {
-	var w countingWriter
-	l, err := New(Config{Output: &w})
-	if err != nil {
-		t.Fatal(err)
+	// twoLines logs two lines to a logger on w (gathering them with gather).
+	twoLines := func(w *countingWriter, gather bool) *Logger {
+		l, err := New(Config{Output: w, Gather: gather})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Info("a")
+		l.Info("b")
+		return l
 	}
-	l.Info("a")
-	l.Info("b")
+	var w countingWriter
+	twoLines(&w, false)
 	if w.writes != 2 {
 		t.Fatalf("%d writes for two lines, want 2", w.writes)
 	}
 	var g countingWriter
-	l, err = New(Config{Output: &g, Gather: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Info("a")
-	l.Info("b")
+	l := twoLines(&g, true)
 	if g.writes != 0 {
 		t.Fatalf("gathered lines written at once (%d writes)", g.writes)
 	}

@@ -125,8 +125,8 @@ func TestTextFieldsOfALineAreBounded(t *testing.T) {
 }
 
 func TestBareTextIsTheOriginalFormatByteForByte(t *testing.T) {
-	// The same lines as TestTextFormatIsByteExact, now with extras: with
-	// TextFields off (LOG_TEXT_FIELDS=false) they are not written.
+	// The lines of TestTextFormatIsByteExact with their extras: with
+	// TextFields off (LOG_TEXT_FIELDS=false) the extras are not written.
 	s, err := settings.Load(Settings("").Group("scrapy-cluster", "x.log"), settings.Options{NoEnv: true, Flags: map[string]string{"LOG_TEXT_FIELDS": "false", "LOG_LEVEL": "DEBUG"}})
 	if err != nil {
 		t.Fatal(err)
@@ -136,19 +136,9 @@ func TestBareTextIsTheOriginalFormatByteForByte(t *testing.T) {
 		t.Fatal("LOG_TEXT_FIELDS=false left TextFields on")
 	}
 	l, buf := newBuffered(t, cfg)
-	l.Debug("debug output 1", Extra{"url": "http://x/"})
-	l.Info("Info output closing.", Extra{"sum": 4})
-	l.Warn("warn output", Extra{"error": "a b"})
-	l.Error("Final var value", Extra{"value": 2})
-	l.Critical("critical fault, closing")
-	want := "" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] DEBUG: debug output 1\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] INFO: Info output closing.\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] WARNING: warn output\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] ERROR: Final var value\n" +
-		"2017-02-01 15:27:48,814 [scrapy-cluster] CRITICAL: critical fault, closing\n"
-	if got := buf.String(); got != want {
-		t.Errorf("bare output:\n got %q\nwant %q", got, want)
+	logOriginalLines(l)
+	if got := buf.String(); got != originalText {
+		t.Errorf("bare output:\n got %q\nwant %q", got, originalText)
 	}
 }
 

@@ -22,6 +22,13 @@ func TestMain(m *testing.M) { server.Main(m) }
 
 func key(tb testing.TB) string { return "test:" + tb.Name() }
 
+// eachKind runs test as a subtest for each kind of queue.
+func eachKind(t *testing.T, test func(t *testing.T, kind redisqueue.Kind)) {
+	for _, kind := range []redisqueue.Kind{redisqueue.FIFO, redisqueue.Stack, redisqueue.Priority} {
+		t.Run(kind.String(), func(t *testing.T) { test(t, kind) })
+	}
+}
+
 func TestEachKindPopsInItsOrder(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -89,60 +96,56 @@ func TestPriorityQueueStoresJSONMembersScoredByMinusPriority(t *testing.T) {
 
 func TestBlockingPopWaitsForAPushAndTimesOut(t *testing.T) {
 	ctx := context.Background()
-	for _, kind := range []redisqueue.Kind{redisqueue.FIFO, redisqueue.Stack, redisqueue.Priority} {
-		t.Run(kind.String(), func(t *testing.T) {
-			q := redisqueue.New[string](server.TestClient(t), key(t), kind)
-			start := time.Now()
-			if _, ok, err := q.Pop(ctx, 200*time.Millisecond); ok || err != nil {
-				t.Fatalf("Pop with timeout on empty queue: ok=%v err=%v", ok, err)
-			}
-			if time.Since(start) < 150*time.Millisecond {
-				t.Fatalf("blocking pop returned after %v, before its timeout", time.Since(start))
-			}
-			pusher := redisqueue.New[string](server.TestClient(t), key(t), kind)
-			go func() {
-				time.Sleep(50 * time.Millisecond)
-				_ = pusher.Push(ctx, "late")
-			}()
-			item, ok, err := q.Pop(ctx, 5*time.Second)
-			if err != nil || !ok || item != "late" {
-				t.Fatalf("Pop = %q %v %v", item, ok, err)
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, kind redisqueue.Kind) {
+		q := redisqueue.New[string](server.TestClient(t), key(t), kind)
+		start := time.Now()
+		if _, ok, err := q.Pop(ctx, 200*time.Millisecond); ok || err != nil {
+			t.Fatalf("Pop with timeout on empty queue: ok=%v err=%v", ok, err)
+		}
+		if time.Since(start) < 150*time.Millisecond {
+			t.Fatalf("blocking pop returned after %v, before its timeout", time.Since(start))
+		}
+		pusher := redisqueue.New[string](server.TestClient(t), key(t), kind)
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			_ = pusher.Push(ctx, "late")
+		}()
+		item, ok, err := q.Pop(ctx, 5*time.Second)
+		if err != nil || !ok || item != "late" {
+			t.Fatalf("Pop = %q %v %v", item, ok, err)
+		}
+	})
 }
 
 func TestPushAllAndPopNMoveManyItemsInOrder(t *testing.T) {
 	ctx := context.Background()
-	for _, kind := range []redisqueue.Kind{redisqueue.FIFO, redisqueue.Stack, redisqueue.Priority} {
-		t.Run(kind.String(), func(t *testing.T) {
-			q := redisqueue.New[int](server.TestClient(t), key(t), kind)
-			var entries []redisqueue.Entry[int]
-			for i := range 10 {
-				entries = append(entries, redisqueue.Entry[int]{Item: i, Priority: i})
-			}
-			if err := q.PushAll(ctx, entries...); err != nil {
-				t.Fatal(err)
-			}
-			got, err := q.PopN(ctx, 4)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := map[redisqueue.Kind]string{
-				redisqueue.FIFO: "[0 1 2 3]", redisqueue.Stack: "[9 8 7 6]", redisqueue.Priority: "[9 8 7 6]",
-			}[kind]
-			if fmt.Sprint(got) != want {
-				t.Fatalf("PopN = %v, want %s", got, want)
-			}
-			rest, err := q.PopN(ctx, 100)
-			if err != nil || len(rest) != 6 {
-				t.Fatalf("PopN rest = %v, %v", rest, err)
-			}
-			if empty, err := q.PopN(ctx, 5); err != nil || len(empty) != 0 {
-				t.Fatalf("PopN of empty = %v, %v", empty, err)
-			}
-		})
-	}
+	eachKind(t, func(t *testing.T, kind redisqueue.Kind) {
+		q := redisqueue.New[int](server.TestClient(t), key(t), kind)
+		var entries []redisqueue.Entry[int]
+		for i := range 10 {
+			entries = append(entries, redisqueue.Entry[int]{Item: i, Priority: i})
+		}
+		if err := q.PushAll(ctx, entries...); err != nil {
+			t.Fatal(err)
+		}
+		got, err := q.PopN(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[redisqueue.Kind]string{
+			redisqueue.FIFO: "[0 1 2 3]", redisqueue.Stack: "[9 8 7 6]", redisqueue.Priority: "[9 8 7 6]",
+		}[kind]
+		if fmt.Sprint(got) != want {
+			t.Fatalf("PopN = %v, want %s", got, want)
+		}
+		rest, err := q.PopN(ctx, 100)
+		if err != nil || len(rest) != 6 {
+			t.Fatalf("PopN rest = %v, %v", rest, err)
+		}
+		if empty, err := q.PopN(ctx, 5); err != nil || len(empty) != 0 {
+			t.Fatalf("PopN of empty = %v, %v", empty, err)
+		}
+	})
 }
 
 func TestUndecodableItemIsReportedWithItsBytes(t *testing.T) {

@@ -21,58 +21,48 @@ func convert(def, v any) (any, error) {
 	case float64:
 		return toFloat(v)
 	case []string:
-		items, err := toList(v)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]string, len(items))
-		for i, it := range items {
-			if out[i], err = toString(it); err != nil {
-				return nil, fmt.Errorf("item %d: %w", i, err)
-			}
-		}
-		return out, nil
+		return listOf(v, toString)
 	case []int:
-		items, err := toList(v)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]int, len(items))
-		for i, it := range items {
-			if out[i], err = toInt(it); err != nil {
-				return nil, fmt.Errorf("item %d: %w", i, err)
-			}
-		}
-		return out, nil
+		return listOf(v, toInt)
 	case map[string]any:
 		return toMap(v)
 	case map[string]int:
-		m, err := toMap(v)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[string]int, len(m))
-		for k, it := range m {
-			if out[k], err = toInt(it); err != nil {
-				return nil, fmt.Errorf("key %s: %w", k, err)
-			}
-		}
-		return out, nil
+		return mapOf(v, toInt)
 	case map[string]string:
-		m, err := toMap(v)
-		if err != nil {
-			return nil, err
-		}
-		out := make(map[string]string, len(m))
-		for k, it := range m {
-			if out[k], err = toString(it); err != nil {
-				return nil, fmt.Errorf("key %s: %w", k, err)
-			}
-		}
-		return out, nil
+		return mapOf(v, toString)
 	default:
 		return nil, fmt.Errorf("unsupported setting type %T", def)
 	}
+}
+
+// listOf turns v, a list, into a []T, each item by conv.
+func listOf[T any](v any, conv func(any) (T, error)) ([]T, error) {
+	items, err := toList(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(items))
+	for i, it := range items {
+		if out[i], err = conv(it); err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// mapOf turns v, a map, into a map[string]T, each value by conv.
+func mapOf[T any](v any, conv func(any) (T, error)) (map[string]T, error) {
+	m, err := toMap(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]T, len(m))
+	for k, it := range m {
+		if out[k], err = conv(it); err != nil {
+			return nil, fmt.Errorf("key %s: %w", k, err)
+		}
+	}
+	return out, nil
 }
 
 func describe(v any) string {

@@ -860,10 +860,7 @@ func TestStopWaitsForARunningUpkeepRound(t *testing.T) {
 }
 
 func TestBackgroundErrorsReachTheErrorHandler(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	t.Cleanup(func() { rdb.Close() })
 

@@ -66,10 +66,7 @@ func TestClientStartsWithoutZooKeeperAndConnectsWhenItComes(t *testing.T) {
 }
 
 func TestClientBacksOffBetweenFailedAttempts(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	log := &lines{}
 	c, err := zkwatch.NewClient(zkwatch.ClientConfig{Hosts: []string{fmt.Sprintf("127.0.0.1:%d", port)}, Logger: log})
 	if err != nil {
@@ -89,10 +86,7 @@ func TestClientBacksOffBetweenFailedAttempts(t *testing.T) {
 }
 
 func TestClientCloseIsIdempotentAndLeavesNoGoroutines(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	before := runtime.NumGoroutine()
 	c, err := zkwatch.NewClient(zkwatch.ClientConfig{Hosts: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
 	if err != nil {

@@ -400,16 +400,9 @@ func (w *Watcher) wake() {
 // arming watches where none is armed, and applies what it found. It returns an
 // error only for connection trouble, which leaves the state unchanged.
 func (w *Watcher) sync(conn *zk.Conn) error {
-	data, found, err := w.read(conn, w.cfg.Path, w.cfg.Ensure)
-	switch {
-	case isConnectionError(err):
+	data, ok, err := w.readOr(conn, w.cfg.Path, w.cfg.Ensure, "", func(state) state { return state{problem: MsgInvalidGet} })
+	if !ok {
 		return err
-	case err != nil || !found:
-		if err != nil {
-			w.cfg.Logger.Printf("zkwatch: %v", err)
-		}
-		w.update(func(state) state { return state{problem: MsgInvalidGet} })
-		return nil
 	}
 	if !w.cfg.Pointer {
 		w.update(func(state) state { return state{valid: true, contents: string(data)} })
@@ -424,21 +417,32 @@ func (w *Watcher) sync(conn *zk.Conn) error {
 		w.update(invalid)
 		return nil
 	}
-	data, found, err = w.read(conn, target, false)
-	switch {
-	case isConnectionError(err):
+	missing := fmt.Sprintf("pointer %s points at %s, which does not exist", w.cfg.Path, target)
+	if data, ok, err = w.readOr(conn, target, false, missing, invalid); !ok {
 		return err
-	case err != nil || !found:
-		if err != nil {
-			w.cfg.Logger.Printf("zkwatch: %v", err)
-		} else {
-			w.cfg.Logger.Printf("zkwatch: pointer %s points at %s, which does not exist", w.cfg.Path, target)
-		}
-		w.update(invalid)
-		return nil
 	}
 	w.update(func(state) state { return state{valid: true, contents: string(data), pointer: pointer} })
 	return nil
+}
+
+// readOr reads path for sync (read). When the node is missing or cannot be
+// read it logs why (missing, when not "", says it of a missing node) and
+// sets the state bad gives, and ok is false; err is only connection trouble,
+// which leaves the state unchanged.
+func (w *Watcher) readOr(conn *zk.Conn, path string, ensure bool, missing string, bad func(state) state) (data []byte, ok bool, err error) {
+	data, found, err := w.read(conn, path, ensure)
+	switch {
+	case isConnectionError(err):
+		return nil, false, err
+	case err != nil:
+		w.cfg.Logger.Printf("zkwatch: %v", err)
+	case found:
+		return data, true, nil
+	case missing != "":
+		w.cfg.Logger.Printf("zkwatch: %s", missing)
+	}
+	w.update(bad)
+	return nil, false, nil
 }
 
 // read returns the node's data and whether it exists, making sure a watch is

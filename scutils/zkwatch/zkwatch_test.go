@@ -209,10 +209,7 @@ func TestPollingWithoutHandlers(t *testing.T) {
 }
 
 func TestValidInitFailsFastAgainstADeadAddress(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	before := runtime.NumGoroutine()
 	cfg := config(fmt.Sprintf("127.0.0.1:%d", port), "/nothing")
 	cfg.ConnectTimeout = time.Second

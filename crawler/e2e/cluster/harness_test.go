@@ -56,10 +56,7 @@ func newCluster(tb testing.TB, ropts harness.RedisOptions, overrides map[string]
 	c.rdb = c.redis.TestClient(tb)
 	c.zk = harness.StartZooKeeper(tb)
 	c.kafka = harness.StartKafka(tb)
-	port, err := harness.FreePort()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	port := harness.Port(tb)
 	c.restPort = port
 	c.env = harness.ClusterSettings(c.redis.Port, c.kafka.Hosts(), c.zk.Addr)
 	maps.Copy(c.env, map[string]string{

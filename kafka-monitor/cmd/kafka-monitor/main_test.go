@@ -16,10 +16,7 @@ func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
 }
 
 func TestFeedExitStatus(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	noKafka := "KAFKA_HOSTS=127.0.0.1:" + strconv.Itoa(port)
 	cases := []struct {
 		name string

@@ -28,10 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestTheBinaryNamesUnknownSettingsAtStartUp(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	file := filepath.Join(t.TempDir(), "local.yaml")
 	if err := os.WriteFile(file, []byte("REDIS_HOTS: redis\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -286,10 +286,7 @@ func TestAMissingTopicExitsWithAnError(t *testing.T) {
 }
 
 func TestNoBrokerExitsWithAnError(t *testing.T) {
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	p := start(t, "list", "--kafka-host", fmt.Sprintf("127.0.0.1:%d", port))
 	stderr := p.stderr
 	if code := p.exitCode(t); code != 1 {

@@ -9,6 +9,7 @@ package plugintest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,6 +64,20 @@ func Validate(t testing.TB, p plugin.Plugin, raw string) (plugin.Request, error)
 	}
 	_, req, err := plugin.Validate([]plugin.Loaded{loaded}, []byte(raw))
 	return req, err
+}
+
+// ExpectRefused fails the test unless p, the only plugin, refuses raw
+// (plugin.Refused, by p) with a reason that says reason.
+func ExpectRefused(t testing.TB, p plugin.Plugin, raw, reason string) {
+	t.Helper()
+	_, err := Validate(t, p, raw)
+	var invalid *plugin.InvalidError
+	if !errors.As(err, &invalid) || invalid.Stage != plugin.Refused || invalid.Plugin != p.Name() {
+		t.Fatalf("Validate(%s) = %v, want a refusal by %s", raw, err, p.Name())
+	}
+	if !strings.Contains(err.Error(), reason) {
+		t.Errorf("reason %q does not say %q", err, reason)
+	}
 }
 
 func compile(t testing.TB, p plugin.Plugin) *plugin.Schema {

@@ -264,11 +264,7 @@ func subscribe(t *testing.T, c *redis.Client, spider string) func() []string {
 	t.Helper()
 	ctx := context.Background()
 	channel := rediskeys.QueueChannel(spider)
-	ps := c.Subscribe(ctx, channel)
-	t.Cleanup(func() { ps.Close() })
-	if _, err := ps.Receive(ctx); err != nil { // the subscription confirmation
-		t.Fatal(err)
-	}
+	ps := harness.Subscribe(t, c, channel)
 	return func() []string {
 		t.Helper()
 		const marker = "--end of test messages--"

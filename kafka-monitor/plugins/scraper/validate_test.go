@@ -1,11 +1,9 @@
 package scraper_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
-	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
 )
@@ -55,16 +53,7 @@ func TestValidateRefusesCrawlsTheCrawlersCannotCarryOut(t *testing.T) {
 		{"two problems, both named", `{"url": "ftp://x.com/", "appid": "testapp", "crawlid": "c1", "deny_regex": ["["]}`,
 			`url: scheme "ftp" not allowed; want http or https; deny_regex[0] "[": error parsing regexp: missing closing ]`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := plugintest.Validate(t, &scraper.Handler{}, tc.raw)
-			var invalid *plugin.InvalidError
-			if !errors.As(err, &invalid) || invalid.Stage != plugin.Refused || invalid.Plugin != "ScraperHandler" {
-				t.Fatalf("Validate(%s) = %v, want a refusal by ScraperHandler", tc.raw, err)
-			}
-			if !strings.Contains(err.Error(), tc.reason) {
-				t.Errorf("reason %q does not say %q", err, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { plugintest.ExpectRefused(t, &scraper.Handler{}, tc.raw, tc.reason) })
 	}
 }
 

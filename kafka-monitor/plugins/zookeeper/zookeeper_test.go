@@ -2,9 +2,7 @@ package zookeeper_test
 
 import (
 	"context"
-	"errors"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -105,16 +103,7 @@ func TestValidateRefusesWhatCouldNeverApply(t *testing.T) {
 		{"a domain with a space", `{` + who + `,"domain":"ebay .com","action":"blacklist-remove"}`, `domain: "ebay .com" is empty`},
 		{"a domain with a newline", `{` + who + `,"domain":"ebay.com\n","action":"blacklist-update"}`, `is empty or holds spaces or control characters`},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := plugintest.Validate(t, zookeeper.Handler{}, tc.raw)
-			var invalid *plugin.InvalidError
-			if !errors.As(err, &invalid) || invalid.Stage != plugin.Refused || invalid.Plugin != "ZookeeperHandler" {
-				t.Fatalf("Validate(%s) = %v, want a refusal by ZookeeperHandler", tc.raw, err)
-			}
-			if !strings.Contains(err.Error(), tc.reason) {
-				t.Errorf("reason %q does not say %q", err, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { plugintest.ExpectRefused(t, zookeeper.Handler{}, tc.raw, tc.reason) })
 	}
 }
 

@@ -133,7 +133,7 @@ type result struct {
 func startCluster(tb testing.TB, bin string) *cluster {
 	tb.Helper()
 	cfg := localcluster.DefaultConfig()
-	cfg.KafkaPort, cfg.RedisPort, cfg.RESTPort = freePort(tb), freePort(tb), freePort(tb)
+	cfg.KafkaPort, cfg.RedisPort, cfg.RESTPort = harness.Port(tb), harness.Port(tb), harness.Port(tb)
 	cfg.BinDir = bin
 	cfg.DataDir = ""
 	if _, err := exec.LookPath("redis-server"); err == nil {
@@ -422,15 +422,6 @@ func freshIP() string {
 }
 
 var ipSeq atomic.Int64
-
-func freePort(tb testing.TB) int {
-	tb.Helper()
-	port, err := harness.FreePort()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return port
-}
 
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()

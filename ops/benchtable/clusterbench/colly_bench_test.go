@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gocolly/colly/v2"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // collyEnv names, in this test binary run as a Colly crawler, the test
@@ -39,25 +41,27 @@ func runColly(tb testing.TB, siteURL string) collyRun {
 		tb.Fatal(err)
 	}
 	start := time.Now()
-	p := startProcess(tb, "colly", self, []string{collyEnv + "=" + siteURL}, "-test.run", "^$")
+	p := harness.StartProcess(tb, harness.ProcessSpec{Name: "colly", Path: self, Args: []string{"-test.run", "^$"},
+		Env: append(embeddedEnv(), collyEnv+"="+siteURL), OutputLimit: 64 << 10})
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(10 * time.Minute):
-		tb.Fatalf("the Colly crawler did not end within 10 minutes\n%s", p.out.tail())
+		tb.Fatalf("the Colly crawler did not end within 10 minutes\n%s", p.Output())
 	}
 	run := collyRun{wall: time.Since(start)}
-	if p.err != nil {
-		tb.Fatalf("the Colly crawler: %v\n%s", p.err, p.out.tail())
+	if err := p.Wait(); err != nil {
+		tb.Fatalf("the Colly crawler: %v\n%s", err, p.Output())
 	}
-	out := p.out.tail()
+	out := p.Output().String()
 	i := strings.LastIndex(out, "colly pages ")
 	if i < 0 {
 		tb.Fatalf("the Colly crawler printed no page count\n%s", out)
 	}
-	if _, err := fmt.Sscanf(out[i:], "colly pages %d", &run.pages); err != nil {
+	var cpuMicros int64
+	if _, err := fmt.Sscanf(out[i:], "colly pages %d cpu-µs %d", &run.pages, &cpuMicros); err != nil {
 		tb.Fatalf("the Colly crawler's output: %v\n%s", err, out)
 	}
-	run.cpu = p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	run.cpu = time.Duration(cpuMicros) * time.Microsecond
 	return run
 }
 
@@ -65,8 +69,8 @@ func runColly(tb testing.TB, siteURL string) collyRun {
 // /page/<costSeeds> of the site, links matching /page/ followed to
 // costDepth below the seeds (Colly counts a seed as depth 1), each URL once,
 // collyInFlight requests at once, the visited set in memory; robots.txt is
-// not read (Colly's default). It prints "colly pages N" and returns the exit
-// code.
+// not read (Colly's default). It prints "colly pages N cpu-µs M" (M: its
+// process's user and system CPU, getrusage) and returns the exit code.
 func crawlWithColly(siteURL string) int {
 	c := colly.NewCollector(
 		colly.Async(true),
@@ -93,7 +97,12 @@ func crawlWithColly(siteURL string) int {
 		}
 	}
 	c.Wait()
-	fmt.Printf("colly pages %d\n", pages.Load())
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("colly pages %d cpu-µs %d\n", pages.Load(), (ru.Utime.Nano()+ru.Stime.Nano())/1000)
 	if failed.Load() > 0 {
 		return 1
 	}

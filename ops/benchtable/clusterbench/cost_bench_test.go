@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -118,7 +116,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	broker := startBroker(b)
-	sitePort := freePort(b)
+	sitePort := harness.Port(b)
 	site := startProcess(b, "site", filepath.Join(bin, "testsite"), nil, "--addr", "127.0.0.1:"+strconv.Itoa(sitePort),
 		"--pages", strconv.Itoa(costSeeds), "--fanout", strconv.Itoa(costFanout), "--depth", strconv.Itoa(costDepth+1))
 	waitFor(b, "the test site", 30*time.Second, func() bool { return dialable("127.0.0.1:" + strconv.Itoa(sitePort)) })
@@ -129,8 +127,8 @@ func BenchmarkCrawlCost(b *testing.B) {
 	}
 	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
 	crawler := startProcess(b, "crawler", crawlerBin, env, "--spider", "link")
-	pids := map[string]int{"crawler": crawler.pid(), "redis-server": redisPid, "broker": broker.proc.pid(),
-		"site": site.pid(), "kafka-monitor": monitor.pid()}
+	pids := map[string]int{"crawler": crawler.Pid(), "redis-server": redisPid, "broker": broker.proc.Pid(),
+		"site": site.Pid(), "kafka-monitor": monitor.Pid()}
 
 	kc := kafkaclient.Config{Brokers: []string{broker.addr}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
 		BatchLinger: time.Millisecond, MaxRequestBytes: 1 << 20, Partitions: 1, ReplicationFactor: 1}
@@ -151,7 +149,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 			b.Fatalf("feed %s: %v", crawlID, err)
 		}
 	}
-	procs := []*process{site, monitor, crawler, broker.proc}
+	procs := []*harness.Process{site, monitor, crawler, broker.proc}
 	wait := func(crawlID string, want int) int {
 		return waitCrawl(b, rdb, ledger.Crawl{SpiderID: "link", AppID: "bench", CrawlID: crawlID}, want, procs)
 	}
@@ -352,7 +350,7 @@ func procCPU(pid int) (time.Duration, error) {
 // waitCrawl waits until c's ledger says every request is done (seeds +
 // enqueued = done, with the seeds in) and returns the pages published;
 // fewer than want fails the benchmark, as does a process that exits.
-func waitCrawl(tb testing.TB, rdb *redis.Client, c ledger.Crawl, want int, procs []*process) int {
+func waitCrawl(tb testing.TB, rdb *redis.Client, c ledger.Crawl, want int, procs []*harness.Process) int {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Minute)
 	var counts []any
@@ -375,8 +373,8 @@ func waitCrawl(tb testing.TB, rdb *redis.Client, c ledger.Crawl, want int, procs
 			return published
 		}
 		for _, p := range procs {
-			if p.exited() {
-				tb.Fatalf("%s exited: %v\n%s", p.name, p.err, p.out.tail())
+			if p.Exited() {
+				tb.Fatalf("%s exited: %v\n%s", p.Name(), p.Wait(), p.Output())
 			}
 		}
 		if time.Now().After(deadline) {
@@ -386,78 +384,13 @@ func waitCrawl(tb testing.TB, rdb *redis.Client, c ledger.Crawl, want int, procs
 	}
 }
 
-// process is a child process of the benchmark: its output's last lines are
-// kept, and it gets SIGTERM (then SIGKILL) when the benchmark ends.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	out  *tailWriter
-	done chan struct{}
-	err  error
-}
-
-func startProcess(tb testing.TB, name, path string, env []string, args ...string) *process {
+// startProcess starts a child process of the benchmark: the last 64 KiB of
+// its output are kept, and it gets SIGTERM (SIGKILL 20 s later) when the
+// benchmark ends, which fails if it exited before or did not stop.
+func startProcess(tb testing.TB, name, path string, env []string, args ...string) *harness.Process {
 	tb.Helper()
-	cmd := exec.Command(path, args...)
-	cmd.Env = append(embeddedEnv(), env...)
-	cmd.Dir = tb.TempDir()
-	p := &process{name: name, cmd: cmd, out: &tailWriter{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		tb.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	tb.Cleanup(func() {
-		if p.exited() {
-			return
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-			tb.Errorf("%s did not stop within 20 s of SIGTERM", name)
-		}
-	})
-	return p
-}
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
-
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// tailWriter keeps the last 64 KiB written to it.
-type tailWriter struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (w *tailWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	if len(w.buf) > 128<<10 {
-		w.buf = append(w.buf[:0], w.buf[len(w.buf)-64<<10:]...)
-	}
-	return len(p), nil
-}
-
-func (w *tailWriter) tail() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return string(w.buf)
+	return harness.StartProcess(tb, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: append(embeddedEnv(), env...),
+		OutputLimit: 64 << 10, StopGrace: 20 * time.Second, Supervise: true})
 }
 
 // brokerEnv names, in this test binary run as a broker, the port to serve
@@ -467,13 +400,13 @@ const brokerEnv = "CLUSTERBENCH_BROKER_PORT"
 // broker is a kfake broker in a process of its own: this test binary run
 // again with brokerEnv set, so its CPU is measured apart.
 type broker struct {
-	proc *process
+	proc *harness.Process
 	addr string
 }
 
 func startBroker(tb testing.TB) *broker {
 	tb.Helper()
-	port := freePort(tb)
+	port := harness.Port(tb)
 	self, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
@@ -481,8 +414,8 @@ func startBroker(tb testing.TB) *broker {
 	b := &broker{addr: "127.0.0.1:" + strconv.Itoa(port)}
 	b.proc = startProcess(tb, "broker", self, []string{brokerEnv + "=" + strconv.Itoa(port)}, "-test.run", "^$")
 	waitFor(tb, "the broker", 30*time.Second, func() bool {
-		if b.proc.exited() {
-			tb.Fatalf("the broker exited: %v\n%s", b.proc.err, b.proc.out.tail())
+		if b.proc.Exited() {
+			tb.Fatalf("the broker exited: %v\n%s", b.proc.Wait(), b.proc.Output())
 		}
 		return dialable(b.addr)
 	})

@@ -123,7 +123,7 @@ type launcher struct {
 // benchmark ends.
 func startLauncher(tb testing.TB, bin string, args ...string) *launcher {
 	tb.Helper()
-	kafkaPort, redisPort, restPort := freePort(tb), freePort(tb), freePort(tb)
+	kafkaPort, redisPort, restPort := harness.Port(tb), harness.Port(tb), harness.Port(tb)
 	out := &launcherOutput{}
 	proc := harness.StartProcess(tb, harness.ProcessSpec{Path: filepath.Join(bin, "local-cluster"), Args: append([]string{"--bin", bin,
 		"--color", "never", "--kafka-port", strconv.Itoa(kafkaPort), "--redis-port", strconv.Itoa(redisPort),

@@ -12,6 +12,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/info"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -192,16 +193,7 @@ func crawlDone(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl, n
 	if err := rdb.ZPopMin(ctx, c.SpiderID+":"+domain+":queue", int64(n)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	var tl ledger.Tally
-	for range n {
-		tl.Fetched(c, 200)
-		tl.Published(c, false)
-	}
-	pipe := rdb.TxPipeline()
-	tl.Write(ctx, pipe, at, time.Hour)
-	if _, err := pipe.Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	harness.CrawlerTally(t, rdb, c, 0, n, at)
 }
 
 // lease pops one request of the crawl and leases it to a crawler.

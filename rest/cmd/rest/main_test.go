@@ -44,16 +44,13 @@ func TestBinaryServesAndExitsCleanlyOnSIGTERM(t *testing.T) {
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)
 	bin := filepath.Join(harness.BuildBinaries(t, "./rest/cmd/rest"), "rest")
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	p := harness.StartProcess(t, harness.ProcessSpec{Path: bin, Args: []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--log-json", "--set", "KAFKA_HOSTS=" + k.Hosts(), "--set", "REDIS_HOST=127.0.0.1", "--set", "REDIS_PORT=" + strconv.Itoa(r.Port)},
 		Env: append(os.Environ(), "FLASK_LOGGING_ENABLED=false", "KAFKA_CONSUMER_SLEEP_TIME=0.2")})
 
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	err = p.WaitReady(20*time.Second, func() error {
+	err := p.WaitReady(20*time.Second, func() error {
 		var idx map[string]any
 		if res, err := http.Get(url + "/"); err == nil {
 			_ = json.NewDecoder(res.Body).Decode(&idx)

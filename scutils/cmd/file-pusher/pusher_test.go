@@ -170,10 +170,7 @@ func TestAWatcherSeesPushesAndWipes(t *testing.T) {
 func TestBadInputGetsAClearErrorAndANonZeroExit(t *testing.T) {
 	c, p := clientAndBase(t)
 	good := writeFile(t, "good.yml", exampleYAML)
-	port, err := harness.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := harness.Port(t)
 	dead := fmt.Sprintf("127.0.0.1:%d", port)
 
 	for _, tc := range []struct {
