@@ -290,6 +290,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}, extra)
 	e.counters.Pages.Add(1)
+	markRun(req, out.Pages)
 	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
 		return // shutting down: released later
 	}

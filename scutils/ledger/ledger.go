@@ -85,6 +85,7 @@ const (
 	FieldEndedBy            = "ended_by"      // "stop" or "expire", once one ended the crawl
 	FieldCompleted          = "completed"     // epoch seconds, once a crawl-complete was published
 	FieldCompleting         = "completing"    // "<owner>|<deadline>" while a monitor publishes it
+	FieldRun                = "run"           // the run of a scheduled crawl (scutils/recrawl) the counts are of
 
 	PrefixFetched = "fetched:" // by status code
 	PrefixRefused = "refused:" // by Reason

@@ -52,7 +52,15 @@ type Progress struct {
 	LastActivity float64 `json:"last_activity"`
 
 	completed bool
+	// run is the run of a scheduled crawl the counts are of (0: not
+	// scheduled); completedAt when its crawl-complete went out.
+	run         int64
+	completedAt float64
 }
+
+// Run is the run of a scheduled crawl these counts are of: 1, 2, ...; 0
+// for a crawl without a schedule (see scutils/recrawl).
+func (p *Progress) Run() int64 { return p.run }
 
 // Outstanding is what the ledger says is left: seeds + enqueued - done.
 func (p *Progress) Outstanding() int64 { return p.Seeds + p.Enqueued - p.Done }
@@ -97,6 +105,9 @@ func parseProgress(h map[string]string) *Progress {
 			p.EndedBy = v
 		case f == FieldCompleted:
 			p.completed = true
+			p.completedAt, _ = strconv.ParseFloat(v, 64)
+		case f == FieldRun:
+			p.run = n
 		case strings.HasPrefix(f, PrefixFetched):
 			p.StatusCodes[f[len(PrefixFetched):]] = n
 			p.Fetched += n
