@@ -51,6 +51,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -86,6 +87,9 @@ type Engine struct {
 
 	counters Counters
 	metrics  *metrics
+
+	memory      *recrawl.Memory // scheduled crawls' remembered pages
+	adaptiveMax int             // RECRAWL_ADAPTIVE_MAX
 }
 
 // Counters count what the engine did since start. Dropped counts every
@@ -140,6 +144,15 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
 	}
 	e.metrics = newMetrics(e)
+	if pagesTTL := recrawl.PagesTTL.From(s); pagesTTL < time.Second {
+		pub.Close()
+		return nil, fmt.Errorf("setting %s: must be at least 1 second, got %v", recrawl.PagesTTL.Name(), pagesTTL)
+	}
+	if e.adaptiveMax = recrawl.AdaptiveMax.From(s); e.adaptiveMax < 1 {
+		pub.Close()
+		return nil, fmt.Errorf("setting %s: must be at least 1, got %d", recrawl.AdaptiveMax.Name(), e.adaptiveMax)
+	}
+	e.memory = recrawl.NewMemory(rdb, recrawl.PagesTTL.From(s))
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
 		return nil, err
@@ -270,7 +283,12 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.done(ctx, item, tally)
 		return
 	}
-	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie})
+	fr := e.freshOf(ctx, req)
+	if fr.skip() {
+		e.skipFresh(ctx, item, fr, tally, extra)
+		return
+	}
+	res, err := e.metrics.fetch(ctx, e.fetcher, fetch.Request{URL: req.URL, UserAgent: req.UserAgent, Cookie: req.Cookie, Validators: fr.validators()})
 	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
 		return // shutting down: released later
 	}
@@ -285,12 +303,21 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.retry(ctx, item, extra, tally, ledger.Dropped504)
 		return
 	}
-	out := e.parse(ctx, &spider.Response{
+	resp := &spider.Response{
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
-	}, extra)
+	}
+	var out spider.Output
+	if fr.notModified(res) { // unchanged: its remembered links stand for its body
+		out = e.remembered(ctx, resp, fr, extra)
+	} else {
+		out = e.parse(ctx, resp, extra)
+	}
 	e.counters.Pages.Add(1)
-	markRun(req, out.Pages)
+	e.observe(ctx, req, fr, res, out)
+	if e.noteUnchanged(ctx, item, fr, tally, out) {
+		return // withheld (emit "changed"), its follow-ups queued
+	}
 	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
 		return // shutting down: released later
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -37,6 +38,6 @@ func Settings() settings.Group {
 	return settings.Join(
 		redisconn.Settings(), kafkaclient.Settings(), domainconfig.Settings(),
 		logfactory.Settings("SC_").Group("sc-crawler", "sc_crawler.log"),
-		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), admin.Settings(admin.CrawlerAddr),
+		scheduler.Settings(), fetch.Settings(), stats.Settings(), ledger.Settings(), recrawl.PageSettings(), admin.Settings(admin.CrawlerAddr),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait))
 }

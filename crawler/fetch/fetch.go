@@ -24,6 +24,10 @@ type Request struct {
 	UserAgent string
 	// Cookie is the Cookie header to send ("": none), to URL's host only.
 	Cookie string
+	// Validators are conditional request headers (If-None-Match,
+	// If-Modified-Since) for URL itself: sent on the first hop only, as
+	// they name URL's last response (a re-crawl's; nil: none).
+	Validators http.Header
 }
 
 // Result is a response, whatever its status.
@@ -133,7 +137,7 @@ func (f *Fetcher) Close() {
 func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Result, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, f.cfg.Timeout, ErrTimeout)
 	defer cancel()
-	res, err := f.fetch(ctx, req.URL, cmp.Or(req.UserAgent, f.cfg.UserAgent), req.Cookie, f.cfg.ObeyRobots, f.cfg.MaxSize)
+	res, err := f.fetch(ctx, req.URL, cmp.Or(req.UserAgent, f.cfg.UserAgent), req.Cookie, req.Validators, f.cfg.ObeyRobots, f.cfg.MaxSize)
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s: %w", req.URL, f.explain(ctx, err))
 	}
@@ -157,8 +161,8 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 
 // fetch runs the redirect loop: one request per hop, the host and
 // robots.txt (when robots is set) checked per hop, cookie only to the first
-// hop's host.
-func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, robots bool, maxSize int64) (*Result, error) {
+// hop's host, validators on the first hop only.
+func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, validators http.Header, robots bool, maxSize int64) (*Result, error) {
 	u, err := parseTarget(rawURL)
 	if err != nil {
 		return nil, err
@@ -180,6 +184,11 @@ func (f *Fetcher) fetch(ctx context.Context, rawURL, userAgent, cookie string, r
 		header.Set("User-Agent", userAgent)
 		if cookie != "" && strings.EqualFold(u.Hostname(), origin) {
 			header.Set("Cookie", cookie)
+		}
+		if redirects == 0 {
+			for k, v := range validators {
+				header[k] = v
+			}
 		}
 		h := &hop{}
 		req := (&http.Request{Method: http.MethodGet, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))

@@ -124,7 +124,7 @@ func (c *robotsCache) load(key string, e *robotsEntry) {
 	ctx, cancel := context.WithTimeout(c.base, c.f.cfg.Timeout)
 	defer cancel()
 	ttl := c.f.cfg.RobotsCacheTTL
-	res, err := c.f.fetch(ctx, key+"/robots.txt", c.f.cfg.UserAgent, "", false, robotsMaxSize)
+	res, err := c.f.fetch(ctx, key+"/robots.txt", c.f.cfg.UserAgent, "", nil, false, robotsMaxSize)
 	switch {
 	case err != nil || res.Status >= 500 || (res.Status >= 300 && res.Status < 400):
 		ttl = min(ttl, robotsRetryAfter)

@@ -85,9 +85,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
-	// launcher, 3 crawl cost, 6 hostile pages.
-	if len(res) != 39 {
-		t.Fatalf("got %d results, want 39", len(res))
+	// launcher, 3 crawl cost, 6 hostile pages, 3 page memory, 6 adaptive
+	// versus fixed, 3 run start drift.
+	if len(res) != 51 {
+		t.Fatalf("got %d results, want 51", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -125,8 +126,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 9 {
-		t.Errorf("%d commands, want 9", len(commands))
+	if len(commands) != 12 {
+		t.Errorf("%d commands, want 12", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -143,6 +144,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"Redis socket reads per page":                     0.1834,
 		"crawler under hostile pages":                     165.9,
 		"crawler growth for one 50 MB plain page":         13.38,
+		"Redis bytes per remembered URL":                  61.2,
+		"adaptive: fetches per change detected":           4.094,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -3,6 +3,8 @@ package recrawl
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -184,5 +186,50 @@ func feedExpiring(t *testing.T, rdb *redis.Client, spec Spec, now, expires time.
 		URL: "http://example.com/", Spec: spec, Expires: float64(expires.Unix())}, now, time.Hour)
 	if _, err := pipe.Exec(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkRunStartDrift makes 1,000 schedules whose run 2 falls due over
+// 2 to 4 seconds, their run 1 complete, and starts them with one Starter
+// looking every RECRAWL_INTERVAL (0.5 s, the default) as a Redis Monitor
+// does: how late each run started after its due time, p50 and p99.
+func BenchmarkRunStartDrift(b *testing.B) {
+	rdb := harness.StartRedis(b).TestClient(b)
+	ctx := context.Background()
+	const schedules = 1000
+	for range b.N {
+		rdb.FlushAll(ctx)
+		t0 := time.Now()
+		pipe := rdb.Pipeline()
+		for i := range schedules {
+			c := ledger.Crawl{SpiderID: "link", AppID: "bench", CrawlID: fmt.Sprintf("c%d", i)}
+			member := fmt.Sprintf(`{"appid":"bench","crawlid":"c%d","run":1,"url":"http://example.com/%d"}`, i, i)
+			Feed(ctx, pipe, Seed{Queue: "link:example.com:queue", Score: -1, Member: member, Crawl: c,
+				URL: fmt.Sprintf("http://example.com/%d", i), Spec: Spec{Every: 2 + i%3, Emit: EmitAll}}, t0, time.Hour)
+			pipe.HSet(ctx, c.Key(), "completed", "1", "done", "1")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			b.Fatal(err)
+		}
+		s := NewStarter(rdb, time.Hour, 10)
+		var late []time.Duration
+		for deadline := time.Now().Add(30 * time.Second); len(late) < schedules && time.Now().Before(deadline); {
+			got, err := s.StartDue(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, g := range got {
+				if g.Outcome == "started" {
+					late = append(late, g.At.Sub(g.Due))
+				}
+			}
+			time.Sleep(Interval.Default())
+		}
+		if len(late) != schedules {
+			b.Fatalf("%d of %d runs started", len(late), schedules)
+		}
+		slices.Sort(late)
+		b.ReportMetric(float64(late[len(late)/2].Milliseconds()), "drift-p50-ms")
+		b.ReportMetric(float64(late[len(late)*99/100].Milliseconds()), "drift-p99-ms")
 	}
 }

@@ -93,12 +93,13 @@ func (s *Starter) StartDue(ctx context.Context) ([]Started, error) {
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return nil, fmt.Errorf("start re-crawl runs: %w", err)
 	}
+	at := s.now()
 	for i, cmd := range cmds {
 		if cmd == nil {
 			continue
 		}
 		out[i].Outcome, _ = cmd.Text()
-		out[i].At = now
+		out[i].At = at
 	}
 	return out, nil
 }

@@ -21,15 +21,23 @@ import (
 // freshSite is a loopback site of 13 pages, a tree of fanout 3 and depth
 // 2 (/, /a/<i>, /b/<i>/<j>), that serves ETag and Last-Modified,
 // answers conditional requests with 304, and changes pages on demand.
+//
+// Each run of a crawl of it starts with its seed, /, and fetches its other
+// pages through it, while runs never overlap: the site counts the requests
+// for / to know the run a request belongs to, and can change pages just
+// before a given run's first request.
 type freshSite struct {
-	addr string
-	mu   sync.Mutex
-	ver  map[string]int // page -> version (0 at first)
-	hits []freshHit
+	addr    string
+	mu      sync.Mutex
+	ver     map[string]int // page -> version (0 at first)
+	hits    []freshHit
+	roots   int              // requests for / so far: the run
+	changes map[int][]string // run -> pages changed at its start
 }
 
 // freshHit is one request the site answered.
 type freshHit struct {
+	Run        int
 	Path       string
 	Validators bool // If-None-Match or If-Modified-Since
 	Status     int
@@ -44,7 +52,7 @@ func startFreshSite(tb testing.TB) *freshSite {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &freshSite{addr: ln.Addr().String(), ver: map[string]int{}}
+	s := &freshSite{addr: ln.Addr().String(), ver: map[string]int{}, changes: map[int][]string{}}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln) //nolint:errcheck // ends with Close
 	tb.Cleanup(func() { srv.Close() })
@@ -79,30 +87,41 @@ func links(path string) ([]string, bool) {
 	return nil, false
 }
 
-// change makes a new version of the pages at paths.
-func (s *freshSite) change(paths ...string) {
+// changeAt makes a new version of the pages at paths just before run's
+// first request.
+func (s *freshSite) changeAt(run int, paths ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range paths {
-		s.ver[p]++
-	}
+	s.changes[run] = append(s.changes[run], paths...)
 }
 
-// takeHits returns the requests answered since the last call.
-func (s *freshSite) takeHits() []freshHit {
+// runHits returns the requests of run n for the site's pages
+// (robots.txt aside).
+func (s *freshSite) runHits(n int) []freshHit {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.hits
-	s.hits = nil
-	return h
+	var out []freshHit
+	for _, h := range s.hits {
+		if h.Run == n && h.Path != "/robots.txt" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (s *freshSite) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hrefs, ok := links(r.URL.Path)
 	s.mu.Lock()
-	ver := s.ver[r.URL.Path]
+	if r.URL.Path == "/" {
+		s.roots++
+		for _, p := range s.changes[s.roots] {
+			s.ver[p]++
+		}
+		delete(s.changes, s.roots)
+	}
+	ver, run := s.ver[r.URL.Path], s.roots
 	s.mu.Unlock()
-	hit := freshHit{Path: r.URL.Path, Validators: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != ""}
+	hit := freshHit{Run: run, Path: r.URL.Path, Validators: r.Header.Get("If-None-Match") != "" || r.Header.Get("If-Modified-Since") != ""}
 	defer func() {
 		s.mu.Lock()
 		s.hits = append(s.hits, hit)
@@ -296,5 +315,133 @@ func TestEachRunStartsOnceWithTwoMonitorsOneKilled(t *testing.T) {
 		if seed != 1 {
 			t.Errorf("run %d fetched its seed %d times, want once", n, seed)
 		}
+	}
+}
+
+// TestARerunOfAnUnchangedSiteSendsValidatorsAndTellsWhatChanged crawls
+// the site three times (depth 2): run 2, the site unchanged, sends
+// validators with at least 90% of its page requests and costs the site at
+// most 20% of run 1's body bytes, with the same page set (a 304's links
+// are the remembered ones); two pages change before run 3, and exactly
+// they say changed: true.
+func TestARerunOfAnUnchangedSiteSendsValidatorsAndTellsWhatChanged(t *testing.T) {
+	site := startFreshSite(t)
+	changed := []string{site.url("/a/1"), site.url("/b/2/0")}
+	site.changeAt(3, "/a/1", "/b/2/0")
+	c := newCluster(t, harness.RedisOptions{}, nil)
+	crawled := c.watch("crawled_firehose")
+	outbound := c.watch("outbound_firehose")
+	feedScheduled(c, site, "fresh", map[string]any{"every": 2, "runs": 3})
+	want := site.pages()
+	for n := 1; n <= 3; n++ {
+		done := outbound.await(t, fmt.Sprintf("the crawl-complete of run %d", n), 60*time.Second, completeOfRun("fresh", n))
+		if got := runPages(crawled, "fresh", n); !slices.Equal(got, want) {
+			t.Errorf("run %d crawled\n%s\nwant\n%s", n, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if n == 2 {
+			if p := progressOf(t, done); p["unchanged"] != float64(len(want)) {
+				t.Errorf("run 2's progress %s, want all %d pages unchanged", brief(p), len(want))
+			}
+		}
+	}
+	bytes := func(hits []freshHit) (n int) {
+		for _, h := range hits {
+			n += h.BodyBytes
+		}
+		return n
+	}
+	run1, run2 := site.runHits(1), site.runHits(2)
+	withValidators := 0
+	for _, h := range run2 {
+		if h.Validators {
+			withValidators++
+		}
+	}
+	t.Logf("run 1: %d requests, %d body bytes; run 2: %d requests (%d with validators), %d body bytes",
+		len(run1), bytes(run1), len(run2), withValidators, bytes(run2))
+	if len(run2) == 0 || withValidators*10 < len(run2)*9 {
+		t.Errorf("run 2 sent validators with %d of %d page requests, want at least 90%%", withValidators, len(run2))
+	}
+	if bytes(run2)*5 > bytes(run1) {
+		t.Errorf("run 2 cost %d body bytes, run 1 %d: want at most 20%%", bytes(run2), bytes(run1))
+	}
+	for n := 1; n <= 3; n++ {
+		var gotChanged []string
+		for _, m := range crawled.all(byCrawl("fresh")) {
+			if runOf(m) != n {
+				continue
+			}
+			ch, ok := m["changed"].(bool)
+			if !ok {
+				t.Errorf("run %d result of %v: changed is %v, want a boolean", n, m["url"], m["changed"])
+			}
+			if ch {
+				gotChanged = append(gotChanged, m["url"].(string))
+			}
+			if n >= 2 && !ch && m["status_code"] != 304.0 {
+				t.Errorf("run %d: unchanged %v has status_code %v, want 304", n, m["url"], m["status_code"])
+			}
+		}
+		slices.Sort(gotChanged)
+		gotChanged = slices.Compact(gotChanged)
+		wantChanged := map[int][]string{1: want, 2: nil, 3: changed}[n]
+		if !slices.Equal(gotChanged, wantChanged) {
+			t.Errorf("run %d: changed pages %v, want %v", n, gotChanged, wantChanged)
+		}
+	}
+}
+
+// TestEmitChangedPublishesOnlyTheChangedPages crawls the site three times
+// with emit "changed": run 1 publishes every page, run 2 (nothing
+// changed) none, counting them unchanged and withheld, run 3 exactly the
+// two pages changed before it, the others still crawled through.
+func TestEmitChangedPublishesOnlyTheChangedPages(t *testing.T) {
+	site := startFreshSite(t)
+	site.changeAt(3, "/", "/b/0/2")
+	c := newCluster(t, harness.RedisOptions{}, nil)
+	crawled := c.watch("crawled_firehose")
+	outbound := c.watch("outbound_firehose")
+	feedScheduled(c, site, "changes", map[string]any{"every": 2, "runs": 3, "emit": "changed"})
+	want := map[int][]string{1: site.pages(), 2: nil, 3: {site.url("/"), site.url("/b/0/2")}}
+	for n := 1; n <= 3; n++ {
+		done := outbound.await(t, fmt.Sprintf("the crawl-complete of run %d", n), 60*time.Second, completeOfRun("changes", n))
+		if got := runPages(crawled, "changes", n); !slices.Equal(got, want[n]) {
+			t.Errorf("run %d published\n%s\nwant\n%s", n, strings.Join(got, "\n"), strings.Join(want[n], "\n"))
+		}
+		p := progressOf(t, done)
+		if n > 1 && (p["withheld"] != float64(13-len(want[n])) || p["unchanged"] != p["withheld"] || p["published"] != float64(len(want[n]))) {
+			t.Errorf("run %d progress %s, want %d published and %d unchanged and withheld", n, brief(p), len(want[n]), 13-len(want[n]))
+		}
+		if hits := site.runHits(n); len(hits) != 13 {
+			t.Errorf("run %d made %d page requests, want the 13 pages", n, len(hits))
+		}
+	}
+}
+
+// BenchmarkRerunCost crawls the 13-page site (depth 2) twice with the
+// binaries, unchanged between the runs, and reports run 2's page requests
+// and body bytes as a share of run 1's, and the share of run 2's requests
+// that carried validators.
+func BenchmarkRerunCost(b *testing.B) {
+	for range b.N {
+		site := startFreshSite(b)
+		c := newCluster(b, harness.RedisOptions{}, nil)
+		outbound := c.watch("outbound_firehose")
+		feedScheduled(c, site, "cost", map[string]any{"every": 1, "runs": 2})
+		outbound.await(b, "the crawl-complete of run 2", 120*time.Second, completeOfRun("cost", 2))
+		run1, run2 := site.runHits(1), site.runHits(2)
+		var bytes1, bytes2, validators int
+		for _, h := range run1 {
+			bytes1 += h.BodyBytes
+		}
+		for _, h := range run2 {
+			bytes2 += h.BodyBytes
+			if h.Validators {
+				validators++
+			}
+		}
+		b.ReportMetric(100*float64(len(run2))/float64(len(run1)), "rerun-requests-%")
+		b.ReportMetric(100*float64(bytes2)/float64(bytes1), "rerun-bytes-%")
+		b.ReportMetric(100*float64(validators)/float64(max(len(run2), 1)), "rerun-validators-%")
 	}
 }
