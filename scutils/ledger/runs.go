@@ -14,7 +14,7 @@ import (
 
 // RunEntry is one run of a scheduled crawl with its own counts, as GET
 // /crawls/<crawlid> lists them under "runs". Started and Completed are
-// epoch seconds (Completed 0 while the run goes on).
+// epoch seconds (Completed nil, null, while the run goes on).
 type RunEntry struct {
 	Run       int64     `json:"run"`
 	Started   float64   `json:"started"`

@@ -2,7 +2,9 @@
 // ScraperHandler): it queues a valid crawl request in its spider's domain
 // queue, counting it as a seed in the crawl's ledger in the same step (see
 // scutils/ledger), sets the crawl's timeout key when it expires, and
-// announces a new domain queue to crawlers at once.
+// announces a new domain queue to crawlers at once. A request with a
+// recrawl schedule is stored with "run": 1 and makes its crawl's schedule
+// in the same step (scutils/recrawl).
 package scraper
 
 import (
