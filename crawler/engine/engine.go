@@ -56,6 +56,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -97,6 +98,9 @@ type Engine struct {
 
 	counters Counters
 	metrics  *metrics
+
+	memory      *recrawl.Memory // scheduled crawls' remembered pages
+	adaptiveMax int             // RECRAWL_ADAPTIVE_MAX
 }
 
 // Counters count what the engine did since start. Dropped counts every
@@ -156,6 +160,15 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
 	}
 	e.metrics = newMetrics(e)
+	if pagesTTL := recrawl.PagesTTL.From(s); pagesTTL < time.Second {
+		pub.Close()
+		return nil, fmt.Errorf("setting %s: must be at least 1 second, got %v", recrawl.PagesTTL.Name(), pagesTTL)
+	}
+	if e.adaptiveMax = recrawl.AdaptiveMax.From(s); e.adaptiveMax < 1 {
+		pub.Close()
+		return nil, fmt.Errorf("setting %s: must be at least 1, got %d", recrawl.AdaptiveMax.Name(), e.adaptiveMax)
+	}
+	e.memory = recrawl.NewMemory(rdb, recrawl.PagesTTL.From(s))
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()
 		return nil, err
@@ -286,10 +299,16 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.done(ctx, item, tally)
 		return
 	}
+	fr := e.freshOf(ctx, req)
+	if fr.skip() {
+		e.skipFresh(ctx, item, fr, tally, extra)
+		return
+	}
 	freq, jar, ok := e.fetchRequest(ctx, req, extra)
 	if !ok {
 		return // shutting down: released later
 	}
+	freq.Validators = fr.validators()
 	res, err := e.metrics.fetch(ctx, e.fetcher, freq)
 	if jar != nil && !e.untilDone(ctx, "save a crawl's session", func() error { return e.sessions.Save(ctx, jar) }) {
 		return
@@ -315,10 +334,19 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
 	}
-	out := e.parse(ctx, resp, extra)
-	e.extracted(req, out.Pages, extra)
+	var out spider.Output
+	if fr.notModified(res) { // unchanged: its remembered links stand for its body
+		out = e.remembered(ctx, resp, fr, extra)
+	} else {
+		out = e.parse(ctx, resp, extra)
+		e.extracted(req, out.Pages, extra)
+	}
 	e.refer(resp, out.Requests)
 	e.counters.Pages.Add(1)
+	e.observe(ctx, req, fr, res, out)
+	if e.noteUnchanged(ctx, item, fr, tally, out) {
+		return // withheld (emit "changed"), its follow-ups queued
+	}
 	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
 		return // shutting down: released later
 	}

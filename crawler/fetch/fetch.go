@@ -41,6 +41,10 @@ type Request struct {
 	// Referer is the Referer header to send ("": none), on every hop
 	// except one from an https Referer to an http URL.
 	Referer string
+	// Validators are conditional request headers (If-None-Match,
+	// If-Modified-Since) for URL itself: sent on the first hop only, as
+	// they name URL's last response (a re-crawl's; nil: none).
+	Validators http.Header
 }
 
 // Result is a response, whatever its status.
@@ -176,7 +180,7 @@ func (f *Fetcher) explain(ctx context.Context, err error) error {
 // fetch runs the redirect loop: one request per hop, the host and
 // robots.txt (when robots is set) checked per hop, req.UserAgent the
 // User-Agent to send, req.Referer to every hop but an http one from an
-// https referer.
+// https referer, req.Validators on the first hop only.
 func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize int64) (*Result, error) {
 	u, err := parseTarget(req.URL)
 	if err != nil {
@@ -197,6 +201,11 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize i
 			}
 		}
 		header := f.hopHeader(u, strings.EqualFold(u.Hostname(), origin), &req)
+		if redirects == 0 {
+			for k, v := range req.Validators {
+				header[k] = v
+			}
+		}
 		h := &hop{}
 		hreq := (&http.Request{Method: method, URL: u, Header: header, Host: u.Host}).WithContext(withHop(ctx, h))
 		setBody(hreq, body)

@@ -87,9 +87,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
-	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost.
-	if len(res) != 48 {
-		t.Fatalf("got %d results, want 48", len(res))
+	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
+	// 3 page memory, 6 adaptive versus fixed, 3 run start drift.
+	if len(res) != 60 {
+		t.Fatalf("got %d results, want 60", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -128,8 +129,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 11 {
-		t.Errorf("%d commands, want 11", len(commands))
+	if len(commands) != 14 {
+		t.Errorf("%d commands, want 14", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -148,6 +149,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"crawler growth for one 50 MB plain page":         13.38,
 		"20 rules on a 200 KB page, p99 µs (CPU":          65582,
 		"extraction: what 5 rules add":                    15.38,
+		"Redis bytes per remembered URL":                  61.2,
+		"adaptive: fetches per change detected":           4.094,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -70,6 +70,7 @@ const (
 	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
 	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
+	SectionFreshness  = "Re-crawls (recrawl): page memory, run starts, adaptive revisits"
 )
 
 // Default is what `make bench` measures.
@@ -149,6 +150,21 @@ func Default() []Bench {
 				{Label: "extraction: crawler CPU per page, no rules", Result: "BenchmarkExtractionCost", Unit: "none-cpu-µs/page"},
 				{Label: "extraction: crawler CPU per page, 5 rules", Result: "BenchmarkExtractionCost", Unit: "rules5-cpu-µs/page"},
 				{Label: "extraction: what 5 rules add to the crawler CPU per page, %", Result: "BenchmarkExtractionCost", Unit: "extract-cpu-%", Target: AtMost(10)},
+			}},
+		{Pkg: "./scutils/recrawl/", Pattern: "^BenchmarkRedisBytesPerRememberedURL$", Benchtime: "1x", Section: SectionFreshness,
+			Figures: []Figure{{Label: "Redis bytes per remembered URL (100,000 pages)", Result: "BenchmarkRedisBytesPerRememberedURL", Unit: "redis-bytes/url", Target: AtMost(200)}}},
+		{Pkg: "./scutils/recrawl/", Pattern: "^BenchmarkRunStartDrift$", Benchtime: "1x", Section: SectionFreshness,
+			Figures: []Figure{
+				{Label: "run start after its due time, p50 over 1,000 schedules", Result: "BenchmarkRunStartDrift", Unit: "drift-p50-ms", Target: AtMost(2000)},
+				{Label: "run start after its due time, p99", Result: "BenchmarkRunStartDrift", Unit: "drift-p99-ms", Target: AtMost(2000)},
+			}},
+		{Pkg: "./scutils/recrawl/", Pattern: "^BenchmarkAdaptiveVersusFixed$", Benchtime: "1x", Section: SectionFreshness,
+			Figures: []Figure{
+				{Label: "fixed: fetches per change detected (10% of 1,000 leaves change per run)", Result: "BenchmarkAdaptiveVersusFixed/adaptive=false", Unit: "fetches/change"},
+				{Label: "fixed: delay to detection, runs", Result: "BenchmarkAdaptiveVersusFixed/adaptive=false", Unit: "delay-runs"},
+				{Label: "adaptive: fetches per change detected", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "fetches/change"},
+				{Label: "adaptive: delay to detection, runs", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "delay-runs"},
+				{Label: "adaptive: changes detected within the 50 runs, %", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "detected-%"},
 			}},
 	}
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -72,11 +73,14 @@ type Monitor struct {
 
 	completer     *ledger.Completer
 	completeEvery time.Duration
+	starter       *recrawl.Starter
+	recrawlEvery  time.Duration
 
-	handled   atomic.Int64 // requests handled successfully
-	completed atomic.Int64 // crawl-complete messages published
-	failed    atomic.Int64 // failed attempts
-	dropped   atomic.Int64 // requests given up after their retries
+	handled     atomic.Int64 // requests handled successfully
+	completed   atomic.Int64 // crawl-complete messages published
+	runsStarted atomic.Int64 // re-crawl runs started
+	failed      atomic.Int64 // failed attempts
+	dropped     atomic.Int64 // requests given up after their retries
 
 	metrics *metrics // Prometheus's (metrics.go)
 	demand  *demand  // the eligible-requests gauge (demand.go)
@@ -126,6 +130,13 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if m.completer.Quiet = ledger.CompleteQuiet.From(s); m.completer.Quiet < 0 {
 		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), m.completer.Quiet)
 	}
+	if m.recrawlEvery = recrawl.Interval.From(s); m.recrawlEvery <= 0 {
+		return nil, fmt.Errorf("setting %s: must be positive, got %v", recrawl.Interval.Name(), m.recrawlEvery)
+	}
+	if kept := recrawl.RunsKept.From(s); kept < 1 {
+		return nil, fmt.Errorf("setting %s: must be at least 1, got %d", recrawl.RunsKept.Name(), kept)
+	}
+	m.starter = recrawl.NewStarter(rdb, ttl, recrawl.RunsKept.From(s))
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
@@ -216,6 +227,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		m.completeLoop(ctx, work)
 	}()
 	defer func() { <-completing }() // a crawl-complete in hand is sent before Close
+	go m.recrawlLoop(bg)
 	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugin_count": len(m.plugins)})
 
 	backoff := 100 * time.Millisecond

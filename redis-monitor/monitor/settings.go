@@ -6,6 +6,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -28,12 +29,13 @@ var (
 
 // Settings are the Redis Monitor's settings: its own, the shared REDIS_*,
 // KAFKA_*, LOG_* and STATS_* ones, the plugins' (plugin.Settings), the
-// domain config's place (ZOOKEEPER_*), the ledger's and the admin
+// domain config's place (ZOOKEEPER_*), the ledger's, the re-crawl
+// schedules' (RECRAWL_*) and the admin
 // endpoint's (on :9411), and the default domain throttle (QUEUE_HITS,
 // QUEUE_WINDOW: for scrapy_redis_monitor_eligible_requests).
 func Settings() settings.Group {
 	return settings.Join(cli.ComponentSettings("redis-monitor", "redis_monitor.log"), domainconfig.Settings(), stats.MonitorSettings(),
-		plugin.Settings(), ledger.Settings(), admin.Settings(admin.RedisMonitorAddr),
+		plugin.Settings(), ledger.Settings(), recrawl.Settings(), admin.Settings(admin.RedisMonitorAddr),
 		settings.Declare(SleepTime, RetryFailures, RetryFailuresMax, HeartbeatTimeout, LockExpiration, AppIDTopics, PluginDir,
 			DumpCrawl, DumpQueue, ShutdownGrace, throttle.QueueHits, throttle.QueueWindow))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 )
 
 // The /crawls listing's page size: CrawlsDefaultLimit when the request
@@ -44,6 +45,10 @@ type crawlAnswer struct {
 	Progress     *ledger.Progress                    `json:"progress"`
 	TotalPending int                                 `json:"total_pending"`
 	Domains      map[string]*domainqueues.DomainInfo `json:"domains"`
+	// Recrawl and Runs are a scheduled crawl's schedule and its runs, each
+	// with its own counts (absent for a crawl without a schedule).
+	Recrawl *recrawl.Info     `json:"recrawl,omitempty"`
+	Runs    []ledger.RunEntry `json:"runs,omitempty"`
 }
 
 // crawls lists crawls with their progress, newest first: GET
@@ -109,9 +114,20 @@ func (svc *Service) crawl(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("No crawl %q of app %q for spider %q has a ledger or queued requests.", crawlID, appID, spiderID))
 		return
 	}
+	schedule, err := recrawl.Read(r.Context(), svc.rdb, c)
+	if err != nil {
+		svc.redisFailed(w, r, "read a crawl's schedule", err)
+		return
+	}
+	runs, err := ledger.Runs(r.Context(), svc.rdb, c, progress[0])
+	if err != nil {
+		svc.redisFailed(w, r, "read a crawl's runs", err)
+		return
+	}
 	svc.writeJSONData(w, crawlAnswer{
 		SpiderID: spiderID, AppID: appID, CrawlID: crawlID,
 		Progress: progress[0], TotalPending: pending, Domains: domains,
+		Recrawl: schedule, Runs: runs,
 	})
 }
 

@@ -127,10 +127,15 @@ func (c *Completer) Finish(ctx context.Context, f Finished) error {
 
 // Message is the crawl-complete message for f, published on the outbound
 // topics: action, appid, crawlid, spiderid, reason ("finished", "stopped"
-// or "expired"), progress and server_time (epoch seconds).
+// or "expired"), progress and server_time (epoch seconds), and for a
+// scheduled crawl the run that completed (run: 1, 2, ...).
 func (f Finished) Message(now time.Time) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"action": "crawl-complete", "appid": f.Crawl.AppID, "crawlid": f.Crawl.CrawlID, "spiderid": f.Crawl.SpiderID,
 		"reason": f.Progress.Reason(), "progress": f.Progress, "server_time": now.Unix(),
 	}
+	if run := f.Progress.Run(); run > 0 {
+		m["run"] = run
+	}
+	return m
 }

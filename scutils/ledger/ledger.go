@@ -90,6 +90,10 @@ const (
 	FieldEndedBy            = "ended_by"      // "stop" or "expire", once one ended the crawl
 	FieldCompleted          = "completed"     // epoch seconds, once a crawl-complete was published
 	FieldCompleting         = "completing"    // "<owner>|<deadline>" while a monitor publishes it
+	FieldRun                = "run"           // the run of a scheduled crawl (scutils/recrawl) the counts are of
+	FieldUnchanged          = "unchanged"     // pages of a re-run found unchanged (published or not)
+	FieldWithheld           = "withheld"      // unchanged pages not published (emit "changed"): done
+	FieldSkippedFresh       = "skipped_fresh" // pages an adaptive re-run did not fetch (fresh enough): done
 
 	PrefixFetched = "fetched:" // by status code
 	PrefixRefused = "refused:" // by Reason
@@ -231,6 +235,15 @@ func (t *Tally) Dropped(c Crawl, r Reason) { t.add(c, PrefixDropped+string(r), 1
 // Purged counts n queued requests removed by a stop or an expire: they are
 // done.
 func (t *Tally) Purged(c Crawl, p Purge, n int) { t.add(c, PrefixPurged+string(p), int64(n), true) }
+
+// Unchanged counts a page of a re-run found unchanged (scutils/recrawl).
+func (t *Tally) Unchanged(c Crawl) { t.add(c, FieldUnchanged, 1, false) }
+
+// Withheld counts an unchanged page not published (emit "changed"): it is done.
+func (t *Tally) Withheld(c Crawl) { t.add(c, FieldWithheld, 1, true) }
+
+// SkippedFresh counts a page an adaptive re-run did not fetch: it is done.
+func (t *Tally) SkippedFresh(c Crawl) { t.add(c, FieldSkippedFresh, 1, true) }
 
 // Merge adds o's counts to t.
 func (t *Tally) Merge(o *Tally) {

@@ -42,8 +42,15 @@ type Progress struct {
 	Dropped            map[string]int64 `json:"dropped"`
 	Refused            map[string]int64 `json:"refused"`
 	Purged             map[string]int64 `json:"purged"`
+	// Unchanged counts the pages of a re-run of a scheduled crawl found
+	// unchanged (a 304, or the same body); Withheld those of them not
+	// published (emit "changed"); SkippedFresh the pages an adaptive re-run
+	// did not fetch. (scutils/recrawl; 0 for other crawls.)
+	Unchanged    int64 `json:"unchanged,omitempty"`
+	Withheld     int64 `json:"withheld,omitempty"`
+	SkippedFresh int64 `json:"skipped_fresh,omitempty"`
 	// Done counts requests that left the crawl: published, dropped, refused
-	// after their pop, purged.
+	// after their pop, purged, withheld, skipped_fresh.
 	Done int64 `json:"done"`
 	// EndedBy is "stop" or "expire" once one of them ended the crawl.
 	EndedBy string `json:"ended_by,omitempty"`
@@ -52,7 +59,15 @@ type Progress struct {
 	LastActivity float64 `json:"last_activity"`
 
 	completed bool
+	// run is the run of a scheduled crawl the counts are of (0: not
+	// scheduled); completedAt when its crawl-complete went out.
+	run         int64
+	completedAt float64
 }
+
+// Run is the run of a scheduled crawl these counts are of: 1, 2, ...; 0
+// for a crawl without a schedule (see scutils/recrawl).
+func (p *Progress) Run() int64 { return p.run }
 
 // Outstanding is what the ledger says is left: seeds + enqueued - done.
 func (p *Progress) Outstanding() int64 { return p.Seeds + p.Enqueued - p.Done }
@@ -97,6 +112,15 @@ func parseProgress(h map[string]string) *Progress {
 			p.EndedBy = v
 		case f == FieldCompleted:
 			p.completed = true
+			p.completedAt, _ = strconv.ParseFloat(v, 64)
+		case f == FieldRun:
+			p.run = n
+		case f == FieldUnchanged:
+			p.Unchanged = n
+		case f == FieldWithheld:
+			p.Withheld = n
+		case f == FieldSkippedFresh:
+			p.SkippedFresh = n
 		case strings.HasPrefix(f, PrefixFetched):
 			p.StatusCodes[f[len(PrefixFetched):]] = n
 			p.Fetched += n

@@ -90,6 +90,8 @@ func TestKeyFormats(t *testing.T) {
 		rediskeys.LockKey("info:link:app"):                               "lock:info:link:app",
 		rediskeys.FailuresKey("info:link:app"):                           "lock:info:link:app:failures",
 		rediskeys.DomainConfigKey("/scrapy-cluster/crawler/all"):         "domainconfig:/scrapy-cluster/crawler/all",
+		rediskeys.RecrawlKey("link", "app", "c1"):                        "recrawl:link:app:c1:schedule",
+		rediskeys.LedgerRunsKey("link", "app", "c1"):                     "ledger:link:app:c1:runs",
 		rediskeys.DomainConfigChannel("/scrapy-cluster/crawler/all"):     "domainconfig:/scrapy-cluster/crawler/all:changed",
 	} {
 		if got != want {

@@ -27,6 +27,8 @@
 //	                   lease_restore (lib/lease_record: a lease's record)
 //	the crawler        finish (leases ended, follow-ups queued and counted)
 //	the Redis Monitor  lock_renew, lock_release, request_delete
+//	re-crawls          recrawl_feed (a scheduled crawl's seed), recrawl_start
+//	                   (a run starts once), recrawl_cancel (a schedule ends)
 //
 // Every script runs on a real redis-server and on miniredis (the local
 // cluster's embedded Redis, whose Lua is gopher-lua): the tests run each
@@ -65,6 +67,9 @@ var (
 	lockRenew      = mustScript("lock_renew")
 	lockRelease    = mustScript("lock_release")
 	requestDelete  = mustScript("request_delete")
+	recrawlFeed    = mustScript("recrawl_feed")
+	recrawlStart   = mustScript("recrawl_start")
+	recrawlCancel  = mustScript("recrawl_cancel")
 )
 
 // Script is one script with the library functions it includes.

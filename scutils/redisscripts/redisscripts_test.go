@@ -28,6 +28,7 @@ var every = []redisscripts.Args{
 	redisscripts.Claim{}, redisscripts.Complete{}, redisscripts.Pop{}, redisscripts.LeaseOwner{},
 	redisscripts.LeaseRequeue{}, redisscripts.LeaseReap{}, redisscripts.LeaseRestore{}, &redisscripts.Finish{},
 	redisscripts.LockRenew{}, redisscripts.LockRelease{}, redisscripts.RequestDelete{},
+	redisscripts.RecrawlFeed{}, redisscripts.RecrawlStart{}, redisscripts.RecrawlCancel{},
 }
 
 func TestEveryScriptInTheFolderHasOneGoTypeThatNamesItInItsHeader(t *testing.T) {

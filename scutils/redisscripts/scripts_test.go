@@ -22,6 +22,25 @@ var (
 		AppCrawls: "ledger:app:app:crawls", Member: `["link","app","c2"]`}
 )
 
+var (
+	crawl3 = redisscripts.Ledger{Hash: "ledger:link:app:c3:counts", Active: "ledger:active", Crawls: "ledger:crawls",
+		AppCrawls: "ledger:app:app:crawls", Member: `["link","app","c3"]`}
+	schedule3 = redisscripts.Schedule{Hash: "recrawl:link:app:c3:schedule", Due: "recrawl:due"}
+)
+
+func recrawlFeed(member string) redisscripts.RecrawlFeed {
+	return redisscripts.RecrawlFeed{Schedule: schedule3, Ledger: crawl3, Every: 10 * time.Second, Runs: 3, Emit: "all",
+		SeedField: "seed:http://r.com/", SeedKept: "link:r.com:queue\n" + member, Queue: "link:r.com:queue", Score: -1,
+		Member: member, Stamp: stamp, TTL: time.Hour}
+}
+
+func recrawlStart(n int, now string) redisscripts.RecrawlStart {
+	return redisscripts.RecrawlStart{Schedule: schedule3, Ledger: crawl3, Runs: "ledger:link:app:c3:runs", Kept: 10,
+		Drop: []string{"link:dupefilter:c3"}, Channel: "link:queue-announce", N: n,
+		Seeds: []redisscripts.RunSeed{{Queue: "link:r.com:queue", Score: -1, Member: fmt.Sprintf("r1 run %d", n)}},
+		Stamp: now, TTL: time.Hour}
+}
+
 // step is a run of one script (or plain commands, setup) and the answer
 // it must give.
 type step struct {
@@ -130,6 +149,24 @@ func TestEveryScriptDoesTheSameOnRedisAndMiniredis(t *testing.T) {
 				rdb.Set(ctx, "lock:info:link:app:failures", "2", 0)
 			},
 			args: redisscripts.RequestDelete{Key: "info:link:app", Failures: "lock:info:link:app:failures", Value: "uuid1"}, want: "1"},
+		{name: "a scheduled crawl's first seed makes its schedule and is queued in run 1",
+			args: recrawlFeed("r1"), want: "1"},
+		{name: "the same seed fed again is queued once", args: recrawlFeed("r1"), want: "1"},
+		{name: "run 2 does not start before it is due", args: recrawlStart(2, stamp), want: "early"},
+		{name: "run 2 waits for run 1 to complete", args: recrawlStart(2, "1700000011.000"), want: "busy"},
+		{name: "run 2 starts once run 1 has completed",
+			setup: func(rdb *redis.Client) {
+				rdb.HSet(ctx, crawl3.Hash, "completed", stamp, "done", 1)
+				rdb.SAdd(ctx, "link:dupefilter:c3", "fp1")
+			},
+			args: recrawlStart(2, "1700000012.000"), want: "started"},
+		{name: "run 2 starts only once", args: recrawlStart(2, "1700000012.000"), want: "moved"},
+		{name: "a seed fed during run 2 waits for run 3", args: recrawlFeed("r1 again"), want: "0"},
+		{name: "a stop ends the schedule", args: redisscripts.RecrawlCancel{Schedule: schedule3, Member: crawl3.Member, By: "stop", TTL: time.Hour},
+			want: "1"},
+		{name: "an ended schedule ends once", args: redisscripts.RecrawlCancel{Schedule: schedule3, Member: crawl3.Member, By: "stop", TTL: time.Hour},
+			want: "0"},
+		{name: "no run starts after the schedule ended", args: recrawlStart(3, "1700000030.000"), want: "ended"},
 	}
 	var dumps []map[string]string
 	for _, c := range servers(t) {

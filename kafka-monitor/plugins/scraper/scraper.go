@@ -2,13 +2,16 @@
 // ScraperHandler): it queues a valid crawl request in its spider's domain
 // queue, counting it as a seed in the crawl's ledger in the same step (see
 // scutils/ledger), sets the crawl's timeout key when it expires, and
-// announces a new domain queue to crawlers at once.
+// announces a new domain queue to crawlers at once. A request with a
+// recrawl schedule is stored with "run": 1 and makes its crawl's schedule
+// in the same step (scutils/recrawl).
 package scraper
 
 import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"maps"
 	"sync"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -86,10 +90,13 @@ func (h *Handler) NewBatch() plugin.Batch { return &batch{h: h} }
 
 // batch is the Handler's plugin.Batch.
 type batch struct {
-	h        *Handler
-	seeds    []ledger.Seed
-	timeouts [][2]string // key, value
-	announce [][2]string // channel, queue key
+	h     *Handler
+	seeds []ledger.Seed
+	// scheduled are the seeds of crawls with a recrawl schedule
+	// (recrawl.Feed queues each and keeps it in its schedule).
+	scheduled []recrawl.Seed
+	timeouts  [][2]string // key, value
+	announce  [][2]string // channel, queue key
 }
 
 // Handle notes the request's writes.
@@ -98,7 +105,12 @@ func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner)
 	if err != nil {
 		return "", err
 	}
-	b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl})
+	if e.schedule != nil {
+		b.scheduled = append(b.scheduled, recrawl.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl,
+			URL: e.url, Spec: *e.schedule, Expires: e.expiresAt})
+	} else {
+		b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl})
+	}
 	if e.timeout {
 		b.timeouts = append(b.timeouts, [2]string{rediskeys.TimeoutKey(e.crawl.SpiderID, e.crawl.AppID, e.crawl.CrawlID), e.expires})
 	}
@@ -110,7 +122,11 @@ func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner)
 
 // Flush queues the noted writes on tx.
 func (b *batch) Flush(ctx context.Context, tx redis.Pipeliner) error {
-	ledger.QueueSeeds(ctx, tx, b.seeds, time.Now(), b.h.ttl)
+	now := time.Now()
+	ledger.QueueSeeds(ctx, tx, b.seeds, now, b.h.ttl)
+	for _, s := range b.scheduled {
+		recrawl.Feed(ctx, tx, s, now, b.h.ttl)
+	}
 	for _, t := range b.timeouts {
 		tx.Set(ctx, t[0], t[1], 0)
 	}
@@ -130,6 +146,11 @@ type entry struct {
 	// written, whatever its size.
 	timeout bool
 	expires string
+	// schedule is the crawl's recrawl object, nil without one; url and
+	// expiresAt are what the schedule keeps of the seed.
+	schedule  *recrawl.Spec
+	url       string
+	expiresAt float64
 }
 
 // entryOf is what Handle writes for req, or the Reject saying why it
@@ -139,16 +160,28 @@ func entryOf(req plugin.Request) (entry, error) {
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
+	spec, scheduled, err := recrawl.FromFed(req)
+	if err != nil {
+		return entry{}, plugin.Reject("%v", err)
+	}
+	if scheduled { // stored with "run": 1 beside the fields as fed
+		req = maps.Clone(req)
+		req[recrawl.FieldRun] = recrawl.FirstRun
+	}
 	member, r, err := crawlrequest.FromFed(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
 	expires, _ := req[crawlrequest.FieldExpires].(json.Number)
-	return entry{
+	e := entry{
 		queue: key, member: member, score: r.Score(),
 		crawl:   ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID},
 		timeout: r.Expires != 0, expires: string(expires),
-	}, nil
+	}
+	if scheduled {
+		e.schedule, e.url, e.expiresAt = &spec, r.URL, r.Expires
+	}
+	return e, nil
 }
 
 // queueKey is the request's queue key and spider. The spider is the one

@@ -2,7 +2,8 @@
 // InfoMonitor): it answers info:<spiderid>:<appid> (every crawl of the app)
 // and info:<spiderid>:<appid>:<crawlid> (one crawl) with what the spider's
 // domain queues hold, in the Action API's shapes, plus (Go) the progress
-// of the crawls that have a ledger (scutils/ledger).
+// of the crawls that have a ledger (scutils/ledger) and the re-crawl
+// schedule of a crawl that has one (scutils/recrawl).
 package info
 
 import (
@@ -17,6 +18,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -176,7 +178,8 @@ func appProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID string)
 // total_pending, total_domains, domains, when the crawl has a timeout key
 // expires (its value, a string as the original reads it) and, when the
 // crawl has a ledger (the original's Kafka Monitor writes none), its
-// progress.
+// progress, and when it has a re-crawl schedule, the schedule (recrawl:
+// every, runs, runs_started, next_run_at, emit, adaptive, state).
 func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]any, error) {
 	domains, pending, err := domainqueues.CrawlDomains(ctx, rdb, spiderID, appID, crawlID)
 	if err != nil {
@@ -199,6 +202,13 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 	}
 	if progress[0] != nil {
 		answer["progress"] = progress[0]
+	}
+	schedule, err := recrawl.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
+	if err != nil {
+		return nil, err
+	}
+	if schedule != nil {
+		answer["recrawl"] = schedule
 	}
 	return answer, nil
 }

@@ -5,7 +5,8 @@
 // the crawl's timeout key and answers with total_purged. A crawl with a
 // ledger is recorded as ended by the stop and its purged requests counted
 // (purged:stop), so its crawl-complete, published after the stop's answer,
-// says "stopped".
+// says "stopped". A re-crawl schedule of the crawl ends too: no later run
+// starts.
 package stop
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -97,11 +99,13 @@ const HoldFor = 30 * time.Second
 // Halt blacklists the crawl for the spider, so crawlers drop its requests
 // from now on, records in its ledger that p ended it (holding completers off
 // it, as holder, until ledger.Release or HoldFor), then purges its queued
-// requests; it returns how many were purged. Stop and expire share it.
+// requests; it returns how many were purged. A re-crawl schedule of the
+// crawl ends with it (recrawl.Cancel). Stop and expire share it.
 func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
 	pipe := rdb.TxPipeline()
 	pipe.SAdd(ctx, rediskeys.BlacklistKey(crawl.SpiderID), crawl.AppID+"||"+crawl.CrawlID)
 	ledger.EndedBy(ctx, pipe, crawl, p, holder, now, now.Add(HoldFor))
+	recrawl.Cancel(ctx, pipe, crawl, string(p), recrawl.EndedKeep) // no later run starts
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
 	}

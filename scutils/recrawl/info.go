@@ -1,0 +1,63 @@
+package recrawl
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
+)
+
+// Info is a crawl's schedule as the info answer shows it (its "recrawl").
+type Info struct {
+	Every int `json:"every"`
+	Runs  int `json:"runs"`
+	// RunsStarted counts the runs started, the one in progress included.
+	RunsStarted int `json:"runs_started"`
+	// NextRunAt is when the next run is due, epoch seconds as server_time;
+	// nil when no run will follow.
+	NextRunAt *int64 `json:"next_run_at"`
+	Emit      string `json:"emit"`
+	Adaptive  bool   `json:"adaptive"`
+	// State is "active", or "ended" once a stop or an expire ended it
+	// (EndedBy "stop" or "expire").
+	State   string `json:"state"`
+	EndedBy string `json:"ended_by,omitempty"`
+}
+
+// Read returns c's schedule, nil when it has none (or it expired).
+func Read(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (*Info, error) {
+	h, err := rdb.HGetAll(ctx, ScheduleOf(c).Hash).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
+	}
+	if len(h) == 0 {
+		return nil, nil
+	}
+	in := &Info{Emit: h["emit"], Adaptive: h["adaptive"] == "1", State: h["state"], EndedBy: h["ended_by"]}
+	in.Every, _ = strconv.Atoi(h["every"])
+	in.Runs, _ = strconv.Atoi(h["runs"])
+	in.RunsStarted, _ = strconv.Atoi(h["runs_started"])
+	if v, ok := h["next_run_at"]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			at := int64(f)
+			in.NextRunAt = &at
+		}
+	}
+	return in, nil
+}
+
+// EndedKeep is how long a schedule ended by a stop or an expire is kept
+// for info answers.
+const EndedKeep = 24 * time.Hour
+
+// Cancel adds to pipe the end of c's schedule by a stop or an expire (by:
+// "stop" or "expire"): no run starts after it; the ended schedule is kept
+// ttl for info answers (recrawl_cancel.lua, sent whole).
+func Cancel(ctx context.Context, pipe redis.Pipeliner, c ledger.Crawl, by string, ttl time.Duration) *redis.Cmd {
+	return redisscripts.Eval(ctx, pipe, redisscripts.RecrawlCancel{Schedule: ScheduleOf(c), Member: c.Member(), By: by, TTL: ttl})
+}

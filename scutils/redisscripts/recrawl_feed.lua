@@ -1,0 +1,38 @@
+-- Queues a seed of a scheduled crawl (a crawl request with recrawl) and
+-- keeps it in the crawl's schedule for the runs to come. A crawl without a
+-- live schedule gets one: run 1 starts now, run 2 is due every seconds
+-- later (none when runs is 1). A seed fed to a live schedule joins it: it
+-- is queued and counted now while run 1 is the run in progress, else it
+-- waits for the next run. Go: RecrawlFeed.
+-- include: ledger_new_work
+--
+-- KEYS[1] the schedule hash, KEYS[2] recrawl:due, KEYS[3] the seed's
+-- queue, KEYS[4..7] the crawl's ledger (ledger_new_work's keys)
+-- ARGV[1] the crawl's index member, ARGV[2] now (stamp), ARGV[3] the
+-- ledger's ttl (seconds), ARGV[4] every (seconds), ARGV[5] runs (0: no
+-- end), ARGV[6] emit, ARGV[7] adaptive (0 or 1), ARGV[8] expires (epoch
+-- seconds, 0: never), ARGV[9] the seed's field ('seed:<url>'), ARGV[10]
+-- the seed as the schedule keeps it, ARGV[11] the seed's score, ARGV[12]
+-- the seed's member for run 1
+--
+-- Returns 1 when the seed was queued in run 1 (or was already), 0 when it
+-- waits for the next run.
+if redis.call('HGET', KEYS[1], 'state') ~= 'active' then
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'state', 'active', 'every', ARGV[4], 'runs', ARGV[5], 'emit', ARGV[6],
+    'adaptive', ARGV[7], 'expires', ARGV[8], 'runs_started', '1', 'run_started_at', ARGV[2])
+  if tonumber(ARGV[5]) ~= 1 then
+    local due = string.format('%.3f', tonumber(ARGV[2]) + tonumber(ARGV[4]))
+    redis.call('HSET', KEYS[1], 'next_run_at', due)
+    redis.call('ZADD', KEYS[2], due, ARGV[1])
+  end
+end
+redis.call('HSET', KEYS[1], ARGV[9], ARGV[10])
+if redis.call('HGET', KEYS[1], 'runs_started') ~= '1' then
+  return 0
+end
+if redis.call('ZADD', KEYS[3], ARGV[11], ARGV[12]) == 1 then
+  ledger_new_work({KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, ARGV[1], 'seeds', 1, ARGV[2], ARGV[3])
+  redis.call('HSET', KEYS[4], 'run', '1')
+end
+return 1
