@@ -67,7 +67,7 @@ type rule struct {
 	kind  kind
 	css   cascadia.Selector
 	xpath *xpath.Expr
-	regex *regexp.Regexp
+	regex matcher
 	attr  string
 	all   bool
 	onURL *regexp.Regexp // nil: every page
@@ -187,7 +187,10 @@ func (r *rule) compileKind(k string, v any) error {
 		r.xpath, err = xpath.Compile(s)
 	case "regex":
 		r.kind = kindRegex
-		r.regex, err = regexp.Compile(s)
+		var re *regexp.Regexp
+		if re, err = regexp.Compile(s); err == nil {
+			r.regex = newMatcher(re)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", k, s, err)
@@ -415,11 +418,15 @@ func attrOf(n *html.Node, name string) (string, bool) {
 
 func (r *rule) applyRegex(p *page) []any {
 	var vals []any
-	for _, m := range r.regex.FindAllStringSubmatch(p.text, r.limit()) {
-		if len(m) > 1 {
-			vals = append(vals, m[1])
+	group := 0 // the whole match
+	if r.regex.re.NumSubexp() > 0 {
+		group = 1
+	}
+	for _, loc := range r.regex.find(p.text, r.limit()) {
+		if loc[2*group] < 0 { // the group took no part in the match
+			vals = append(vals, "")
 		} else {
-			vals = append(vals, m[0])
+			vals = append(vals, p.text[loc[2*group]:loc[2*group+1]])
 		}
 	}
 	return vals
