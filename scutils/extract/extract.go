@@ -268,6 +268,7 @@ type page struct {
 	root   *html.Node
 	base   *url.URL
 	parsed bool
+	based  bool // base is known
 }
 
 func newPage(pageURL, text string) *page { return &page{url: pageURL, text: text} }
@@ -281,8 +282,18 @@ func (p *page) tree() *html.Node {
 			root = &html.Node{Type: html.DocumentNode}
 		}
 		p.root = root
+	}
+	return p.root
+}
+
+// baseURL is what href and src values resolve against: the page's URL, or
+// its first <base href>; looked for (a walk of the tree) only when a value
+// needs it.
+func (p *page) baseURL() *url.URL {
+	if !p.based {
+		p.based = true
 		p.base, _ = url.Parse(p.url)
-		if b := cascadia.Query(root, baseSel); b != nil && p.base != nil {
+		if b := cascadia.Query(p.tree(), baseSel); b != nil && p.base != nil {
 			if href, ok := attrOf(b, "href"); ok {
 				if u, err := p.base.Parse(strings.TrimSpace(href)); err == nil {
 					p.base = u
@@ -290,7 +301,7 @@ func (p *page) tree() *html.Node {
 			}
 		}
 	}
-	return p.root
+	return p.base
 }
 
 var (
@@ -396,11 +407,11 @@ func (p *page) resolve(attr, v string) string {
 	if attr != "href" && attr != "src" {
 		return v
 	}
-	p.tree() // the base
-	if p.base == nil {
+	base := p.baseURL()
+	if base == nil {
 		return v
 	}
-	u, err := p.base.Parse(strings.TrimSpace(v))
+	u, err := base.Parse(strings.TrimSpace(v))
 	if err != nil {
 		return v
 	}

@@ -151,17 +151,19 @@ func (m matcher) find(text string, n int) [][]int {
 		if end == start {
 			break
 		}
-		left := n
-		if n > 0 {
-			left = n - len(found)
-		}
-		for _, loc := range m.re.FindAllStringSubmatchIndex(text[start:end], left) {
+		// The next match starts where the last one ended (it is not empty).
+		for from := start; from < end && (n < 0 || len(found) < n); {
+			loc := m.re.FindStringSubmatchIndex(text[from:end])
+			if loc == nil {
+				break
+			}
 			for i := range loc {
 				if loc[i] >= 0 {
-					loc[i] += start
+					loc[i] += from
 				}
 			}
 			found = append(found, loc)
+			from = loc[1]
 		}
 		pos = end
 	}
