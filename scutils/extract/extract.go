@@ -67,7 +67,7 @@ type rule struct {
 	kind  kind
 	css   cascadia.Selector
 	xpath *xpath.Expr
-	regex *regexp.Regexp
+	regex matcher
 	attr  string
 	all   bool
 	onURL *regexp.Regexp // nil: every page
@@ -187,7 +187,10 @@ func (r *rule) compileKind(k string, v any) error {
 		r.xpath, err = xpath.Compile(s)
 	case "regex":
 		r.kind = kindRegex
-		r.regex, err = regexp.Compile(s)
+		var re *regexp.Regexp
+		if re, err = regexp.Compile(s); err == nil {
+			r.regex = newMatcher(re)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", k, s, err)
@@ -265,6 +268,7 @@ type page struct {
 	root   *html.Node
 	base   *url.URL
 	parsed bool
+	based  bool // base is known
 }
 
 func newPage(pageURL, text string) *page { return &page{url: pageURL, text: text} }
@@ -278,8 +282,18 @@ func (p *page) tree() *html.Node {
 			root = &html.Node{Type: html.DocumentNode}
 		}
 		p.root = root
+	}
+	return p.root
+}
+
+// baseURL is what href and src values resolve against: the page's URL, or
+// its first <base href>; looked for (a walk of the tree) only when a value
+// needs it.
+func (p *page) baseURL() *url.URL {
+	if !p.based {
+		p.based = true
 		p.base, _ = url.Parse(p.url)
-		if b := cascadia.Query(root, baseSel); b != nil && p.base != nil {
+		if b := cascadia.Query(p.tree(), baseSel); b != nil && p.base != nil {
 			if href, ok := attrOf(b, "href"); ok {
 				if u, err := p.base.Parse(strings.TrimSpace(href)); err == nil {
 					p.base = u
@@ -287,7 +301,7 @@ func (p *page) tree() *html.Node {
 			}
 		}
 	}
-	return p.root
+	return p.base
 }
 
 var (
@@ -393,11 +407,11 @@ func (p *page) resolve(attr, v string) string {
 	if attr != "href" && attr != "src" {
 		return v
 	}
-	p.tree() // the base
-	if p.base == nil {
+	base := p.baseURL()
+	if base == nil {
 		return v
 	}
-	u, err := p.base.Parse(strings.TrimSpace(v))
+	u, err := base.Parse(strings.TrimSpace(v))
 	if err != nil {
 		return v
 	}
@@ -415,11 +429,15 @@ func attrOf(n *html.Node, name string) (string, bool) {
 
 func (r *rule) applyRegex(p *page) []any {
 	var vals []any
-	for _, m := range r.regex.FindAllStringSubmatch(p.text, r.limit()) {
-		if len(m) > 1 {
-			vals = append(vals, m[1])
+	group := 0 // the whole match
+	if r.regex.re.NumSubexp() > 0 {
+		group = 1
+	}
+	for _, loc := range r.regex.find(p.text, r.limit()) {
+		if loc[2*group] < 0 { // the group took no part in the match
+			vals = append(vals, "")
 		} else {
-			vals = append(vals, m[0])
+			vals = append(vals, p.text[loc[2*group]:loc[2*group+1]])
 		}
 	}
 	return vals

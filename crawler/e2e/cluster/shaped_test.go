@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,4 +209,70 @@ func TestBadRulesAndHeadersAreRefusedOnEveryPath(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// Two crawlers running at once share one logged-in crawl: whichever pops a
+// page sends the cookie the login got, so every account page is a 200, and
+// both crawlers fetch pages of it.
+func TestTwoCrawlersCrawlOneSessionAtOnce(t *testing.T) {
+	site := testsite.StartAt(t, "127.0.0.1:0")
+	c := newCluster(t, harness.RedisOptions{}, map[string]string{"USER_AGENT": "first-crawler"})
+	c.start("crawler-2", "crawler", "--spider", "link", "--set", "USER_AGENT=second-crawler")
+	crawled := c.watch("crawled_firehose")
+
+	c.feed(map[string]any{
+		"url": site.URL("/login"), "appid": appID, "crawlid": "together", "session": true, "maxdepth": 1, "method": "POST",
+		"body": "user=alice&password=secret", "headers": map[string]string{"Content-Type": "application/x-www-form-urlencoded"},
+	})
+	var urls []string
+	for _, p := range testsite.AccountPages[1:] {
+		urls = append(urls, site.URL(p))
+	}
+	awaitURLs(t, crawled, "together", append([]string{site.URL("/login")}, urls...))
+
+	// Batches of account pages, each its own URL, until both crawlers
+	// fetched some (each pops from the crawl's one queue as it can).
+	fetchedBy := func() map[string]int {
+		by := map[string]int{}
+		for _, p := range testsite.AccountPages {
+			for _, h := range site.HitsFor(p) {
+				if strings.HasPrefix(h.Query, "batch") {
+					by[h.UserAgent]++
+				}
+			}
+		}
+		return by
+	}
+	for batch := 0; fetchedBy()["first-crawler"] == 0 || fetchedBy()["second-crawler"] == 0; batch++ {
+		if batch == 8 {
+			t.Fatalf("after %d batches the crawlers fetched %v, want both", batch, fetchedBy())
+		}
+		var pages []string
+		for i := range 12 {
+			u := site.URL(testsite.AccountPages[i%len(testsite.AccountPages)] + "?batch" + strconv.Itoa(batch) + "-" + strconv.Itoa(i))
+			c.postFeed(map[string]any{"url": u, "appid": appID, "crawlid": "together", "session": true})
+			pages = append(pages, u)
+		}
+		urls = append(urls, pages...)
+		awaitURLs(t, crawled, "together", pages)
+	}
+	t.Logf("account pages fetched by user agent: %v", fetchedBy())
+
+	for _, m := range crawled.all(byCrawl("together")) {
+		if m["status_code"] != 200.0 {
+			t.Errorf("%v: status %v, want 200 with the session's cookie", m["url"], m["status_code"])
+		}
+	}
+	for _, p := range testsite.AccountPages {
+		for _, h := range site.HitsFor(p) {
+			if !strings.Contains(h.Cookie, testsite.AuthCookie+"="+testsite.AuthValue) {
+				t.Errorf("%s fetched %s?%s with cookie %q", h.UserAgent, p, h.Query, h.Cookie)
+			}
+		}
+	}
+	for _, name := range []string{"crawler", "crawler-2"} {
+		if c.proc(name).Exited() {
+			t.Errorf("%s exited during the crawl", name)
+		}
+	}
 }
