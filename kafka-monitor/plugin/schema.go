@@ -79,12 +79,17 @@ func (s *Schema) validate(v any) error {
 }
 
 // sortPropertyNames puts the names in "additional properties ... not allowed"
-// in order: the validator lists them in map order, and one request must get
-// one verdict, word for word, on every path and every run.
+// and the errors of several fields in order (by the field's location, e.g.
+// '/appid' before '/priority'): the validator lists both in map order, and
+// one request must get one verdict, word for word, on every path and every
+// run.
 func sortPropertyNames(e *jsonschema.ValidationError) {
 	if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
 		slices.Sort(k.Properties)
 	}
+	slices.SortStableFunc(e.Causes, func(a, b *jsonschema.ValidationError) int {
+		return slices.Compare(a.InstanceLocation, b.InstanceLocation)
+	})
 	for _, c := range e.Causes {
 		sortPropertyNames(c)
 	}
