@@ -23,7 +23,11 @@ type domain struct {
 	fetching  int     // items being fetched (CONCURRENT_REQUESTS_PER_DOMAIN)
 	ahead     []*Item // popped ahead of the fetches, leased, waiting for Next
 	blocked   bool    // blacklisted, or a throttle of 0 hits
-	index     int
+	// unsure is the lease of the last pop from the queue when that pop
+	// failed: it may have popped and leased items whose answer was lost;
+	// the next pop reuses it, and gets them (see throttle_pop.lua).
+	unsure *throttle.Lease
+	index  int
 }
 
 type domainHeap []*domain

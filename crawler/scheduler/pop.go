@@ -158,14 +158,24 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	if blocked || q == nil { // blocked since it was picked
 		return nil, nil
 	}
-	lease := s.leases.New()
-	res, err := q.AttemptN(ctx, lease, want)
-	if err != nil {
-		return nil, err
+	// A pop that failed may have popped and leased items all the same (its
+	// answer lost with its connection): the next pop from d reuses its
+	// lease, and the pop script answers those items again.
+	s.mu.Lock()
+	lease := d.unsure
+	d.unsure = nil
+	s.mu.Unlock()
+	if lease == nil {
+		lease = s.leases.New()
 	}
+	res, err := q.AttemptN(ctx, lease, want)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil {
+		d.unsure = lease
+		return nil, err
+	}
 	switch res.Status {
 	case throttle.DeniedByWindow, throttle.DeniedByModeration:
 		s.stats.Denied++

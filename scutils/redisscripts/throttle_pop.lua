@@ -33,6 +33,35 @@ local leased = ARGV[8] == '1'
 if leased and not redis.call('ZSCORE', KEYS[4], ARGV[11]) then
   return {4, false, '0'}
 end
+-- A leased pop under a lease id that holds records already is the same
+-- pop sent again: its answer was lost (a connection broken by a Redis
+-- restart, say) and the client retried it. Answer what the first run
+-- popped, without counting a hit, so that nothing it popped is left
+-- leased to nobody, or overwritten by another item's record and lost.
+if leased then
+  local prefix = #KEYS[1] .. ':' .. KEYS[1]
+  local again, id, n = {}, ARGV[9], 1
+  while n <= 1000 do
+    local rec = redis.call('HGET', KEYS[5], id)
+    if not rec or string.sub(rec, 1, #prefix) ~= prefix then
+      break
+    end
+    local body = string.sub(rec, #prefix + 1)
+    local nl = string.find(body, '\n', 1, true)
+    if not nl then
+      break
+    end
+    again[#again + 1] = string.sub(body, nl + 1)
+    again[#again + 1] = string.sub(body, 1, nl - 1)
+    n = n + 1
+    id = ARGV[9] .. ':' .. n
+  end
+  if #again > 0 then
+    table.insert(again, 1, 3)
+    table.insert(again, 3, '0')
+    return again
+  end
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local window = tonumber(ARGV[1])

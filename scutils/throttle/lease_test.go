@@ -340,3 +340,55 @@ func TestNoLeaseKeyMatchesAPatternTheOriginalScans(t *testing.T) {
 		}
 	}
 }
+
+// A leased pop sent again under the same lease (its answer was lost with
+// its connection, in a Redis restart say, and go-redis or the popper sent
+// it again) answers what the first run popped: nothing it popped is lost
+// (its lease record overwritten by the next item's) or left leased to
+// nobody, and no second hit is counted. A moderated throttle answers it
+// even within the moderation gap.
+func TestAPopSentAgainAnswersWhatTheFirstRunPopped(t *testing.T) {
+	ctx := context.Background()
+	l, c, tq := leasedQueue(t, 30*time.Second, 5, 10)
+	lease := l.New()
+	first, err := tq.AttemptN(ctx, lease, 3)
+	if err != nil || first.Status != throttle.Popped || len(first.More) != 2 {
+		t.Fatalf("AttemptN = %+v, %v", first, err)
+	}
+	again, err := tq.AttemptN(ctx, lease, 3)
+	if err != nil || again.Status != throttle.Popped || again.Raw != first.Raw || again.Score != first.Score ||
+		len(again.More) != 2 || again.More[0] != first.More[0] || again.More[1] != first.More[1] {
+		t.Fatalf("sent again: %+v, %v; want %+v", again, err, first)
+	}
+	if n, _ := l.Count(ctx); n != 3 {
+		t.Fatalf("%d leases, want 3", n)
+	}
+	if n := c.ZCard(ctx, tq.WindowKey()).Val(); n != 3 {
+		t.Fatalf("%d hits, want 3", n)
+	}
+	if n := c.ZCard(ctx, "link:a.com:queue").Val(); n != 7 {
+		t.Fatalf("%d items queued, want 7", n)
+	}
+	// A new lease pops the next items.
+	if next, err := tq.AttemptN(ctx, l.New(), 1); err != nil || next.Raw != `"item-6"` {
+		t.Fatalf("next pop %+v, %v", next, err)
+	}
+
+	mod := newThrottle(t, "link:b.com:queue", throttle.Config{Window: time.Minute, Limit: 5, Moderate: true})
+	fill(t, "link:b.com:queue", 5)
+	lease = l.New()
+	first, err = mod.Attempt(ctx, lease)
+	if err != nil || first.Status != throttle.Popped {
+		t.Fatalf("moderated Attempt = %+v, %v", first, err)
+	}
+	again, err = mod.Attempt(ctx, lease)
+	if err != nil || again.Status != throttle.Popped || again.Raw != first.Raw {
+		t.Fatalf("moderated, sent again: %+v, %v; want %+v", again, err, first)
+	}
+	if n := c.ZCard(ctx, "link:b.com:queue").Val(); n != 4 {
+		t.Fatalf("%d items queued, want 4", n)
+	}
+	if res, _ := mod.Attempt(ctx, l.New()); res.Status != throttle.DeniedByModeration {
+		t.Fatalf("a new pop within the moderation gap: %v", res.Status)
+	}
+}
