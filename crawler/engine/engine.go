@@ -114,6 +114,9 @@ type Counters struct {
 
 // New builds a crawler for the spider named by the SPIDER setting.
 func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
+	if RenderEnabled.From(s) {
+		return nil, fmt.Errorf("setting %s: this crawler cannot render pages yet (no browser pool in this build); set it false, or leave rendering crawlers out", RenderEnabled.Name())
+	}
 	sp, err := spider.New(Spider.From(s))
 	if err != nil {
 		return nil, fmt.Errorf("setting %s: %w", Spider.Name(), err)

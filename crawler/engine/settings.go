@@ -25,6 +25,7 @@ var (
 	StatusCodes         = settings.Bool("STATS_STATUS_CODES", true, "count responses per status code")
 	StatusResponseCodes = settings.Ints("STATUS_RESPONSE_CODES", []int{200, 404, 403, 504}, "the codes counted (504 always: requests that got no response count as 504s)")
 	ShutdownGrace       = settings.Seconds("SHUTDOWN_GRACE", 10.0, "seconds requests in flight may take to finish after SIGTERM; the rest go back to their queues").Ours()
+	RenderEnabled       = settings.Bool("RENDER_ENABLED", false, "render pages in headless Chromium: not in this build yet, so true makes the crawler refuse to start rather than crawl without rendering").Ours()
 	DomainConfigWait    = settings.Seconds("DOMAIN_CONFIG_WAIT", 30.0, "seconds a starting crawler waits for its first domain config (blacklist and throttles) before it pops anything; "+
 		"none stored yet counts as the empty config, so only an unreachable ZooKeeper (or Redis) makes it wait; past it the crawler starts with an error line "+
 		"and applies the config when it comes; 0: no wait").Ours()
@@ -46,5 +47,5 @@ func Settings() settings.Group {
 		scheduler.Settings(), fetch.Settings(), referer.Settings(), stats.Settings(), ledger.Settings(), recrawl.PageSettings(),
 		admin.Settings(admin.CrawlerAddr), session.Settings(),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait,
-			MetaRefreshEnabled, MetaRefreshMaxDelay))
+			MetaRefreshEnabled, MetaRefreshMaxDelay, RenderEnabled))
 }

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/engine"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
 // SCHEDULER_PERSIST reaches the engine through the scheduler's Config: false
@@ -29,5 +31,16 @@ func TestSchedulerPersistFalseClearsTheQueuesWhenTheCrawlerStops(t *testing.T) {
 	}
 	if !strings.Contains(e.log.String(), "Clearing crawl queues") {
 		t.Error("the crawler did not say it clears its queues")
+	}
+}
+
+// RENDER_ENABLED true (a rendering pool, as the Helm chart can make) is
+// refused at start with the setting's name: this build has no browser pool,
+// and a crawler told to render must not crawl without rendering.
+func TestRenderEnabledIsRefusedAtStart(t *testing.T) {
+	s := testSettings(t, "127.0.0.1:1", map[string]string{"RENDER_ENABLED": "true"})
+	_, err := engine.New(context.Background(), s, harness.Logger(t, logfactory.Settings("SC_").Config(s), &harness.OutputBuffer{}), redisServer.TestClient(t))
+	if err == nil || !strings.Contains(err.Error(), "setting RENDER_ENABLED") {
+		t.Fatalf("engine.New with RENDER_ENABLED true: %v, want the setting's refusal", err)
 	}
 }

@@ -187,6 +187,13 @@ func feedScheduled(c *cluster, site *freshSite, crawlID string, schedule map[str
 		"allowed_domains": []string{"127.0.0.1"}, "recrawl": schedule})
 }
 
+// recrawlSettings are the clusters of these tests: each crawl is fed in one
+// message, so no quiet period (LEDGER_COMPLETE_QUIET) is needed before a
+// run counts as complete; with the default 5 s a run, and so the start of
+// the next one, would wait 5 s after its last page, past the 2 s schedules
+// these tests keep.
+var recrawlSettings = map[string]string{"LEDGER_COMPLETE_QUIET": "0"}
+
 // TestAScheduledCrawlRunsThreeTimesWithTheSamePageSet feeds a depth-2
 // crawl with recrawl {every: 2, runs: 3}: each run crawls the whole site
 // again (a fresh duplicate filter; runs 2 and 3 with validators, answered
@@ -195,7 +202,7 @@ func feedScheduled(c *cluster, site *freshSite, crawlID string, schedule map[str
 // show the schedule and the runs' own counts, and no fourth run starts.
 func TestAScheduledCrawlRunsThreeTimesWithTheSamePageSet(t *testing.T) {
 	site := startFreshSite(t)
-	c := newCluster(t, harness.RedisOptions{}, nil)
+	c := newCluster(t, harness.RedisOptions{}, recrawlSettings)
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
 	feedScheduled(c, site, "thrice", map[string]any{"every": 2, "runs": 3})
@@ -262,7 +269,7 @@ func TestAScheduledCrawlRunsThreeTimesWithTheSamePageSet(t *testing.T) {
 // ended with no next run, and no later run starts.
 func TestStopEndsTheRunAndTheSchedule(t *testing.T) {
 	site := startFreshSite(t)
-	c := newCluster(t, harness.RedisOptions{}, nil)
+	c := newCluster(t, harness.RedisOptions{}, recrawlSettings)
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
 	feedScheduled(c, site, "endless", map[string]any{"every": 3})
@@ -292,7 +299,7 @@ func TestStopEndsTheRunAndTheSchedule(t *testing.T) {
 // start (its results and crawl-complete) exactly once.
 func TestEachRunStartsOnceWithTwoMonitorsOneKilled(t *testing.T) {
 	site := startFreshSite(t)
-	c := newCluster(t, harness.RedisOptions{}, nil)
+	c := newCluster(t, harness.RedisOptions{}, recrawlSettings)
 	victim := c.startKillable("redis-monitor-victim", "redis-monitor")
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
@@ -336,7 +343,7 @@ func TestARerunOfAnUnchangedSiteSendsValidatorsAndTellsWhatChanged(t *testing.T)
 	site := startFreshSite(t)
 	changed := []string{site.url("/a/1"), site.url("/b/2/0")}
 	site.changeAt(3, "/a/1", "/b/2/0")
-	c := newCluster(t, harness.RedisOptions{}, nil)
+	c := newCluster(t, harness.RedisOptions{}, recrawlSettings)
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
 	feedScheduled(c, site, "fresh", map[string]any{"every": 2, "runs": 3})
@@ -406,7 +413,7 @@ func TestARerunOfAnUnchangedSiteSendsValidatorsAndTellsWhatChanged(t *testing.T)
 func TestEmitChangedPublishesOnlyTheChangedPages(t *testing.T) {
 	site := startFreshSite(t)
 	site.changeAt(3, "/", "/b/0/2")
-	c := newCluster(t, harness.RedisOptions{}, nil)
+	c := newCluster(t, harness.RedisOptions{}, recrawlSettings)
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
 	feedScheduled(c, site, "changes", map[string]any{"every": 2, "runs": 3, "emit": "changed"})
@@ -433,7 +440,7 @@ func TestEmitChangedPublishesOnlyTheChangedPages(t *testing.T) {
 func BenchmarkRerunCost(b *testing.B) {
 	for range b.N {
 		site := startFreshSite(b)
-		c := newCluster(b, harness.RedisOptions{}, nil)
+		c := newCluster(b, harness.RedisOptions{}, recrawlSettings)
 		outbound := c.watch("outbound_firehose")
 		feedScheduled(c, site, "cost", map[string]any{"every": 1, "runs": 2})
 		outbound.await(b, "the crawl-complete of run 2", 120*time.Second, completeOfRun("cost", 2))
