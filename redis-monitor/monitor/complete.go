@@ -19,17 +19,24 @@ func (m *Monitor) completeLoop(ctx, work context.Context) {
 		// Claim and the purges load them again when Redis is back.
 		m.log.Warning("Could not load the ledger scripts", logfactory.Extra{"error": err.Error()})
 	}
-	backoff := m.completeEvery
+	m.everyWithBackoff(ctx, m.completeEvery, "Failed to look for finished crawls; retrying", func() error { return m.completeOnce(ctx, work) })
+}
+
+// everyWithBackoff runs once every interval until ctx ends; after an error it
+// logs failed (with the error and the wait) and waits twice as long each
+// time, up to 5 s, until once succeeds again.
+func (m *Monitor) everyWithBackoff(ctx context.Context, interval time.Duration, failed string, once func() error) {
+	backoff := interval
 	for {
-		wait := m.completeEvery
-		if err := m.completeOnce(ctx, work); err != nil {
+		wait := interval
+		if err := once(); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			m.log.Error("Failed to look for finished crawls; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+			m.log.Error(failed, logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
 			wait, backoff = backoff, min(backoff*2, 5*time.Second)
 		} else {
-			backoff = m.completeEvery
+			backoff = interval
 		}
 		if !lifecycle.Sleep(ctx, wait) {
 			return

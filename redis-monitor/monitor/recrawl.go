@@ -2,9 +2,7 @@ package monitor
 
 import (
 	"context"
-	"time"
 
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -12,22 +10,7 @@ import (
 // RECRAWL_INTERVAL until ctx ends. Several monitors run it at once: the
 // start script lets exactly one of them start each run.
 func (m *Monitor) recrawlLoop(ctx context.Context) {
-	backoff := m.recrawlEvery
-	for {
-		wait := m.recrawlEvery
-		if err := m.recrawlOnce(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			m.log.Error("Failed to start re-crawl runs; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
-			wait, backoff = backoff, min(backoff*2, 5*time.Second)
-		} else {
-			backoff = m.recrawlEvery
-		}
-		if !lifecycle.Sleep(ctx, wait) {
-			return
-		}
-	}
+	m.everyWithBackoff(ctx, m.recrawlEvery, "Failed to start re-crawl runs; retrying", func() error { return m.recrawlOnce(ctx) })
 }
 
 // recrawlOnce starts the runs due now and logs each started (and each

@@ -120,18 +120,29 @@ func (svc *Service) index(w http.ResponseWriter) {
 	}))
 }
 
+// readRequest reads a JSON crawl, action or stats request from r's body
+// as the Kafka Monitor decodes it, and its bytes; false when it has
+// answered the client (a body it cannot read, or that is not JSON).
+func (svc *Service) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, any, bool) {
+	raw, ok := svc.readBody(w, r, true)
+	if !ok {
+		return nil, nil, false
+	}
+	v, err := plugin.DecodeRequest(raw)
+	if err != nil {
+		svc.mustJSON(w, err.Error(), true)
+		return nil, nil, false
+	}
+	return raw, v, true
+}
+
 // feed validates a request, sends it to the incoming topic and, when it has
 // a uuid, waits for the answer. The verdict is the Kafka Monitor's
 // (plugin.Validate): an invalid request is answered 400 with the reason as
 // the error's cause, the same reason the monitor would log.
 func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
-	raw, ok := svc.readBody(w, r, true)
+	raw, v, ok := svc.readRequest(w, r)
 	if !ok {
-		return
-	}
-	v, err := plugin.DecodeRequest(raw)
-	if err != nil {
-		svc.mustJSON(w, err.Error(), true)
 		return
 	}
 	svc.log.Info("'feed' endpoint called", logfactory.Extra{"content": v})
@@ -156,7 +167,7 @@ func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
 		wait = svc.waiters.Add(uuid) // before sending, so a quick answer is not missed
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), svc.feedLimit)
-	err = svc.kafka.send(ctx, raw)
+	err := svc.kafka.send(ctx, raw)
 	cancel()
 	if err != nil {
 		if wait != nil {

@@ -66,13 +66,8 @@ func (svc *Service) try(w http.ResponseWriter, r *http.Request) {
 		writeFailure(w, http.StatusTooManyRequests, msgTryTooMany, "")
 		return
 	}
-	raw, ok := svc.readBody(w, r, true)
+	_, v, ok := svc.readRequest(w, r)
 	if !ok {
-		return
-	}
-	v, err := plugin.DecodeRequest(raw)
-	if err != nil {
-		svc.mustJSON(w, err.Error(), true)
 		return
 	}
 	p, req, err := plugin.ValidateValue(svc.plugins, v)
