@@ -112,11 +112,14 @@ func TestKilledCrawlerLosesNoPage(t *testing.T) {
 	want := testsite.Reachable(seed.URL, 3, notFile, s)
 	lease := map[string]string{"LEASE_TIMEOUT": "2", "LEASE_REAP_INTERVAL": "1"}
 	victim := c.startCrawler(t, "victim", with(lease, "USER_AGENT", victimUA))
-	survivors := c.startSurvivors(t, 2, lease)
 	c.seed(t, seed)
 
+	// The victim crawls alone until it holds two tree pages: with the
+	// survivors already running, they could crawl the whole tree before it
+	// got two (CI saw that once).
 	victimHits := func() []testsite.Hit { return victimTreeHits(s) }
 	harness.WaitFor(t, "the victim to hold two tree pages in flight", 30*time.Second, func() bool { return len(victimHits()) >= 2 })
+	survivors := c.startSurvivors(t, 2, lease)
 	if n := c.leases(t, "link"); n < 2 {
 		t.Fatalf("%d requests leased while the victim holds two", n)
 	}
