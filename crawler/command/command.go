@@ -47,9 +47,7 @@ SIGKILL, the others put the request back in its queue within LEASE_TIMEOUT + LEA
 seconds. SIGINT or SIGTERM stops taking requests, lets those in flight finish (SHUTDOWN_GRACE),
 returns the rest to their queues, flushes Kafka and exits 0.
 
-Settings come from built-in defaults, a YAML file (--settings), environment variables of the
-same names and flags, in that order; 'crawler settings' prints them with their sources. The
-crawler's log settings are SC_LOG_* as in the original.`,
+The crawler's log settings are SC_LOG_* as in the original.`,
 		declared)
 	flags.SetLogPrefix("SC_")
 	root.PersistentFlags().String("spider", "", "the spider type to crawl for: "+strings.Join(spider.Registered(), ", ")+" (setting SPIDER, default link)")

@@ -37,10 +37,7 @@ func New() *cobra.Command {
 		`The Kafka Monitor consumes JSON crawl, action, stats and zookeeper requests from the
 incoming topic (KAFKA_INCOMING_TOPIC, default demo.incoming) in consumer group KAFKA_GROUP,
 validates each against its plugins' schemas in rank order (PLUGINS) and lets the first
-matching plugin store it in Redis for the crawlers and the Redis Monitor.
-
-Settings come from built-in defaults, a YAML file (--settings), environment variables of the
-same names and flags, in that order; 'kafka-monitor settings' prints them with their sources.`,
+matching plugin store it in Redis for the crawlers and the Redis Monitor.`,
 		declared)
 
 	run := &cobra.Command{

@@ -35,10 +35,7 @@ KAFKA_APPID_TOPICS, to <KAFKA_TOPIC_PREFIX>.outbound_<appid>).
 Run it with no sub-command (or 'run'). Any number of Redis Monitors may run at once: a lock per
 request key makes sure each request is handled once. A request whose handling fails is retried
 (RETRY_FAILURES, RETRY_FAILURES_MAX) and then dropped with an error line and a fail stat.
-SIGINT or SIGTERM lets the request in hand finish (up to SHUTDOWN_GRACE seconds) and exits 0.
-
-Settings come from built-in defaults, a YAML file (--settings), environment variables of the
-same names and flags, in that order; 'redis-monitor settings' prints them with their sources.`,
+SIGINT or SIGTERM lets the request in hand finish (up to SHUTDOWN_GRACE seconds) and exits 0.`,
 		declared)
 	root.Example = "  redis-monitor\n  redis-monitor --settings localsettings.yaml --log-level DEBUG\n  KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis redis-monitor --set ZOOKEEPER_HOSTS="
 	cli.RunsService(root, flags, declared, "Run the Redis Monitor until SIGINT or SIGTERM (the same as no sub-command)", cli.Build(monitor.New))

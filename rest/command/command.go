@@ -46,10 +46,7 @@ func New() *cobra.Command {
 
 Answers are wrapped as {"data": ..., "error": ..., "status": "SUCCESS" or "FAILURE"}.
 The service keeps running while Kafka or Redis are away and reconnects when they return.
-SIGINT or SIGTERM stops accepting connections, lets requests in flight finish and exits 0.
-
-Settings come from built-in defaults, a YAML file (--settings), environment variables of the
-same names and flags, in that order; 'rest settings' prints them with their sources.`,
+SIGINT or SIGTERM stops accepting connections, lets requests in flight finish and exits 0.`,
 		declared)
 	root.Example = "  rest\n  rest --port 8080 --settings localsettings.yaml\n  rest --set KAFKA_HOSTS=kafka:9092 --set REDIS_HOST=redis --log-json\n  rest settings"
 	root.Args = cobra.NoArgs

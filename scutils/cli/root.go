@@ -19,12 +19,13 @@ const Version = "0.1.0-dev"
 // NewRoot returns a binary's root command with the settings flags, the
 // `settings` sub-command and --version. declared are the component's
 // settings; sub-commands load them with flags.Open(declared), which also
-// names unknown settings.
+// names unknown settings. The long help ends with the paragraph on where
+// settings come from, the same for every binary.
 func NewRoot(name, short, long string, declared settings.Group) (*cobra.Command, *SettingsFlags) {
 	root := &cobra.Command{
 		Use:           name,
 		Short:         short,
-		Long:          long,
+		Long:          long + "\n\n" + settingsSources(name),
 		Version:       Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -32,6 +33,13 @@ func NewRoot(name, short, long string, declared settings.Group) (*cobra.Command,
 	flags := AddSettingsFlags(root)
 	root.AddCommand(SettingsCommand(declared, flags))
 	return root, flags
+}
+
+// settingsSources is the help paragraph on where a binary's settings come
+// from.
+func settingsSources(name string) string {
+	return `Settings come from built-in defaults, a YAML file (--settings), environment variables of the
+same names and flags, in that order; '` + name + ` settings' prints them with their sources.`
 }
 
 // Execute runs root with a context cancelled by SIGINT or SIGTERM, prints an
