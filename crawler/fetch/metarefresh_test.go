@@ -2,6 +2,7 @@ package fetch_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
@@ -18,6 +19,7 @@ func TestMetaRefreshFindsTheTargetAsScrapyDoes(t *testing.T) {
 		{"http-equiv first", `<html><head><meta http-equiv="refresh" content="0; url=/target?a=1&amp;b=2"></head></html>`, htmlHeader, "http://example.com/target?a=1&b=2", 0},
 		{"content first, single quotes", `<meta content='5;URL=next.html' http-equiv='Refresh'>`, htmlHeader, "http://example.com/dir/next.html", 5},
 		{"a quoted url and a fraction", `<META HTTP-EQUIV="REFRESH" CONTENT="0.5; url='http://other.org/x'">`, htmlHeader, "http://other.org/x", 0.5},
+		{"a long s, which (?i) folds to s as Python's re.I does", `<meta http-equiv="refreſh" content="2; url=/t">`, htmlHeader, "http://example.com/t", 2},
 		{"no content type, sniffed", `<!DOCTYPE html><html><head><meta http-equiv="refresh" content="1; url=/t"></head>`, http.Header{}, "http://example.com/t", 1},
 	}
 	for _, c := range cases {
@@ -38,6 +40,19 @@ func TestMetaRefreshFindsTheTargetAsScrapyDoes(t *testing.T) {
 		res := &fetch.Result{URL: "http://example.com/", Header: http.Header{"Content-Type": {c.contentType}}, Body: []byte(c.body)}
 		if got, _, ok := fetch.MetaRefresh(res); ok {
 			t.Errorf("%s: %q, want none", c.name, got)
+		}
+	}
+}
+
+// BenchmarkMetaRefresh is the check on a page without a meta refresh, which
+// the crawler makes on every HTML page.
+func BenchmarkMetaRefresh(b *testing.B) {
+	body := []byte("<html><head><title>t</title><meta charset=utf-8></head><body>" + strings.Repeat(`<p><a href="/page/1/2">a link</a> and some text</p>`, 100) + "</body></html>")
+	res := &fetch.Result{URL: "http://example.com/", Header: http.Header{"Content-Type": {"text/html"}}, Body: body}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ok := fetch.MetaRefresh(res); ok {
+			b.Fatal("found a meta refresh in a page without one")
 		}
 	}
 }
