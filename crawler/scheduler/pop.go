@@ -28,6 +28,11 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 	return item, err
 }
 
+// MostInHand is the most items Next hands out before some end: those
+// being fetched (CONCURRENT_REQUESTS) and those fetched and still being
+// processed (as many again, see Fetched).
+func (s *Scheduler) MostInHand() int { return cap(s.slots) + cap(s.processing) }
+
 func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 	errDelay := 100 * time.Millisecond
 	for {
