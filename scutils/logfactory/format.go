@@ -152,7 +152,7 @@ func sortedFields(dst []field, extra Extra, leadingFirst bool) []field {
 }
 
 func (f *formatter) formatText(b *bytes.Buffer, ln *line, fields []field) {
-	b.Write(ln.time.Local().AppendFormat(b.AvailableBuffer(), textTimeLayout))
+	b.Write(textStamp.append(b.AvailableBuffer(), ln.time))
 	b.WriteString(" [")
 	b.WriteString(ln.name)
 	b.WriteString("] ")
@@ -187,7 +187,7 @@ func (f *formatter) formatJSON(b *bytes.Buffer, ln *line, fields []field) {
 	b.WriteString(`, "logger": `)
 	writeJSONString(b, ln.name)
 	b.WriteString(`, "timestamp": "`)
-	b.Write(ln.time.UTC().AppendFormat(b.AvailableBuffer(), jsonTimeLayout))
+	b.Write(jsonStamp.append(b.AvailableBuffer(), ln.time))
 	b.WriteString(`", "level": "`)
 	b.WriteString(ln.level.String())
 	b.WriteByte('"')
