@@ -51,7 +51,7 @@ func Read(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (*Info, error)
 	return in, nil
 }
 
-// EndedKeep is how long a schedule ended by a stop or an expire is kept
+// EndedKeep is how long a schedule ended by a stop, an expire or a cancel is kept
 // for info answers.
 const EndedKeep = 24 * time.Hour
 
