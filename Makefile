@@ -77,7 +77,7 @@ run: build
 # The console's browser test (headless chromium against a whole local
 # cluster) writes a screenshot of each page; docs/console.md shows them.
 console-screenshots:
-	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^TestConsoleInABrowser$$' ./rest/console/
+	CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run '^(TestConsoleInABrowser|TestConsoleShowsAScheduleAndCancelsIt)$$' ./rest/console/
 
 clean:
 	rm -rf bin

@@ -70,7 +70,7 @@ const (
 	SectionLauncher   = "The local-cluster launcher (embedded broker and Redis) after a 100k-page crawl"
 	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
-	SectionFreshness  = "Re-crawls (recrawl): page memory, run starts, adaptive revisits"
+	SectionFreshness  = "Re-crawls (recrawl): re-run cost, page memory, run starts, adaptive revisits"
 )
 
 // Default is what `make bench` measures.
@@ -150,6 +150,13 @@ func Default() []Bench {
 				{Label: "extraction: crawler CPU per page, no rules", Result: "BenchmarkExtractionCost", Unit: "none-cpu-µs/page"},
 				{Label: "extraction: crawler CPU per page, 5 rules", Result: "BenchmarkExtractionCost", Unit: "rules5-cpu-µs/page"},
 				{Label: "extraction: what 5 rules add to the crawler CPU per page, %", Result: "BenchmarkExtractionCost", Unit: "extract-cpu-%", Target: AtMost(10)},
+			}},
+		{Pkg: "./crawler/e2e/cluster/", Pattern: "^BenchmarkRerunCost$", Benchtime: "1x", Section: SectionFreshness,
+			Figures: []Figure{
+				{Label: "re-run of an unchanged 13-page site (depth 2): page requests, % of run 1's", Result: "BenchmarkRerunCost", Unit: "rerun-requests-%"},
+				{Label: "re-run: body bytes the site sent, % of run 1's", Result: "BenchmarkRerunCost", Unit: "rerun-body-bytes-%", Target: AtMost(20)},
+				{Label: "re-run: bytes the site sent on the wire (status, headers, bodies), % of run 1's", Result: "BenchmarkRerunCost", Unit: "rerun-wire-bytes-%", Target: AtMost(20)},
+				{Label: "re-run: page requests that carried validators, %", Result: "BenchmarkRerunCost", Unit: "rerun-validators-%", Target: AtLeast(90)},
 			}},
 		{Pkg: "./scutils/recrawl/", Pattern: "^BenchmarkRedisBytesPerRememberedURL$", Benchtime: "1x", Section: SectionFreshness,
 			Figures: []Figure{{Label: "Redis bytes per remembered URL (100,000 pages)", Result: "BenchmarkRedisBytesPerRememberedURL", Unit: "redis-bytes/url", Target: AtMost(200)}}},

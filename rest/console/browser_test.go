@@ -141,6 +141,24 @@ func (b *browser) do(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// press clicks the button sel and waits for the answer (#flash). The
+// page's content is replaced every UI_REFRESH seconds: a click that found
+// the button gone from the page (before any mouse event) is tried again.
+func (b *browser) press(what, sel string) {
+	b.t.Helper()
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.ID(sel)), chromedp.WaitVisible(chromedp.ID(`#flash`)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "Could not find node") {
+			b.t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
 // eval evaluates a JavaScript expression.
 func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
@@ -329,7 +347,7 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	// Stop: a crawl of the throttled site keeps requests queued; Stop purges them.
 	stopped := c.submitThrottled(b, ui, appID, "stop1")
-	b.do("stop the crawl", chromedp.Click(chromedp.ID(`#stop`)), chromedp.WaitVisible(chromedp.ID(`#flash`)))
+	b.press("stop the crawl", `#stop`)
 	if f := b.text("#flash"); !strings.Contains(f, `"total_purged"`) || !strings.Contains(f, `"action": "stop"`) {
 		t.Fatalf("the stop's answer is not shown: %s", f)
 	}
@@ -347,7 +365,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('form.expire input[name=url]').value`); !strings.HasPrefix(got, c.site2) {
 		t.Errorf("the Expire form's URL is %q, want one of the crawl's (%s...)", got, c.site2)
 	}
-	b.do("expire the crawl", chromedp.Click(chromedp.ID(`#expire`)), chromedp.WaitVisible(chromedp.ID(`#flash`)))
+	b.press("expire the crawl", `#expire`)
 	if f := b.text("#flash"); !strings.Contains(f, "Sent: the crawl expires at") {
 		t.Fatalf("the expire was not sent: %s", f)
 	}

@@ -40,7 +40,8 @@ type cluster struct {
 	site1, site2 string
 }
 
-func newCluster(tb testing.TB) *cluster {
+// newCluster starts the cluster with the common settings and overrides.
+func newCluster(tb testing.TB, overrides ...map[string]string) *cluster {
 	tb.Helper()
 	c := &cluster{tb: tb}
 	r := harness.StartRedis(tb)
@@ -52,6 +53,9 @@ func newCluster(tb testing.TB) *cluster {
 		"KAFKA_CONSUMER_SLEEP_TIME": "0.2", "SCHEDULER_QUEUE_REFRESH": "1",
 		"SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
 	})
+	for _, o := range overrides {
+		maps.Copy(c.env, o)
+	}
 	c.site1 = c.startSite("site1", "127.0.0.1", "--pages", "4", "--fanout", "2", "--depth", "1")
 	c.site2 = c.startSite("site2", "127.0.0.2", "--fanout", "6", "--depth", "3")
 	c.start("kafka-monitor", "kafka-monitor", "run")

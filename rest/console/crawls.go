@@ -128,6 +128,8 @@ type crawlData struct {
 	ExpireURL string
 	// Link is this page, for the forms.
 	Link string
+	// Schedule is a scheduled crawl's schedule and runs (nil: none).
+	Schedule *scheduleData
 }
 
 type kv struct {
@@ -175,6 +177,11 @@ func (c *Console) showCrawl(w http.ResponseWriter, r *http.Request, f *flash) {
 		d.Row = &row
 		d.Codes, d.Refused, d.Dropped, d.Purged = sorted(p.StatusCodes), sorted(p.Refused), sorted(p.Dropped), sorted(p.Purged)
 	}
+	if d.Err == "" {
+		if d.Schedule, err = readSchedule(ctx, c, cr, progress[0]); err != nil {
+			d.Err = err.Error()
+		}
+	}
 	d.Queues, err = readCrawlQueues(ctx, c.rdb, cr, queueScanBudget)
 	if err != nil && d.Err == "" {
 		d.Err = err.Error()
@@ -190,7 +197,8 @@ func (c *Console) showCrawl(w http.ResponseWriter, r *http.Request, f *flash) {
 }
 
 // crawlAction sends a stop, or the crawl request that sets an expiry,
-// through /feed, and shows the crawl again with the answer.
+// through /feed, or cancels the crawl's re-crawl schedule through
+// /recrawl/cancel, and shows the crawl again with the answer.
 func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 	cr, ok := crawlFromQuery(r.URL.Query())
 	if !ok {
@@ -201,11 +209,16 @@ func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 		c.showCrawl(w, r, &flash{Title: "Not sent", Message: "The form could not be read: " + err.Error()})
 		return
 	}
+	op := r.PostForm.Get("op")
+	if op == "cancel-schedule" { // also between two runs, when the crawl is complete
+		c.showCrawl(w, r, c.cancelSchedule(r, cr))
+		return
+	}
 	if why := c.notActionable(r, cr); why != "" {
 		c.showCrawl(w, r, &flash{Title: "Not sent", Message: why})
 		return
 	}
-	switch r.PostForm.Get("op") {
+	switch op {
 	case "stop":
 		body, _ := json.Marshal(map[string]string{
 			"action": "stop", "appid": cr.AppID, "crawlid": cr.CrawlID, "spiderid": cr.SpiderID, "uuid": newUUID(),
@@ -214,7 +227,7 @@ func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 	case "expire":
 		c.showCrawl(w, r, c.expire(r, cr))
 	default:
-		c.showCrawl(w, r, &flash{Title: "Not sent", Message: fmt.Sprintf("Unknown action %q.", r.PostForm.Get("op"))})
+		c.showCrawl(w, r, &flash{Title: "Not sent", Message: fmt.Sprintf("Unknown action %q.", op)})
 	}
 }
 

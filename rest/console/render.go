@@ -64,6 +64,7 @@ var funcs = template.FuncMap{
 	"epoch":   epochTime,
 	"pct":     percent,
 	"add":     func(a, b int) int { return a + b },
+	"float":   func(n int) float64 { return float64(n) },
 }
 
 // navEntry is a page's entry in the navigation bar.

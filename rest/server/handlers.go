@@ -67,6 +67,7 @@ func (svc *Service) routes() *http.ServeMux {
 	handle("/try", svc.try, post)
 	handle("/crawls", svc.crawls, get, head)
 	handle("/crawls/{crawlid...}", svc.crawl, get, head)
+	handle("/recrawl/cancel", svc.recrawlCancel, post)
 	mux.HandleFunc("/", svc.notFound)
 	return mux
 }

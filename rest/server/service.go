@@ -56,6 +56,9 @@ import (
 //go:embed poll_schema.json
 var pollSchemaJSON []byte
 
+//go:embed recrawl_cancel_schema.json
+var cancelSchemaJSON []byte
+
 // Service is one REST service instance.
 type Service struct {
 	settings *settings.Settings
@@ -67,11 +70,13 @@ type Service struct {
 	api        *http.ServeMux // routes
 	plugins    []plugin.Loaded
 	pollSchema *plugin.Schema
-	waiters    *answers.Waiters
-	store      *answers.Store
-	kafka      *kafkaSide
-	kafkaLink  *link
-	redisLink  *link
+	// cancelSchema checks POST /recrawl/cancel's body.
+	cancelSchema *plugin.Schema
+	waiters      *answers.Waiters
+	store        *answers.Store
+	kafka        *kafkaSide
+	kafkaLink    *link
+	redisLink    *link
 
 	waitFor   time.Duration
 	feedLimit time.Duration
@@ -127,10 +132,14 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
+	cancelSchema, err := plugin.CompileSchema("recrawl cancel", cancelSchemaJSON)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	svc := &Service{
 		settings: s, log: log, rdb: rdb, id: heartbeat.NewID(), started: time.Now(),
-		plugins: plugins, pollSchema: pollSchema, waiters: answers.NewWaiters(),
+		plugins: plugins, pollSchema: pollSchema, cancelSchema: cancelSchema, waiters: answers.NewWaiters(),
 		waitFor: cfg.waitFor, feedLimit: cfg.feedLimit, maxBody: cfg.maxBody,
 		readTimeout: cfg.readTimeout, writeTimeout: cfg.writeTimeout, joinTimeout: cfg.joinTimeout, addr: APIAddr(s),
 	}

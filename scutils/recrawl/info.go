@@ -23,8 +23,8 @@ type Info struct {
 	NextRunAt *int64 `json:"next_run_at"`
 	Emit      string `json:"emit"`
 	Adaptive  bool   `json:"adaptive"`
-	// State is "active", or "ended" once a stop or an expire ended it
-	// (EndedBy "stop" or "expire").
+	// State is "active", or "ended" once a stop, an expire or a cancel
+	// ended it (EndedBy "stop", "expire" or "cancel").
 	State   string `json:"state"`
 	EndedBy string `json:"ended_by,omitempty"`
 }
@@ -51,7 +51,7 @@ func Read(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (*Info, error)
 	return in, nil
 }
 
-// EndedKeep is how long a schedule ended by a stop or an expire is kept
+// EndedKeep is how long a schedule ended by a stop, an expire or a cancel is kept
 // for info answers.
 const EndedKeep = 24 * time.Hour
 
@@ -60,4 +60,25 @@ const EndedKeep = 24 * time.Hour
 // ttl for info answers (recrawl_cancel.lua, sent whole).
 func Cancel(ctx context.Context, pipe redis.Pipeliner, c ledger.Crawl, by string, ttl time.Duration) *redis.Cmd {
 	return redisscripts.Eval(ctx, pipe, redisscripts.RecrawlCancel{Schedule: ScheduleOf(c), Member: c.Member(), By: by, TTL: ttl})
+}
+
+// EndedByCancel is the ended_by of a schedule cancelled alone
+// (CancelSchedule): its run in progress went on to its end.
+const EndedByCancel = "cancel"
+
+// CancelSchedule ends c's schedule alone, for an operator (REST's POST
+// /recrawl/cancel): no later run starts, while the run in progress goes on
+// to its end and its crawl-complete; the ended schedule is kept EndedKeep
+// for info answers. ended is false when c had no live schedule.
+func CancelSchedule(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (ended bool, err error) {
+	pipe := rdb.Pipeline()
+	cmd := Cancel(ctx, pipe, c, EndedByCancel, EndedKeep)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return false, fmt.Errorf("cancel the schedule of crawl %s: %w", c.CrawlID, err)
+	}
+	n, err := cmd.Int()
+	if err != nil {
+		return false, fmt.Errorf("cancel the schedule of crawl %s: %w", c.CrawlID, err)
+	}
+	return n == 1, nil
 }

@@ -178,6 +178,46 @@ func TestCancelAndExpiresEndTheSchedule(t *testing.T) {
 	}
 }
 
+// CancelSchedule ends a live schedule alone: no run starts after it, the
+// ledger of the run in progress is left as it is, and a second cancel (or
+// one of a crawl without a schedule) says so.
+func TestCancelScheduleEndsOnlyTheSchedule(t *testing.T) {
+	rdb := harness.StartRedis(t).TestClient(t)
+	ctx := context.Background()
+	t0 := time.Unix(1_800_000_000, 0)
+	feed(t, rdb, Spec{Every: 10, Emit: EmitAll}, t0)
+	before := rdb.HGetAll(ctx, crawl.Key()).Val()
+	if ended, err := CancelSchedule(ctx, rdb, crawl); err != nil || !ended {
+		t.Fatalf("cancel: ended %v, %v; want ended", ended, err)
+	}
+	in, _ := Read(ctx, rdb, crawl)
+	if in == nil || in.State != "ended" || in.EndedBy != EndedByCancel || in.NextRunAt != nil || in.RunsStarted != 1 {
+		t.Errorf("info after the cancel %+v, want ended by cancel, no next run, 1 run started", in)
+	}
+	if ttl := rdb.TTL(ctx, ScheduleOf(crawl).Hash).Val(); ttl <= 0 || ttl > EndedKeep {
+		t.Errorf("the ended schedule lives %v, want up to %v", ttl, EndedKeep)
+	}
+	if after := rdb.HGetAll(ctx, crawl.Key()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the cancel changed the run's ledger: %v, was %v", after, before)
+	}
+	if n := rdb.ZCard(ctx, "link:example.com:queue").Val(); n != 1 {
+		t.Errorf("the seed's queue holds %d requests after the cancel, want its 1", n)
+	}
+	rdb.HSet(ctx, crawl.Key(), "completed", "1", "done", "1")
+	s := NewStarter(rdb, time.Hour, 10)
+	s.now = func() time.Time { return t0.Add(time.Minute) }
+	if got, _ := s.StartDue(ctx); len(got) != 0 {
+		t.Errorf("a run started after the cancel: %+v", got)
+	}
+	if ended, err := CancelSchedule(ctx, rdb, crawl); err != nil || ended {
+		t.Errorf("a second cancel: ended %v, %v; want not ended", ended, err)
+	}
+	other := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "unscheduled"}
+	if ended, err := CancelSchedule(ctx, rdb, other); err != nil || ended {
+		t.Errorf("the cancel of a crawl without a schedule: ended %v, %v; want not ended", ended, err)
+	}
+}
+
 func feedExpiring(t *testing.T, rdb *redis.Client, spec Spec, now, expires time.Time) {
 	t.Helper()
 	pipe := rdb.TxPipeline()
