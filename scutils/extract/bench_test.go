@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
@@ -71,6 +73,27 @@ func BenchmarkParseFloor(b *testing.B) {
 	measureApply(b, `{"title": {"css": "title"}}`, 1)
 }
 
+// BenchmarkTree: the tree of the 200 KB page, as html.Parse builds it and
+// as buildTree (the fast tree builder Apply uses) does; same figures as
+// BenchmarkExtract.
+func BenchmarkTree(b *testing.B) {
+	page := productPage(200 << 10)
+	b.Run("html.Parse", func(b *testing.B) {
+		measure(b, func() {
+			if _, err := html.Parse(strings.NewReader(page)); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("buildTree", func(b *testing.B) {
+		measure(b, func() {
+			if _, err := extract.BuildTree(page); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+}
+
 // measureApply applies the rules spec (n fields) to the 200 KB page b.N
 // times and reports the quantiles of each page's elapsed and thread CPU time.
 func measureApply(b *testing.B, spec string, n int) {
@@ -79,6 +102,16 @@ func measureApply(b *testing.B, spec string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	measure(b, func() {
+		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
+			b.Fatalf("%d fields, want %d", len(got), n)
+		}
+	})
+}
+
+// measure runs f b.N times and reports the quantiles of each run's elapsed
+// and thread CPU time.
+func measure(b *testing.B, f func()) {
 	times := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
 	runtime.LockOSThread()
@@ -87,9 +120,7 @@ func measureApply(b *testing.B, spec string, n int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start, cpuStart := time.Now(), threadCPU(b)
-		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
-			b.Fatalf("%d fields, want %d", len(got), n)
-		}
+		f()
 		times = append(times, time.Since(start))
 		cpu = append(cpu, threadCPU(b)-cpuStart)
 	}

@@ -238,6 +238,12 @@ func (r *rule) compileOptions(obj map[string]any) error {
 // (all; jsonld), or nothing for a field without a match; it is nil when no
 // rule applies to the URL.
 func (rs *Rules) Apply(pageURL, text string) map[string]any {
+	return rs.apply(pageURL, text, false)
+}
+
+// apply is Apply, on html.Parse's tree when parseOnly (for the tests that
+// compare buildTree's with it).
+func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
 	if rs.Len() == 0 {
 		return nil
 	}
@@ -249,7 +255,10 @@ func (rs *Rules) Apply(pageURL, text string) map[string]any {
 			continue
 		}
 		if doc == nil {
-			doc = newPage(pageURL, text)
+			doc = &page{url: pageURL, text: text, parsed: parseOnly}
+			if parseOnly {
+				doc.root = parse(text)
+			}
 		}
 		if v, ok := r.apply(doc); ok {
 			out[r.name] = v
@@ -258,6 +267,7 @@ func (rs *Rules) Apply(pageURL, text string) map[string]any {
 	if doc == nil {
 		return nil
 	}
+	doc.release()
 	return out
 }
 
@@ -266,24 +276,35 @@ type page struct {
 	url    string
 	text   string
 	root   *html.Node
+	found  *treeIndex // nil: the tree is html.Parse's
 	base   *url.URL
+	prefix string // base's scheme and host, when fastResolve may use it
 	parsed bool
 	based  bool // base is known
 }
 
-func newPage(pageURL, text string) *page { return &page{url: pageURL, text: text} }
-
-// tree parses the page once, for every css and xpath rule.
+// tree parses the page once, for every css and xpath rule: buildTree's
+// tree, or html.Parse's when buildTree gives up.
 func (p *page) tree() *html.Node {
 	if !p.parsed {
 		p.parsed = true
-		root, err := html.Parse(strings.NewReader(p.text))
-		if err != nil { // html.Parse fails only when reading fails
-			root = &html.Node{Type: html.DocumentNode}
+		root, found, err := buildIndexedTree(p.text)
+		if err != nil {
+			root = parse(p.text)
 		}
-		p.root = root
+		p.root, p.found = root, found
 	}
 	return p.root
+}
+
+// parse is html.Parse's tree of text; an empty document when text is
+// nested too deep for it.
+func parse(text string) *html.Node {
+	root, err := html.Parse(strings.NewReader(text))
+	if err != nil {
+		return &html.Node{Type: html.DocumentNode}
+	}
+	return root
 }
 
 // baseURL is what href and src values resolve against: the page's URL, or
@@ -293,15 +314,31 @@ func (p *page) baseURL() *url.URL {
 	if !p.based {
 		p.based = true
 		p.base, _ = url.Parse(p.url)
-		if b := cascadia.Query(p.tree(), baseSel); b != nil && p.base != nil {
+		if b := p.baseElement(); b != nil && p.base != nil {
 			if href, ok := attrOf(b, "href"); ok {
 				if u, err := p.base.Parse(strings.TrimSpace(href)); err == nil {
 					p.base = u
 				}
 			}
 		}
+		p.prefix = resolvePrefix(p.base)
 	}
 	return p.base
+}
+
+// release gives buildTree's memory back once the rules are applied: what
+// they give holds no node.
+func (p *page) release() {
+	if p.found != nil {
+		p.found.release()
+	}
+}
+
+func (p *page) baseElement() *html.Node {
+	if root := p.tree(); p.found == nil {
+		return cascadia.Query(root, baseSel)
+	}
+	return p.found.base
 }
 
 var (
@@ -393,7 +430,7 @@ func (r *rule) applyXPath(p *page) []any {
 // its text.
 func (r *rule) nodeValue(p *page, n *html.Node) (string, bool) {
 	if r.attr == "" {
-		return strings.TrimSpace(htmlquery.InnerText(n)), true
+		return strings.TrimSpace(innerText(n)), true
 	}
 	v, ok := attrOf(n, r.attr)
 	if !ok {
@@ -410,6 +447,9 @@ func (p *page) resolve(attr, v string) string {
 	base := p.baseURL()
 	if base == nil {
 		return v
+	}
+	if u, ok := fastResolve(p.prefix, v); ok {
+		return u
 	}
 	u, err := base.Parse(strings.TrimSpace(v))
 	if err != nil {
@@ -443,10 +483,27 @@ func (r *rule) applyRegex(p *page) []any {
 	return vals
 }
 
+// scripts are the page's <script type="application/ld+json"> elements,
+// or (when buildTree noted them) every <script>.
+func (p *page) scripts() []*html.Node {
+	if root := p.tree(); p.found == nil {
+		return cascadia.QueryAll(root, jsonldSel)
+	}
+	return p.found.scripts
+}
+
+func isJSONLD(n *html.Node) bool {
+	v, ok := attrOf(n, "type")
+	return ok && strings.EqualFold(v, "application/ld+json")
+}
+
 // jsonLD is the page's JSON-LD blocks that parse, in page order.
 func jsonLD(p *page) []any {
 	blocks := []any{}
-	for _, n := range cascadia.QueryAll(p.tree(), jsonldSel) {
+	for _, n := range p.scripts() {
+		if !isJSONLD(n) {
+			continue
+		}
 		var text bytes.Buffer
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			text.WriteString(c.Data)
