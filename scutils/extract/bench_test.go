@@ -110,7 +110,9 @@ func measureApply(b *testing.B, spec string, n int) {
 }
 
 // measure runs f b.N times and reports the quantiles of each run's elapsed
-// and thread CPU time.
+// and thread CPU time, and the mean thread CPU time (cpu-µs/op: the
+// quantiles of runs much shorter than the kernel's accounting tick are
+// coarse).
 func measure(b *testing.B, f func()) {
 	times := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
@@ -125,9 +127,43 @@ func measure(b *testing.B, f func()) {
 		cpu = append(cpu, threadCPU(b)-cpuStart)
 	}
 	b.StopTimer()
+	var total time.Duration
+	for _, d := range cpu {
+		total += d
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 	ms, cpuMS := harness.Quantiles(times), harness.Quantiles(cpu)
 	b.ReportMetric(ms(0.50)*1000, "p50-µs")
 	b.ReportMetric(ms(0.99)*1000, "p99-µs")
 	b.ReportMetric(cpuMS(0.50)*1000, "cpu-p50-µs")
 	b.ReportMetric(cpuMS(0.99)*1000, "cpu-p99-µs")
+}
+
+// testSitePage is a page of the crawler's test site (crawler/testsite),
+// which BenchmarkExtractionCost (crawler/e2e) crawls.
+const testSitePage = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Page 1.2</title></head>\n<body id=\"top\">\n" +
+	"<h1>Page 1.2</h1>\n<p>A tree page at level 2.</p>\n<ul>\n<li><a href=\"/page/1/2/1\">/page/1/2/1</a></li>\n" +
+	"<li><a href=\"/page/1/2/2\">/page/1/2/2</a></li>\n<li><a href=\"/page/1/2/3\">/page/1/2/3</a></li>\n</ul>\n</body></html>\n"
+
+// BenchmarkTestSitePage: BenchmarkExtractionCost's five rules on a test
+// site page, on html.Parse's tree and on buildTree's (as Apply does); same
+// figures as BenchmarkExtract.
+func BenchmarkTestSitePage(b *testing.B) {
+	rs, err := extract.CompileJSON([]byte(`{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "links": {"css": "a", "attr": "href", "all": true},` +
+		` "level": {"regex": "level (\\d+)"}, "ld": {"jsonld": true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		apply func(rs *extract.Rules, pageURL, text string) map[string]any
+	}{{"html.Parse", extract.ApplyParsed}, {"buildTree", (*extract.Rules).Apply}} {
+		b.Run(tc.name, func(b *testing.B) {
+			measure(b, func() {
+				if got := tc.apply(rs, "http://127.0.0.1:8080/page/1/2", testSitePage); len(got) != 5 {
+					b.Fatalf("%d fields, want 5", len(got))
+				}
+			})
+		})
+	}
 }

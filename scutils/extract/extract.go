@@ -331,6 +331,7 @@ func (p *page) baseURL() *url.URL {
 func (p *page) release() {
 	if p.found != nil {
 		p.found.release()
+		p.found, p.root = nil, nil
 	}
 }
 

@@ -93,16 +93,18 @@ type treeIndex struct {
 	base    *html.Node                   // the first <base href>
 	nodes   []*[blockSize]html.Node      // the tree's memory
 	attrs   []*[blockSize]html.Attribute // likewise
+	builder *treeBuilder                 // that built it, and is used again
 }
 
 // Nodes and attributes come in blocks, used again once a tree is no longer
-// needed (release), so that a page's tree costs the garbage collector
-// next to nothing.
-const blockSize = 1024
+// needed (release), as the builders are, so that a page's tree costs the
+// garbage collector next to nothing.
+const blockSize = 256
 
 var (
 	nodeBlocks = sync.Pool{New: func() any { return new([blockSize]html.Node) }}
 	attrBlocks = sync.Pool{New: func() any { return new([blockSize]html.Attribute) }}
+	builders   = sync.Pool{New: func() any { return new(treeBuilder) }}
 )
 
 // release gives the tree's memory back: no node of the tree may be used
@@ -114,7 +116,16 @@ func (x *treeIndex) release() {
 	for _, b := range x.attrs {
 		attrBlocks.Put(b)
 	}
-	*x = treeIndex{}
+	b := x.builder
+	if b == nil {
+		return
+	}
+	clear(b.oe)
+	clear(b.afe)
+	clear(x.scripts)
+	*b = treeBuilder{oe: b.oe[:0], afe: b.afe[:0], scratch: b.scratch[:0], joinedText: b.joinedText[:0],
+		found: treeIndex{scripts: x.scripts[:0], nodes: x.nodes[:0], attrs: x.attrs[:0]}}
+	builders.Put(b)
 }
 
 // buildTree builds html.Parse's tree of src, or fails with errUnsure.
@@ -125,7 +136,8 @@ func buildTree(src string) (*html.Node, error) {
 
 // buildIndexedTree is buildTree, and the elements it noted.
 func buildIndexedTree(src string) (root *html.Node, found *treeIndex, err error) {
-	b := &treeBuilder{src: src}
+	b := builders.Get().(*treeBuilder)
+	b.src, b.found.builder = src, b
 	defer func() {
 		if r := recover(); r != nil {
 			if r != errUnsure {
@@ -136,7 +148,7 @@ func buildIndexedTree(src string) (root *html.Node, found *treeIndex, err error)
 		}
 	}()
 	if strings.IndexByte(src, 0) >= 0 {
-		return nil, nil, errUnsure
+		unsure()
 	}
 	b.doc = b.newNode(html.DocumentNode, 0, "", nil)
 	for {
