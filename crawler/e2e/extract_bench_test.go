@@ -18,7 +18,7 @@ const fiveRules = `{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "li
 	` "level": {"regex": "level (\\d+)"}, "ld": {"jsonld": true}}`
 
 // BenchmarkExtractionCost: one crawler (default settings) crawls batches
-// of 2,000 test-site pages, without extract rules and with five
+// of 1,000 test-site pages, without extract rules and with five
 // (fiveRules), in pairs run back to back so that both batches of a pair
 // see the same machine (the order alternating from pair to pair); the
 // crawler's CPU per page of each kind, and how much more the rules cost
@@ -26,7 +26,7 @@ const fiveRules = `{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "li
 // machine moves more between pairs than within one). Each iteration runs
 // pairsPerRun pairs.
 func BenchmarkExtractionCost(b *testing.B) {
-	const perBatch, pairsPerRun = 2000, 3
+	const perBatch, pairsPerRun = 1000, 7
 	c := newCluster(b)
 	var sites []*testsite.Site
 	for i := 1; i <= 2; i++ {

@@ -65,6 +65,25 @@ func BenchmarkExtract(b *testing.B) {
 	}
 }
 
+// BenchmarkExtractOnParse: BenchmarkExtract's rules on html.Parse's tree
+// of the page (as Apply did before buildTree), to compare in one run.
+func BenchmarkExtractOnParse(b *testing.B) {
+	page := productPage(200 << 10)
+	for _, n := range []int{5, 20} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			rs, err := extract.CompileJSON([]byte(benchRules(n)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			measure(b, func() {
+				if got := extract.ApplyParsed(rs, "http://shop.example/list", page); len(got) != n {
+					b.Fatalf("%d fields, want %d", len(got), n)
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkParseFloor: one css rule whose first match is the page's
 // <title> on the same 200 KB page, i.e. what parsing the page
 // (golang.org/x/net/html) costs, the floor of any rules with a css or

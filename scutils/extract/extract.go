@@ -26,8 +26,36 @@
 //
 // Rules are compiled once (Compile, CompileJSON; Cache keeps a crawl's) and
 // every error names the rule: `extract.title: css "a[": ...`. The page is
-// parsed once (golang.org/x/net/html), and only when a css or xpath rule
-// applies to its URL; that one tree serves both kinds.
+// parsed once, and only when a css or xpath rule applies to its URL; that
+// one tree serves both kinds.
+//
+// # Cost
+//
+// The tree is html.Parse's (golang.org/x/net/html), the one cascadia and
+// htmlquery read. Most pages get it from buildTree (tree.go), which builds
+// the same tree for plain markup (the implied html, head and body, void
+// and raw text elements, implied end tags, formatting elements closed in
+// order, comments, <!DOCTYPE html>), its strings substrings of the page
+// and its nodes from pooled blocks, and gives up on anything else (tables,
+// misnesting, svg, <select>, other doctypes...), which html.Parse then
+// parses: every page gets html.Parse's tree (TestTreeMatchesParse,
+// FuzzTree, TestRulesGiveTheSameOnEitherTree). It pays, on a 2-CPU
+// machine at load 30-40, medians of 3 runs: the 200 KB page's tree takes
+// 3.8 ms of CPU at p50 against html.Parse's 12.3 (BenchmarkTree), with 5
+// allocations (BenchmarkParseFloor) against 60,675; BenchmarkExtract's 20
+// rules take 7.1 ms at p50 and 13.7 at p99 against 21.2 and 27.6 on
+// html.Parse's tree (BenchmarkExtractOnParse, same run); a test-site
+// page's five rules 20 µs of CPU against 44 (BenchmarkTestSitePage).
+//
+// Where a rule needs them, the tree's <base href> and <script> elements
+// are noted as it is built instead of looked for. An element's text with
+// one text child is that child's, not a copy (innerText, as
+// htmlquery.InnerText gives it, TestInnerTextIsHTMLQuerys): the page's
+// 5,688 such elements take 0.13 ms and no allocation against 3.7 ms
+// (BenchmarkInnerText, same machine). An href or src that is a plain path
+// from the root resolves by concatenation (fastResolve, FuzzFastResolve
+// against net/url): the page's 800 product links take 0.47 ms against 2.8
+// (BenchmarkResolve).
 package extract
 
 import (
