@@ -199,9 +199,9 @@ func (b *treeBuilder) step(t *token) bool {
 	case modeInitial:
 		return b.initial(t)
 	case modeBeforeHTML:
-		return b.beforeHTML(t)
+		return b.before(t, a.Html, modeBeforeHead)
 	case modeBeforeHead:
-		return b.beforeHead(t)
+		return b.before(t, a.Head, modeInHead)
 	case modeInHead:
 		return b.inHead(t)
 	case modeAfterHead:
@@ -257,39 +257,26 @@ func beforeAlike(t *token) bool {
 	return false
 }
 
-func (b *treeBuilder) beforeHTML(t *token) bool {
+// before is "before html" (want: html, next: before head) and "before
+// head" (want: head, next: in head): the element wanted is added, from its
+// tag or implied by anything else but what beforeAlike ignores and
+// comments. With no element open yet, the current node is the document.
+func (b *treeBuilder) before(t *token, want a.Atom, next insertionMode) bool {
 	switch {
 	case beforeAlike(t):
 		return true
-	case t.typ == tokStart && t.atom == a.Html:
+	case t.typ == tokStart && t.atom == want:
 		b.addElement(t)
-		b.mode = modeBeforeHead
-		return true
-	case t.typ == tokComment:
-		b.doc.AppendChild(b.newNode(html.CommentNode, 0, t.data, nil))
-		return true
-	}
-	b.implied(a.Html)
-	b.mode = modeBeforeHead
-	return false
-}
-
-func (b *treeBuilder) beforeHead(t *token) bool {
-	switch {
-	case beforeAlike(t):
-		return true
-	case t.typ == tokStart && t.atom == a.Head:
-		b.addElement(t)
-		b.mode = modeInHead
+		b.mode = next
 		return true
 	case t.typ == tokStart && t.atom == a.Html:
-		unsure() // its attributes go to <html>
+		unsure() // before head: its attributes go to <html>
 	case t.typ == tokComment:
 		b.addComment(t)
 		return true
 	}
-	b.implied(a.Head)
-	b.mode = modeInHead
+	b.implied(want)
+	b.mode = next
 	return false
 }
 

@@ -155,10 +155,18 @@ func tagAtom(name string) (a.Atom, string) {
 	return 0, lower
 }
 
+// lowerASCII lowers ASCII letters only, byte by byte, as the tokenizer
+// does (strings.ToLower would also replace invalid UTF-8).
 func lowerASCII(s string) string {
 	for i := 0; i < len(s); i++ {
 		if 'A' <= s[i] && s[i] <= 'Z' {
-			return strings.ToLower(s)
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
 		}
 	}
 	return s
