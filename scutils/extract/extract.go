@@ -94,7 +94,7 @@ type rule struct {
 	name  string
 	kind  kind
 	css   cascadia.Selector
-	xpath *xpath.Expr
+	xpath *xpathExprs
 	regex matcher
 	attr  string
 	all   bool
@@ -212,7 +212,10 @@ func (r *rule) compileKind(k string, v any) error {
 		r.css, err = cascadia.Compile(s)
 	case "xpath":
 		r.kind = kindXPath
-		r.xpath, err = xpath.Compile(s)
+		var e *xpath.Expr
+		if e, err = xpath.Compile(s); err == nil {
+			r.xpath = newXPathExprs(s, e)
+		}
 	case "regex":
 		r.kind = kindRegex
 		var re *regexp.Regexp
@@ -432,7 +435,9 @@ func (r *rule) applyCSS(p *page) []any {
 
 func (r *rule) applyXPath(p *page) []any {
 	nav := htmlquery.CreateXPathNavigator(p.tree())
-	switch res := r.xpath.Evaluate(nav).(type) {
+	expr := r.xpath.get()
+	defer r.xpath.put(expr)
+	switch res := expr.Evaluate(nav).(type) {
 	case *xpath.NodeIterator:
 		var vals []any
 		for (r.all || len(vals) == 0) && res.MoveNext() {

@@ -3,6 +3,9 @@ package extract
 import (
 	"net/url"
 	"strings"
+	"sync"
+
+	"github.com/antchfx/xpath"
 
 	"golang.org/x/net/html"
 )
@@ -72,3 +75,27 @@ func fastResolve(prefix, v string) (string, bool) {
 	}
 	return prefix + v, true
 }
+
+// xpathExprs hands out copies of an xpath rule's compiled expression, one
+// to each page being extracted at once: an xpath.Expr keeps the state of
+// an evaluation in itself (Evaluate is not safe for concurrent use), and a
+// crawl's rules serve all the crawler's pages at once.
+type xpathExprs struct {
+	pool sync.Pool
+}
+
+func newXPathExprs(src string, first *xpath.Expr) *xpathExprs {
+	x := &xpathExprs{}
+	x.pool.New = func() any {
+		e, err := xpath.Compile(src)
+		if err != nil { // it compiled once
+			panic(err)
+		}
+		return e
+	}
+	x.pool.Put(first)
+	return x
+}
+
+func (x *xpathExprs) get() *xpath.Expr  { return x.pool.Get().(*xpath.Expr) }
+func (x *xpathExprs) put(e *xpath.Expr) { x.pool.Put(e) }

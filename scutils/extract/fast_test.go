@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/antchfx/htmlquery"
@@ -178,5 +179,35 @@ func BenchmarkInnerText(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrentPagesKeepTheirValues: pages extracted at once, their trees'
+// memory passed from one to the next, each get their own values.
+func TestConcurrentPagesKeepTheirValues(t *testing.T) {
+	rs, err := extract.CompileJSON([]byte(everyKind))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := treePages(t)
+	want := map[string]string{}
+	for name, src := range pages {
+		want[name] = asJSON(t, extract.ApplyParsed(rs, "http://shop.example/", src))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(pages))
+	for range 8 {
+		wg.Go(func() {
+			for name, src := range pages {
+				if got := asJSON(t, rs.Apply("http://shop.example/", src)); got != want[name] {
+					errs <- name + ": " + got
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
