@@ -113,3 +113,55 @@ func TestAppendJSONRefusesAttrsThatAreNotJSON(t *testing.T) {
 		t.Fatal("no error for attrs that are not JSON")
 	}
 }
+
+// TestExtraValuesAreWrittenAsEncodingJSONWritesThem: the values extract
+// rules give (and any other) are written as encoding/json writes them.
+func TestExtraValuesAreWrittenAsEncodingJSONWritesThem(t *testing.T) {
+	values := []any{
+		"plain", "<a href=\"x\">&amp;</a>", "bad \xff utf-8 \u2028", "", true, false, nil, 12.5, 3.0, 1e21, 1e-7,
+		json.Number("42"), []any{}, []any(nil), map[string]any(nil), map[string]any{},
+		[]any{"a", 1.5, true, nil, []any{"b"}, map[string]any{"z": "1", "a": []any{}, "é": false}},
+		map[string]any{"title": "Lamp", "links": []any{"http://shop.example/1?a=1&b=2"}, "n": 3.0,
+			"ld": []any{map[string]any{"@type": "Product", "offers": map[string]any{"price": "12.50"}}}},
+		[]string{"typed"}, map[string]string{"k": "v"}, 7,
+	}
+	for _, v := range values {
+		p := &spider.Page{Extra: map[string]any{"extracted": v}}
+		got, err := p.AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("%#v: %v", v, err)
+		}
+		if want := referenceJSON(t, p); !bytes.Equal(got, want) {
+			t.Errorf("%#v:\n got %s\nwant %s", v, got, want)
+		}
+	}
+}
+
+// BenchmarkExtractedValue: a test-site page's extracted field (five rules'
+// values) written by AppendJSON and by encoding/json, as AppendJSON wrote
+// it before; ns/op, allocs/op.
+func BenchmarkExtractedValue(b *testing.B) {
+	v := map[string]any{"title": "Page 1.2", "heading": "Page 1.2", "level": "2", "ld": []any{},
+		"links": []any{"http://127.0.0.1:8080/page/1/2/1", "http://127.0.0.1:8080/page/1/2/2", "http://127.0.0.1:8080/page/1/2/3"}}
+	p := &spider.Page{Extra: map[string]any{"extracted": v}}
+	b.Run("AppendJSON", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 4096)
+		for b.Loop() {
+			if _, err := p.AppendJSON(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var out bytes.Buffer
+			enc := json.NewEncoder(&out)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/html"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
@@ -63,12 +65,52 @@ func BenchmarkExtract(b *testing.B) {
 	}
 }
 
+// BenchmarkExtractOnParse: BenchmarkExtract's rules on html.Parse's tree
+// of the page (as Apply did before buildTree), to compare in one run.
+func BenchmarkExtractOnParse(b *testing.B) {
+	page := productPage(200 << 10)
+	for _, n := range []int{5, 20} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			rs, err := extract.CompileJSON([]byte(benchRules(n)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			measure(b, func() {
+				if got := extract.ApplyParsed(rs, "http://shop.example/list", page); len(got) != n {
+					b.Fatalf("%d fields, want %d", len(got), n)
+				}
+			})
+		})
+	}
+}
+
 // BenchmarkParseFloor: one css rule whose first match is the page's
 // <title> on the same 200 KB page, i.e. what parsing the page
 // (golang.org/x/net/html) costs, the floor of any rules with a css or
 // xpath rule; same figures as BenchmarkExtract.
 func BenchmarkParseFloor(b *testing.B) {
 	measureApply(b, `{"title": {"css": "title"}}`, 1)
+}
+
+// BenchmarkTree: the tree of the 200 KB page, as html.Parse builds it and
+// as buildTree (the fast tree builder Apply uses) does; same figures as
+// BenchmarkExtract.
+func BenchmarkTree(b *testing.B) {
+	page := productPage(200 << 10)
+	b.Run("html.Parse", func(b *testing.B) {
+		measure(b, func() {
+			if _, err := html.Parse(strings.NewReader(page)); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("buildTree", func(b *testing.B) {
+		measure(b, func() {
+			if _, err := extract.BuildTree(page); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 }
 
 // measureApply applies the rules spec (n fields) to the 200 KB page b.N
@@ -79,6 +121,18 @@ func measureApply(b *testing.B, spec string, n int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	measure(b, func() {
+		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
+			b.Fatalf("%d fields, want %d", len(got), n)
+		}
+	})
+}
+
+// measure runs f b.N times and reports the quantiles of each run's elapsed
+// and thread CPU time, and the mean thread CPU time (cpu-µs/op: the
+// quantiles of runs much shorter than the kernel's accounting tick are
+// coarse).
+func measure(b *testing.B, f func()) {
 	times := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
 	runtime.LockOSThread()
@@ -87,16 +141,48 @@ func measureApply(b *testing.B, spec string, n int) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start, cpuStart := time.Now(), threadCPU(b)
-		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
-			b.Fatalf("%d fields, want %d", len(got), n)
-		}
+		f()
 		times = append(times, time.Since(start))
 		cpu = append(cpu, threadCPU(b)-cpuStart)
 	}
 	b.StopTimer()
+	var total time.Duration
+	for _, d := range cpu {
+		total += d
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
 	ms, cpuMS := harness.Quantiles(times), harness.Quantiles(cpu)
 	b.ReportMetric(ms(0.50)*1000, "p50-µs")
 	b.ReportMetric(ms(0.99)*1000, "p99-µs")
 	b.ReportMetric(cpuMS(0.50)*1000, "cpu-p50-µs")
 	b.ReportMetric(cpuMS(0.99)*1000, "cpu-p99-µs")
+}
+
+// testSitePage is a page of the crawler's test site (crawler/testsite),
+// which BenchmarkExtractionCost (crawler/e2e) crawls.
+const testSitePage = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Page 1.2</title></head>\n<body id=\"top\">\n" +
+	"<h1>Page 1.2</h1>\n<p>A tree page at level 2.</p>\n<ul>\n<li><a href=\"/page/1/2/1\">/page/1/2/1</a></li>\n" +
+	"<li><a href=\"/page/1/2/2\">/page/1/2/2</a></li>\n<li><a href=\"/page/1/2/3\">/page/1/2/3</a></li>\n</ul>\n</body></html>\n"
+
+// BenchmarkTestSitePage: BenchmarkExtractionCost's five rules on a test
+// site page, on html.Parse's tree and on buildTree's (as Apply does); same
+// figures as BenchmarkExtract.
+func BenchmarkTestSitePage(b *testing.B) {
+	rs, err := extract.CompileJSON([]byte(`{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "links": {"css": "a", "attr": "href", "all": true},` +
+		` "level": {"regex": "level (\\d+)"}, "ld": {"jsonld": true}}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		apply func(rs *extract.Rules, pageURL, text string) map[string]any
+	}{{"html.Parse", extract.ApplyParsed}, {"buildTree", (*extract.Rules).Apply}} {
+		b.Run(tc.name, func(b *testing.B) {
+			measure(b, func() {
+				if got := tc.apply(rs, "http://127.0.0.1:8080/page/1/2", testSitePage); len(got) != 5 {
+					b.Fatalf("%d fields, want 5", len(got))
+				}
+			})
+		})
+	}
 }
