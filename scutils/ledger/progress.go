@@ -49,6 +49,11 @@ type Progress struct {
 	Unchanged    int64 `json:"unchanged,omitempty"`
 	Withheld     int64 `json:"withheld,omitempty"`
 	SkippedFresh int64 `json:"skipped_fresh,omitempty"`
+	// DupeFilterFalseDropsEstimate is how many of Refused["duplicate"]
+	// were, by estimate, new requests a compact duplicate filter
+	// (DUPEFILTER_MODE bloom) took for seen ones (FieldFalseDropsEstimate;
+	// 0 with the exact filter).
+	DupeFilterFalseDropsEstimate float64 `json:"dupefilter_false_drops_estimate,omitempty"`
 	// Done counts requests that left the crawl: published, dropped, refused
 	// after their pop, purged, withheld, skipped_fresh.
 	Done int64 `json:"done"`
@@ -121,6 +126,8 @@ func parseProgress(h map[string]string) *Progress {
 			p.Withheld = n
 		case f == FieldSkippedFresh:
 			p.SkippedFresh = n
+		case f == FieldFalseDropsEstimate:
+			p.DupeFilterFalseDropsEstimate, _ = strconv.ParseFloat(v, 64)
 		case strings.HasPrefix(f, PrefixFetched):
 			p.StatusCodes[f[len(PrefixFetched):]] = n
 			p.Fetched += n
