@@ -20,6 +20,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
@@ -178,13 +179,21 @@ func ledgerSite(tb testing.TB, done <-chan struct{}) string {
 	return "http://" + ln.Addr().String()
 }
 
+// In both duplicate filter modes (DUPEFILTER_MODE): the compact filter of
+// this small crawl drops no new page, so the counts are the same.
 func TestTheLedgerCountsEveryRequestOfACrawlExactlyAndNeverBreaksItsSum(t *testing.T) {
+	for _, mode := range []string{"exact", "bloom"} {
+		t.Run(mode, func(t *testing.T) { testTheLedgerCountsEveryRequest(t, mode) })
+	}
+}
+
+func testTheLedgerCountsEveryRequest(t *testing.T, mode string) {
 	c := newCluster(t)
 	testOver := make(chan struct{})
 	base := ledgerSite(t, testOver)
 	t.Cleanup(func() { close(testOver) })
 	c.startCrawler(t, "crawler", map[string]string{
-		"ROBOTSTXT_OBEY": "true", "RETRY_TIMES": "1", "DOWNLOAD_TIMEOUT": "1",
+		"ROBOTSTXT_OBEY": "true", "RETRY_TIMES": "1", "DOWNLOAD_TIMEOUT": "1", "DUPEFILTER_MODE": mode,
 	})
 	s := c.sample(t, "link", "ledger")
 	seed := crawl("link", base+"/", "ledger", 2)
@@ -209,8 +218,18 @@ func TestTheLedgerCountsEveryRequestOfACrawlExactlyAndNeverBreaksItsSum(t *testi
 		// one of which /a queued first
 		"refused:duplicate": 4,
 	}
-	if got := fields(c.progress(t, "link", "ledger")); !maps.Equal(got, want) {
+	p := c.progress(t, "link", "ledger")
+	if got := fields(p); !maps.Equal(got, want) {
 		t.Fatalf("ledger\n got %v\nwant %v", got, want)
+	}
+	bits, _ := rediskeys.BloomFilterKeys("link", "ledger")
+	exact := c.rdb.Exists(context.Background(), rediskeys.DupeFilterKey("link", "ledger")).Val()
+	compact := c.rdb.Exists(context.Background(), bits).Val()
+	if (mode == "exact") != (exact == 1 && compact == 0) || (mode == "bloom") != (exact == 0 && compact == 1) {
+		t.Errorf("mode %s: the set of fingerprints exists %d, the compact filter %d", mode, exact, compact)
+	}
+	if est := p.DupeFilterFalseDropsEstimate; (mode == "exact" && est != 0) || (mode == "bloom" && (est < 0 || est > 1e-3)) {
+		t.Errorf("mode %s: false drops estimated %v", mode, est)
 	}
 }
 

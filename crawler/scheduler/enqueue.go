@@ -74,8 +74,9 @@ func (f *followUps) empty() bool { return f.n == 0 && len(f.page.Refused) == 0 }
 // are those of an expired crawl, of a domain the domain config blacklists
 // (without SCHEDULER_BACKLOG_BLACKLIST) and those whose URL has no domain.
 func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) *followUps {
+	dupes, meta := s.cfg.dupeFilter(parent.CrawlID)
 	f := &followUps{page: redisscripts.FinishPage{Blacklist: rediskeys.BlacklistKey(s.cfg.SpiderID),
-		Crawl: parent.AppID + "||" + parent.CrawlID, DupeFilter: rediskeys.DupeFilterKey(s.cfg.SpiderID, parent.CrawlID),
+		Crawl: parent.AppID + "||" + parent.CrawlID, DupeFilter: dupes, DupeFilterMeta: meta,
 		Fingerprint: fingerprint.Of(parent.URL)}}
 	var ledgers ledger.Ledgers // a page's requests are mostly of its crawl
 	refuse := func(c ledger.Crawl, r ledger.Reason, n int) {

@@ -15,7 +15,11 @@ import (
 // limits, counted in the crawls' ledgers, in one atomic step.
 func newFinish(cfg Config, leases *throttle.Leases, now time.Time) *redisscripts.Finish {
 	owners, records := leases.Keys()
-	return &redisscripts.Finish{LeaseOwners: owners, LeaseRecords: records, Stamp: ledger.Stamp(now),
+	f := &redisscripts.Finish{LeaseOwners: owners, LeaseRecords: records, Stamp: ledger.Stamp(now),
 		LedgerTTL: cfg.ledgerTTL(), DupeFilterTTL: cfg.DupeTimeout, DomainMaxPageTTL: cfg.DomainMaxPageTimeout,
 		GlobalPageTTL: cfg.GlobalPageTimeout, GlobalPageLimit: cfg.GlobalPageLimit}
+	if cfg.DupeMode == DupeBloom {
+		f.BloomRate, f.BloomCapacity = cfg.BloomRate, cfg.BloomCapacity
+	}
+	return f
 }

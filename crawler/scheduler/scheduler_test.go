@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -212,7 +213,7 @@ func TestLeasesDoneRetryAndRelease(t *testing.T) {
 		t.Fatalf("queue %v", members)
 	}
 	retried, _ := crawlrequest.Decode([]byte(members[1].Member.(string)))
-	if members[0].Score != -3 || retried.URL != "http://a.com/2" || retried.RetryTimes != 1 || members[1].Score != 6 {
+	if members[0].Score != -3 || retried.URL != "http://a.com/2" || retried.RetryTimes != 1 || math.Floor(members[1].Score) != 6 {
 		t.Fatalf("queue after retry and release: %v", members)
 	}
 	if n, _ := f.sched.Leases().Count(ctx); n != 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -31,6 +32,21 @@ var (
 	LeaseTimeout           = settings.Seconds("LEASE_TIMEOUT", 20.0, "seconds a request stays leased to a crawler that stopped renewing its leases "+
 		"(rounded up to the next whole second of Redis's clock)").Ours()
 	LeaseReapInterval = settings.Seconds("LEASE_REAP_INTERVAL", 5.0, "seconds between returns of expired leases to their queues").Ours()
+	DupeFilterMode    = settings.String("DUPEFILTER_MODE", DupeExact, "`exact`: a crawl's duplicate filter is the set of its fingerprints "+
+		"(`<spiderid>:dupefilter:<crawlid>`, the original's); `bloom`: a compact filter (`bloom:<spiderid>:<crawlid>:bits` and `:meta`) "+
+		"that may drop a new request as seen at `DUPEFILTER_ERROR_RATE` at most, each crawl's ledger estimating how many it dropped. "+
+		"Every crawler of a spider must use the same").Ours()
+	DupeFilterErrorRate = settings.Float("DUPEFILTER_ERROR_RATE", 0.001, "with `DUPEFILTER_MODE` bloom: the most a new request may be "+
+		"taken for one seen before (its false-positive rate), between 1e-9 and 0.1; a crawl's filter keeps the rate it was made with").Ours()
+	DupeFilterCapacity = settings.Int("DUPEFILTER_CAPACITY", 100000, "with `DUPEFILTER_MODE` bloom: the requests a crawl's filter "+
+		"holds before it grows (each new layer holds twice the last at half the rate), 1 to 10000000; "+
+		"a crawl's filter keeps the capacity it was made with").Ours()
+)
+
+// The duplicate filter modes (DUPEFILTER_MODE).
+const (
+	DupeExact = "exact"
+	DupeBloom = "bloom"
 )
 
 // Settings are the scheduler's settings, for the crawler's settings.Group.
@@ -39,7 +55,7 @@ var (
 func Settings() settings.Group {
 	return settings.Declare(Persist, QueueRefresh, QueueTimeout, BacklogBlacklist, TypeEnabled, IPEnabled, IPRefresh, ItemRetries,
 		PublicIPURL, IPAddrRegex, throttle.QueueHits, throttle.QueueWindow, throttle.QueueModerated, DupeFilterTimeout, GlobalPageLimit, GlobalPageLimitTimeout,
-		DomainMaxPageTimeout, LeaseTimeout, LeaseReapInterval)
+		DomainMaxPageTimeout, LeaseTimeout, LeaseReapInterval, DupeFilterMode, DupeFilterErrorRate, DupeFilterCapacity)
 }
 
 // Config is what the scheduler needs to know.
@@ -64,7 +80,12 @@ type Config struct {
 	// Persist: keep queues and filters when the crawler stops.
 	Persist bool
 	// DupeTimeout, DomainMaxPageTimeout, GlobalPageLimit(+Timeout): the filters.
-	DupeTimeout          time.Duration
+	DupeTimeout time.Duration
+	// DupeMode is DupeExact or DupeBloom; BloomRate and BloomCapacity a
+	// compact filter's (DUPEFILTER_ERROR_RATE, DUPEFILTER_CAPACITY).
+	DupeMode             string
+	BloomRate            float64
+	BloomCapacity        int
 	DomainMaxPageTimeout time.Duration
 	GlobalPageLimit      int
 	GlobalPageTimeout    time.Duration
@@ -104,6 +125,7 @@ func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 		QueueRefresh: QueueRefresh.From(s), QueueTimeout: QueueTimeout.From(s),
 		BacklogBlacklist: BacklogBlacklist.From(s), Persist: Persist.From(s),
 		DupeTimeout: DupeFilterTimeout.From(s), DomainMaxPageTimeout: DomainMaxPageTimeout.From(s),
+		DupeMode: DupeFilterMode.From(s), BloomRate: DupeFilterErrorRate.From(s), BloomCapacity: DupeFilterCapacity.From(s),
 		GlobalPageLimit: GlobalPageLimit.From(s), GlobalPageTimeout: GlobalPageLimitTimeout.From(s),
 		LeaseTTL: LeaseTimeout.From(s), ReapInterval: LeaseReapInterval.From(s),
 		Concurrency: fetch.ConcurrentRequests.From(s), PerDomain: fetch.ConcurrentPerDomain.From(s),
@@ -132,5 +154,34 @@ func (c Config) validate() error {
 	case c.DupeTimeout <= 0:
 		return fmt.Errorf("setting DUPEFILTER_TIMEOUT: must be positive")
 	}
+	return c.validateDupeFilter()
+}
+
+// validateDupeFilter checks DUPEFILTER_MODE and, for a compact filter,
+// its rate and capacity (a first layer beyond Redis's 512 MB strings
+// could not be made). The empty mode is exact (a Config made in code).
+func (c Config) validateDupeFilter() error {
+	switch c.DupeMode {
+	case "", DupeExact:
+		return nil
+	case DupeBloom:
+	default:
+		return fmt.Errorf("setting DUPEFILTER_MODE: %q is neither %q nor %q", c.DupeMode, DupeExact, DupeBloom)
+	}
+	switch {
+	case !(c.BloomRate >= 1e-9 && c.BloomRate <= 0.1):
+		return fmt.Errorf("setting DUPEFILTER_ERROR_RATE: must be between 1e-9 and 0.1, got %v", c.BloomRate)
+	case c.BloomCapacity < 1 || c.BloomCapacity > 10000000:
+		return fmt.Errorf("setting DUPEFILTER_CAPACITY: must be between 1 and 10000000, got %d", c.BloomCapacity)
+	}
 	return nil
+}
+
+// dupeFilter is the keys of the duplicate filter of crawlID's crawl: its
+// set, or a compact filter's bits and meta.
+func (c Config) dupeFilter(crawlID string) (key, meta string) {
+	if c.DupeMode == DupeBloom {
+		return rediskeys.BloomFilterKeys(c.SpiderID, crawlID)
+	}
+	return rediskeys.DupeFilterKey(c.SpiderID, crawlID), ""
 }

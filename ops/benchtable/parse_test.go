@@ -77,8 +77,10 @@ func TestParseReal(t *testing.T) {
 // the ninth, the crawler's memory under hostile pages (BenchmarkBombMixRSS,
 // same machine), and those of the tenth and eleventh, extraction
 // (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40),
-// and last that of the re-run's cost (BenchmarkRerunCost, on a loaded 2-CPU
-// machine; its first ns/op includes building the binaries).
+// then that of the re-run's cost (BenchmarkRerunCost, on a loaded 2-CPU
+// machine; its first ns/op includes building the binaries), and those of
+// order and memory (BenchmarkDupeFilterBytesPerURL, BenchmarkFIFOEnqueue,
+// -count 3, on a 2-CPU machine at load 40).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -90,9 +92,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
 	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
-	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost.
-	if len(res) != 63 {
-		t.Fatalf("got %d results, want 63", len(res))
+	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
+	// 6 duplicate filter bytes, 6 FIFO enqueue.
+	if len(res) != 75 {
+		t.Fatalf("got %d results, want 75", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -104,7 +107,9 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
 		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB",
-		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost"} {
+		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost",
+		"BenchmarkDupeFilterBytesPerURL/mode=exact", "BenchmarkDupeFilterBytesPerURL/mode=bloom",
+		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -131,8 +136,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 15 {
-		t.Errorf("%d commands, want 15", len(commands))
+	if len(commands) != 17 {
+		t.Errorf("%d commands, want 17", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -155,6 +160,11 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"adaptive: fetches per change detected":           4.094,
 		"re-run: bytes the site sent on the wire":         6.647,
 		"re-run: body bytes the site sent":                0,
+		"duplicate filter, exact: Redis bytes per URL":    82.49,
+		"duplicate filter, bloom (rate 0.001): Redis":     2.296,
+		"follow-ups through the bloom filter":             72.86,
+		"Kafka Monitor seeds with the FIFO tiebreak":      13.43,
+		"the same without it":                             11.29,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

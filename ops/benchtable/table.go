@@ -71,6 +71,7 @@ const (
 	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
 	SectionFreshness  = "Re-crawls (recrawl): re-run cost, page memory, run starts, adaptive revisits"
+	SectionOrder      = "Order and memory: the duplicate filter's bytes per URL, the cost of FIFO within a priority"
 )
 
 // Default is what `make bench` measures.
@@ -172,6 +173,18 @@ func Default() []Bench {
 				{Label: "adaptive: fetches per change detected", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "fetches/change"},
 				{Label: "adaptive: delay to detection, runs", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "delay-runs"},
 				{Label: "adaptive: changes detected within the 50 runs, %", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "detected-%"},
+			}},
+		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkDupeFilterBytesPerURL$", Benchtime: "1x", Section: SectionOrder,
+			Figures: []Figure{
+				{Label: "duplicate filter, exact: Redis bytes per URL (100,000 URLs)", Result: "BenchmarkDupeFilterBytesPerURL/mode=exact", Unit: "redis-bytes/url"},
+				{Label: "duplicate filter, bloom (rate 0.001): Redis bytes per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=bloom", Unit: "redis-bytes/url", Target: AtMost(10)},
+				{Label: "follow-ups through the exact filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=exact", Unit: "redis-cpu-µs/url"},
+				{Label: "follow-ups through the bloom filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=bloom", Unit: "redis-cpu-µs/url"},
+			}},
+		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkFIFOEnqueue$", Benchtime: "200x", Section: SectionOrder,
+			Figures: []Figure{
+				{Label: "Kafka Monitor seeds with the FIFO tiebreak: Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=on", Unit: "redis-cpu-µs/seed"},
+				{Label: "the same without it (a score with a fraction): Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=off", Unit: "redis-cpu-µs/seed"},
 			}},
 	}
 }

@@ -94,6 +94,12 @@ const (
 	FieldUnchanged          = "unchanged"     // pages of a re-run found unchanged (published or not)
 	FieldWithheld           = "withheld"      // unchanged pages not published (emit "changed"): done
 	FieldSkippedFresh       = "skipped_fresh" // pages an adaptive re-run did not fetch (fresh enough): done
+	// FieldFalseDropsEstimate is, with a compact duplicate filter
+	// (DUPEFILTER_MODE bloom), the expected number of new requests it
+	// dropped as seen (counted in refused:duplicate): a float, the sum over
+	// the requests it let through of p/(1-p), p its false-positive
+	// probability from its fill when asked. Not part of the ledger's sum.
+	FieldFalseDropsEstimate = "dupefilter_false_drops_estimate"
 
 	PrefixFetched = "fetched:" // by status code
 	PrefixRefused = "refused:" // by Reason

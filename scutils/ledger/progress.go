@@ -49,6 +49,11 @@ type Progress struct {
 	Unchanged    int64 `json:"unchanged,omitempty"`
 	Withheld     int64 `json:"withheld,omitempty"`
 	SkippedFresh int64 `json:"skipped_fresh,omitempty"`
+	// DupeFilterFalseDropsEstimate is how many of Refused["duplicate"]
+	// were, by estimate, new requests a compact duplicate filter
+	// (DUPEFILTER_MODE bloom) took for seen ones (FieldFalseDropsEstimate;
+	// 0 with the exact filter).
+	DupeFilterFalseDropsEstimate float64 `json:"dupefilter_false_drops_estimate,omitempty"`
 	// Done counts requests that left the crawl: published, dropped, refused
 	// after their pop, purged, withheld, skipped_fresh.
 	Done int64 `json:"done"`
@@ -94,7 +99,8 @@ func parseProgress(h map[string]string) *Progress {
 		FieldPublished: &p.Published, FieldPublishedTruncated: &p.PublishedTruncated, FieldRun: &p.run,
 		FieldUnchanged: &p.Unchanged, FieldWithheld: &p.Withheld, FieldSkippedFresh: &p.SkippedFresh,
 	}
-	times := map[string]*float64{FieldStarted: &p.Started, FieldLastActivity: &p.LastActivity, FieldCompleted: &p.completedAt}
+	floats := map[string]*float64{FieldStarted: &p.Started, FieldLastActivity: &p.LastActivity, FieldCompleted: &p.completedAt,
+		FieldFalseDropsEstimate: &p.DupeFilterFalseDropsEstimate}
 	byPrefix := []struct {
 		prefix string
 		into   map[string]int64
@@ -105,7 +111,7 @@ func parseProgress(h map[string]string) *Progress {
 			*c = n
 			continue
 		}
-		if t, ok := times[f]; ok {
+		if t, ok := floats[f]; ok {
 			*t, _ = strconv.ParseFloat(v, 64)
 			continue
 		}

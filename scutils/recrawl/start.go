@@ -107,9 +107,10 @@ func (s *Starter) StartDue(ctx context.Context) ([]Started, error) {
 // startArgs is the start of run n of c's schedule h (n: one after the last
 // started), and the seeds left out because they cannot be read.
 func (s *Starter) startArgs(c ledger.Crawl, h map[string]string, now time.Time) (redisscripts.RecrawlStart, []string, error) {
+	bits, meta := rediskeys.BloomFilterKeys(c.SpiderID, c.CrawlID) // DUPEFILTER_MODE bloom's
 	a := redisscripts.RecrawlStart{Schedule: ScheduleOf(c), Ledger: c.Ledger(),
 		Runs: rediskeys.LedgerRunsKey(c.SpiderID, c.AppID, c.CrawlID), Kept: s.Kept,
-		Drop:    []string{rediskeys.DupeFilterKey(c.SpiderID, c.CrawlID)},
+		Drop:    []string{rediskeys.DupeFilterKey(c.SpiderID, c.CrawlID), bits, meta},
 		Channel: rediskeys.QueueChannel(c.SpiderID), Stamp: ledger.Stamp(now), TTL: s.ttl}
 	if len(h) == 0 {
 		// No schedule: the script takes the crawl off recrawl:due.

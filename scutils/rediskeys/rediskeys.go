@@ -130,6 +130,23 @@ func CrawlerStatusKey(host, spiderID, code string) string {
 // "<spiderid>:dupefilter:<crawlid>" (spiderid: the crawling spider's name).
 func DupeFilterKey(spiderID, crawlID string) string { return spiderID + ":dupefilter:" + crawlID }
 
+// BloomFilterKeys are a crawl's compact duplicate filter (Go,
+// DUPEFILTER_MODE bloom; the original has none): its bits, a string,
+// "bloom:<spiderid>:<crawlid>:bits", and its sizes and counts, a hash,
+// "bloom:<spiderid>:<crawlid>:meta". Their prefix and suffixes keep them
+// out of the patterns the original's components scan.
+func BloomFilterKeys(spiderID, crawlID string) (bits, meta string) {
+	k := "bloom:" + spiderID + ":" + crawlID
+	return k + ":bits", k + ":meta"
+}
+
+// BloomFilterPatterns are the SCAN MATCH patterns of a spider's compact
+// duplicate filters.
+func BloomFilterPatterns(spiderID string) []string {
+	p := "bloom:" + GlobEscape(spiderID) + ":*"
+	return []string{p + ":bits", p + ":meta"}
+}
+
 // DomainMaxPageKey counts the pages a crawl queued for a domain, against
 // its domain_max_pages: "<spiderid>:domain_max_page_filter:<domain>:<crawlid>".
 func DomainMaxPageKey(spiderID, domain, crawlID string) string {

@@ -2,6 +2,8 @@ package rediskeys_test
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,4 +146,33 @@ func TestSessionKeysMatchNoPatternOfTheOriginal(t *testing.T) {
 	if rediskeys.SessionKey("a", "bc") == rediskeys.SessionKey("ab", "c") {
 		t.Error("different crawls share a key")
 	}
+}
+
+func TestBloomFilterKeysMatchNoPatternOfTheOriginal(t *testing.T) {
+	bits, meta := rediskeys.BloomFilterKeys("link", "c1")
+	if bits != "bloom:link:c1:bits" || meta != "bloom:link:c1:meta" {
+		t.Errorf("BloomFilterKeys: %q, %q", bits, meta)
+	}
+	original := []string{"*:*:queue", "info:*", "stop:*", "statsrequest:*", "zk:*", "stats:*", "timeout:*", "*:blacklist",
+		"link:dupefilter:*", "link:*:queue"}
+	for _, crawl := range []string{"c1", "x:queue", "a:blacklist", "stats:x"} {
+		bits, meta := rediskeys.BloomFilterKeys("link", crawl)
+		for _, k := range []string{bits, meta} {
+			for _, p := range original {
+				if globMatch(p, k) {
+					t.Errorf("%q matches the original's pattern %q", k, p)
+				}
+			}
+		}
+	}
+	if got := rediskeys.BloomFilterPatterns("li*nk"); !slices.Equal(got, []string{`bloom:li\*nk:*:bits`, `bloom:li\*nk:*:meta`}) {
+		t.Errorf("BloomFilterPatterns: %q", got)
+	}
+}
+
+// globMatch is Redis's MATCH for the patterns above: * matches any run of
+// characters, colons included.
+func globMatch(pattern, s string) bool {
+	re := "^" + strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*") + "$"
+	return regexp.MustCompile(re).MatchString(s)
 }

@@ -40,8 +40,13 @@ type Finish struct {
 	LedgerTTL, DupeFilterTTL, DomainMaxPageTTL, GlobalPageTTL time.Duration
 	// GlobalPageLimit is GLOBAL_PAGE_PER_DOMAIN_LIMIT (0: none).
 	GlobalPageLimit int
-	Acks            []FinishAck
-	Pages           []FinishPage
+	// BloomRate and BloomCapacity are DUPEFILTER_ERROR_RATE and
+	// DUPEFILTER_CAPACITY: a compact duplicate filter (a page's
+	// DupeFilterMeta) made by this batch keeps them.
+	BloomRate     float64
+	BloomCapacity int
+	Acks          []FinishAck
+	Pages         []FinishPage
 }
 
 // FinishAck is the end of one lease.
@@ -72,6 +77,10 @@ type FinishPage struct {
 	// DupeFilter is the crawl's duplicate filter; Fingerprint is the
 	// page's own ("": none).
 	DupeFilter, Fingerprint string
+	// DupeFilterMeta is, for a compact duplicate filter (DUPEFILTER_MODE
+	// bloom), its hash of sizes and counts, DupeFilter then being its
+	// bits; "" when DupeFilter is the set of fingerprints.
+	DupeFilterMeta string
 	// Refused are the requests left out before the script.
 	Refused []FinishRefusal
 	Groups  []FinishGroup
@@ -177,6 +186,9 @@ func (f *Finish) build() (keys []string, args []any, ackAt []int) {
 	b := finishBatch{Stamp: f.Stamp, LedgerTTL: ceilSeconds(f.LedgerTTL), DupeFilterTTL: ceilSeconds(f.DupeFilterTTL),
 		DomainMaxPageTTL: ceilSeconds(f.DomainMaxPageTTL), GlobalPageTTL: ceilSeconds(f.GlobalPageTTL),
 		GlobalPageLimit: f.GlobalPageLimit, Acks: []finishAcks{}, Pages: []finishPage{}}
+	if f.BloomCapacity > 0 {
+		b.BloomRate, b.BloomCapacity = strconv.FormatFloat(f.BloomRate, 'g', -1, 64), strconv.Itoa(f.BloomCapacity)
+	}
 	args = []any{nil} // the batch, then the requests
 	for _, a := range f.Acks {
 		b.Acks = e.ack(b.Acks, a)
@@ -281,6 +293,8 @@ type finishBatch struct {
 	DomainMaxPageTTL string          `json:"domain_max_page_ttl"`
 	GlobalPageTTL    string          `json:"global_page_ttl"`
 	GlobalPageLimit  int             `json:"global_page_limit"`
+	BloomRate        string          `json:"bloom_rate,omitempty"`
+	BloomCapacity    string          `json:"bloom_capacity,omitempty"`
 	Ledgers          []finishLedger  `json:"ledgers"`
 	Tallies          [][]finishCount `json:"tallies"`
 	Acks             []finishAcks    `json:"acks"`
@@ -310,6 +324,7 @@ type finishPage struct {
 	Blacklist   int            `json:"blacklist"`
 	Crawl       string         `json:"crawl"`
 	DupeFilter  int            `json:"dupefilter"`
+	Bloom       int            `json:"bloom,omitempty"`
 	Fingerprint string         `json:"fingerprint,omitempty"`
 	Refused     []finishRefuse `json:"refused,omitempty"`
 	Groups      []finishGroup  `json:"groups"`
@@ -420,6 +435,9 @@ func (e *finishEncoder) ackAt(groups []finishAcks) []int {
 func (e *finishEncoder) page(p *FinishPage, lease string) finishPage {
 	out := finishPage{Lease: lease, Blacklist: e.key(p.Blacklist), Crawl: p.Crawl, DupeFilter: e.key(p.DupeFilter),
 		Fingerprint: p.Fingerprint, Groups: make([]finishGroup, len(p.Groups))}
+	if p.DupeFilterMeta != "" {
+		out.Bloom = e.key(p.DupeFilterMeta)
+	}
 	for _, r := range p.Refused {
 		out.Refused = append(out.Refused, finishRefuse{Ledger: e.ledger(r.Ledger), Reason: r.Reason, N: r.N})
 	}

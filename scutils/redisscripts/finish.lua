@@ -4,6 +4,8 @@
 -- A crawler's acknowledgements run it for a batch of pages; Enqueue for
 -- one page without a lease. Go: Finish.
 -- include: ledger_new_work
+-- include: fifo_score
+-- include: bloom_filter
 --
 -- A lease found gone is not finished again: its page's counts and
 -- follow-ups are skipped. When its owner is gone too, a reaper put its
@@ -22,6 +24,7 @@
 --   {"stamp": "1767323046.123", "ledger_ttl": "604800",
 --    "dupefilter_ttl": "600", "domain_max_page_ttl": "600",
 --    "global_page_ttl": "600", "global_page_limit": 0,
+--    "bloom_rate": "0.001", "bloom_capacity": "10000",
 --    "ledgers": [{"keys": 3, "member": "[\"link\",\"app\",\"c1\"]"}],
 --    "tallies": [[{"ledger": 1, "field": "published", "n": 1},
 --                 {"ledger": 1, "field": "done", "n": 1}]],
@@ -37,6 +40,10 @@
 --   ledger_ttl, dupefilter_ttl, domain_max_page_ttl, global_page_ttl
 --                        expiries, seconds
 --   global_page_limit    GLOBAL_PAGE_PER_DOMAIN_LIMIT, 0: none
+--   bloom_rate, bloom_capacity
+--                        DUPEFILTER_ERROR_RATE and DUPEFILTER_CAPACITY, for
+--                        the compact filters this batch makes (absent:
+--                        none in it)
 --   ledgers              a crawl's ledger each: keys is the key number of
 --                        the first of ledger_new_work's four keys (the
 --                        other three follow), member its index member;
@@ -52,7 +59,11 @@
 --                        followed (absent: none)
 --     blacklist, crawl   the crawl blacklist's key number, and
 --                        "<appid>||<crawlid>"
---     dupefilter         the crawl's duplicate filter's key number
+--     dupefilter         the crawl's duplicate filter's key number: a set
+--                        of fingerprints, or (with bloom) the bits of its
+--                        compact filter (lib/bloom_filter)
+--     bloom              the compact filter's meta key number (absent:
+--                        the filter is the set)
 --     fingerprint        the page's own (absent: none)
 --     refused            requests left out before the script (absent:
 --                        none)
@@ -72,6 +83,13 @@
 -- (nothing queued, every request counted as crawl_blacklisted), or {0}
 -- when its lease did not end now.
 --
+-- A compact filter's possible false drops are estimated: each request it
+-- answers new adds p / (1 - p) to its crawl's ledger field
+-- dupefilter_false_drops_estimate, p the filter's false-positive
+-- probability (from its fill) when it was asked; for every new request it
+-- answered "new", p / (1 - p) new requests were on average answered
+-- "seen" at that fill.
+--
 -- As the original: the duplicate filter and the counters get their expiry
 -- refreshed on every use, and a counter reaching its limit stops the
 -- request that reached it. A member its queue holds already (its filter
@@ -80,8 +98,9 @@
 local batch = cjson.decode(ARGV[1])
 
 -- counts[j][field] = n, for ledger j; touched[j]: written by an
--- acknowledgement (its expiry is refreshed)
-local counts, touched = {}, {}
+-- acknowledgement (its expiry is refreshed); estimates[j] its false drops
+-- estimate
+local counts, touched, estimates = {}, {}, {}
 local function count(j, field, by)
   if by == 0 then return end
   local c = counts[j]
@@ -92,13 +111,19 @@ local function count(j, field, by)
   c[field] = (c[field] or 0) + by
 end
 
--- call runs a command taking many arguments after its key in chunks, as
--- Lua's unpack takes a few thousand values at most; it returns the
--- replies concatenated when they are arrays, summed when numbers.
-local function call(cmd, key, args)
+-- call runs a command taking many arguments after its key (and flag,
+-- when given) in chunks, as Lua's unpack takes a few thousand values at
+-- most; it returns the replies concatenated when they are arrays, summed
+-- when numbers.
+local function call(cmd, key, args, flag)
   local out, sum = {}, 0
   for i = 1, #args, 1000 do
-    local res = redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+    local res
+    if flag then
+      res = redis.call(cmd, key, flag, unpack(args, i, math.min(i + 999, #args)))
+    else
+      res = redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+    end
     if type(res) == 'table' then
       for _, v in ipairs(res) do
         out[#out + 1] = v
@@ -186,6 +211,8 @@ local function limited(grp)
 end
 
 local existed = {} -- by queue key number: EXISTS before the first ZADD
+local blooms = {} -- the compact filters, by meta key number
+local fifo = {} -- fifo_score's bands
 
 -- queue_page queues a page's requests, request i of group req_group[i]
 -- with fingerprint fps[i] and member members[i], and returns the page's
@@ -201,7 +228,21 @@ local function queue_page(page, req_group, fps, members)
   -- The duplicate filter: the page is seen, and so is a link met earlier
   -- on the same page.
   local dupe_key = KEYS[page.dupefilter]
-  local known = n > 0 and call('SMISMEMBER', dupe_key, fps) or {}
+  local bloom, known, fp_odds = nil, {}, 0
+  if page.bloom then
+    bloom = blooms[page.bloom]
+    if not bloom then
+      bloom = bloom_filter(dupe_key, KEYS[page.bloom], batch.bloom_rate, batch.bloom_capacity)
+      blooms[page.bloom] = bloom
+    end
+    if n > 0 then
+      known = bloom.seen(fps)
+      local p = math.min(bloom.fp(), 0.5)
+      fp_odds = p / (1 - p)
+    end
+  elseif n > 0 then
+    known = call('SMISMEMBER', dupe_key, fps)
+  end
   local seen, added = {}, {}
   if page.fingerprint then
     seen[page.fingerprint] = true
@@ -219,12 +260,20 @@ local function queue_page(page, req_group, fps, members)
       new[i] = true
       seen[fp] = true
       added[#added + 1] = fp
+      if fp_odds > 0 then
+        local j = groups[g].ledger
+        estimates[j] = (estimates[j] or 0) + fp_odds
+      end
     end
   end
-  if #added > 0 then
+  if bloom then
+    if #added > 0 then
+      bloom.add(added)
+    end
+  elseif #added > 0 then
     call('SADD', dupe_key, added)
   end
-  if #added > 0 or n > 0 then
+  if not bloom and (#added > 0 or n > 0) then
     redis.call('EXPIRE', dupe_key, batch.dupefilter_ttl)
   end
   -- The page limits, request by request, in the page's order.
@@ -235,8 +284,9 @@ local function queue_page(page, req_group, fps, members)
       limits[g] = limits[g] + 1
     end
   end
-  -- The queues: each group with one ZADD; each queue checked once for
-  -- being new.
+  -- The queues: each group with one ZADD NX (a member queued already
+  -- keeps its place), at fifo_score's scores in the page's order; each
+  -- queue checked once for being new.
   local zadds = {}
   for i = 1, n do
     if new[i] then
@@ -246,7 +296,7 @@ local function queue_page(page, req_group, fps, members)
         z = {}
         zadds[g] = z
       end
-      z[#z + 1] = groups[g].score
+      z[#z + 1] = fifo_score(fifo, KEYS[groups[g].queue], groups[g].score)
       z[#z + 1] = members[i]
     end
   end
@@ -262,7 +312,7 @@ local function queue_page(page, req_group, fps, members)
           redis.call('PUBLISH', grp.channel, queue)
         end
       end
-      local _, n_added = call('ZADD', queue, z)
+      local _, n_added = call('ZADD', queue, z, 'NX')
       queued = n_added
       dups[g] = dups[g] + #z / 2 - queued
     end
@@ -313,6 +363,9 @@ for j, c in pairs(counts) do
   for field, by in pairs(c) do
     redis.call('HINCRBY', keys[1], field, by)
   end
+  if estimates[j] then
+    redis.call('HINCRBYFLOAT', keys[1], 'dupefilter_false_drops_estimate', string.format('%.17g', estimates[j]))
+  end
   if enqueued == 0 then
     redis.call('HSET', keys[1], 'last_activity', batch.stamp)
     if touched[j] then
@@ -321,5 +374,8 @@ for j, c in pairs(counts) do
       redis.call('EXPIRE', keys[1], batch.ledger_ttl)
     end
   end
+end
+for _, bloom in pairs(blooms) do
+  bloom.save(batch.dupefilter_ttl)
 end
 return {acks, pages}

@@ -45,7 +45,8 @@ func (a Seed) encode() ([]string, []any) {
 
 // Seeds is ledger_seeds.lua's keys and arguments: many seeds, each queued
 // and counted unless its queue held it already, the queue writes grouped
-// by queue and crawl.
+// in runs of one queue and one crawl, in the order of Requests (the order
+// in which seeds of one priority come out of their queue).
 type Seeds struct {
 	Requests []SeedRequest
 	// Stamp is now, ledger.Stamp; TTL the ledgers' (LEDGER_TTL).
@@ -63,7 +64,6 @@ func (a Seeds) encode() ([]string, []any) {
 	}
 	queues := map[string]int{}
 	crawls := map[Ledger]int{}
-	groups := map[[2]int]*group{}
 	var queueKeys []string
 	var ledgers []Ledger
 	var order []*group
@@ -81,12 +81,10 @@ func (a Seeds) encode() ([]string, []any) {
 			crawls[s.Ledger] = c
 			ledgers = append(ledgers, s.Ledger)
 		}
-		g := groups[[2]int{q, c}]
-		if g == nil {
-			g = &group{queue: q, crawl: c}
-			groups[[2]int{q, c}] = g
-			order = append(order, g)
+		if len(order) == 0 || order[len(order)-1].queue != q || order[len(order)-1].crawl != c {
+			order = append(order, &group{queue: q, crawl: c})
 		}
+		g := order[len(order)-1]
 		g.seeds = append(g.seeds, s)
 	}
 	keys := make([]string, 0, len(queueKeys)+4*len(ledgers))

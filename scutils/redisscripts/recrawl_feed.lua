@@ -5,6 +5,7 @@
 -- is queued and counted now while run 1 is the run in progress, else it
 -- waits for the next run. Go: RecrawlFeed.
 -- include: ledger_new_work
+-- include: fifo_score
 --
 -- KEYS[1] the schedule hash, KEYS[2] recrawl:due, KEYS[3] the seed's
 -- queue, KEYS[4..7] the crawl's ledger (ledger_new_work's keys)
@@ -12,7 +13,7 @@
 -- ledger's ttl (seconds), ARGV[4] every (seconds), ARGV[5] runs (0: no
 -- end), ARGV[6] emit, ARGV[7] adaptive (0 or 1), ARGV[8] expires (epoch
 -- seconds, 0: never), ARGV[9] the seed's field ('seed:<url>'), ARGV[10]
--- the seed as the schedule keeps it, ARGV[11] the seed's score, ARGV[12]
+-- the seed as the schedule keeps it, ARGV[11] the seed's score (-priority: fifo_score adds the tiebreak), ARGV[12]
 -- the seed's member for run 1
 --
 -- Returns 1 when the seed was queued in run 1 (or was already), 0 when it
@@ -31,7 +32,7 @@ redis.call('HSET', KEYS[1], ARGV[9], ARGV[10])
 if redis.call('HGET', KEYS[1], 'runs_started') ~= '1' then
   return 0
 end
-if redis.call('ZADD', KEYS[3], ARGV[11], ARGV[12]) == 1 then
+if redis.call('ZADD', KEYS[3], 'NX', fifo_score({}, KEYS[3], ARGV[11]), ARGV[12]) == 1 then
   ledger_new_work({KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, ARGV[1], 'seeds', 1, ARGV[2], ARGV[3])
   redis.call('HSET', KEYS[4], 'run', '1')
 end

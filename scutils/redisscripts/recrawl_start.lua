@@ -8,6 +8,7 @@
 -- due every seconds from now (none once runs have started). A schedule
 -- whose expires has passed ends instead. Go: RecrawlStart.
 -- include: ledger_new_work
+-- include: fifo_score
 --
 -- KEYS[1] the schedule hash, KEYS[2] recrawl:due, KEYS[3..6] the crawl's
 -- ledger (ledger_new_work's keys), KEYS[7] the crawl's runs hash, KEYS[8..]
@@ -16,7 +17,8 @@
 -- ARGV[1] the crawl's index member, ARGV[2] now (stamp), ARGV[3] n,
 -- ARGV[4] the ledger's ttl (seconds), ARGV[5] the queue announcement
 -- channel, ARGV[6] the most past runs kept, ARGV[7] nq, then per seed its
--- queue's number (1..nq), score and member
+-- queue's number (1..nq), score (-priority: fifo_score adds the
+-- tiebreak) and member
 --
 -- Returns 'started', or why not: 'ended' (no live schedule), 'moved'
 -- (runs_started is not n-1: another monitor started run n), 'early' (not
@@ -77,9 +79,10 @@ local nq = tonumber(ARGV[7])
 for k = 8 + nq, #KEYS do
   redis.call('DEL', KEYS[k])
 end
-local queued = 0
+local queued, fifo = 0, {}
 for i = 8, #ARGV, 3 do
-  queued = queued + redis.call('ZADD', KEYS[7 + tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
+  local queue = KEYS[7 + tonumber(ARGV[i])]
+  queued = queued + redis.call('ZADD', queue, 'NX', fifo_score(fifo, queue, ARGV[i + 1]), ARGV[i + 2])
 end
 ledger_new_work({KEYS[3], KEYS[4], KEYS[5], KEYS[6]}, ARGV[1], 'seeds', queued, ARGV[2], ARGV[4])
 redis.call('HSET', KEYS[3], 'run', tostring(n))

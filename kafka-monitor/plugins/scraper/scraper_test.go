@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -70,8 +71,8 @@ func TestHandleQueuesTheFilledRequestWithScoreMinusPriority(t *testing.T) {
 	}
 
 	zs := c.ZRangeWithScores(context.Background(), "link:example.com:queue", 0, -1).Val()
-	if len(zs) != 1 || zs[0].Score != -5 {
-		t.Fatalf("link:example.com:queue = %v, want one member with score -5", zs)
+	if len(zs) != 1 || zs[0].Score != -5+1.0/(1<<32) {
+		t.Fatalf("link:example.com:queue = %v, want one member with score -5 + 2^-32 (-priority, then the first tiebreak)", zs)
 	}
 	member := zs[0].Member.(string)
 	want := plugintest.DecodeNumbers(t, `{"url":"http://example.com","appid":"testapp","crawlid":"abc123",
@@ -99,8 +100,8 @@ func TestHandleQueuesEveryFieldAsGiven(t *testing.T) {
 		t.Fatal(err)
 	}
 	zs := c.ZRangeWithScores(context.Background(), "wandering:example.com:queue", 0, -1).Val()
-	if len(zs) != 1 || zs[0].Score != -100 {
-		t.Fatalf("wandering:example.com:queue = %v, want one member with score -100", zs)
+	if len(zs) != 1 || math.Floor(zs[0].Score) != -100 {
+		t.Fatalf("wandering:example.com:queue = %v, want one member with score -100 and a tiebreak", zs)
 	}
 	if got, want := plugintest.DecodeNumbers(t, zs[0].Member.(string)), plugintest.DecodeNumbers(t, raw); !reflect.DeepEqual(got, want) {
 		t.Errorf("member = %v\nwant exactly the request %v", got, want)
@@ -205,7 +206,7 @@ func TestHandleOrdersTheQueueByPriority(t *testing.T) {
 	}
 	var got []string
 	for _, z := range c.ZRangeWithScores(context.Background(), "link:example.com:queue", 0, -1).Val() {
-		got = append(got, fmt.Sprintf("%s@%v", plugintest.DecodeNumbers(t, z.Member.(string))["crawlid"], z.Score))
+		got = append(got, fmt.Sprintf("%s@%v", plugintest.DecodeNumbers(t, z.Member.(string))["crawlid"], math.Floor(z.Score)))
 	}
 	if want := []string{"c100@-100", "c50@-50", "c1@-1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("queue in pop order = %v, want %v", got, want)
@@ -509,5 +510,53 @@ func TestSetupRefusesALedgerTTLBelowOneSecond(t *testing.T) {
 	err = (&scraper.Handler{}).Setup(context.Background(), plugin.Env{Settings: s})
 	if err == nil || !strings.Contains(err.Error(), ledger.TTL.Name()) {
 		t.Fatalf("Setup with LEDGER_TTL 0 = %v, want an error naming the setting", err)
+	}
+}
+
+// Requests of one priority come out of their queue in the order they were
+// fed, whatever their crawls: within one batch in the batch's order, then
+// batch after batch (FIFO within a priority); higher priorities first.
+func TestHandleQueuesOnePriorityInTheOrderFed(t *testing.T) {
+	c := harness.StartRedis(t).TestClient(t)
+	h := newHandler(t, c)
+	var want []string
+	n := 0
+	feed := func(batch []string) {
+		b := h.NewBatch()
+		pipe := c.TxPipeline()
+		for _, crawl := range batch {
+			priority := "5"
+			if crawl == "urgent" {
+				priority = "9"
+			}
+			n++
+			raw := `{"url":"http://example.com/` + strconv.Itoa(n) + `","appid":"testapp","crawlid":"` + crawl + `","priority":` + priority + `}`
+			if _, err := b.Handle(context.Background(), request(t, raw), pipe); err != nil {
+				t.Fatal(err)
+			}
+			if crawl != "urgent" {
+				want = append(want, crawl+"/"+strconv.Itoa(n))
+			}
+		}
+		if err := b.Flush(context.Background(), pipe); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pipe.Exec(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	feed([]string{"z", "a", "z", "m", "a", "urgent"})
+	feed([]string{"a", "z"})
+	feed([]string{"m"})
+	var got []string
+	for _, m := range c.ZRange(context.Background(), "link:example.com:queue", 0, -1).Val() {
+		r := plugintest.DecodeNumbers(t, m)
+		got = append(got, fmt.Sprint(r["crawlid"], "/", strings.TrimPrefix(r["url"].(string), "http://example.com/")))
+	}
+	if len(got) == 0 || got[0] != "urgent/6" {
+		t.Fatalf("queue %v: the higher priority does not come first", got)
+	}
+	if got = got[1:]; !slices.Equal(got, want) {
+		t.Errorf("queue in pop order %v, want the order fed %v", got, want)
 	}
 }
