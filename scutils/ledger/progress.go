@@ -89,48 +89,37 @@ func parseProgress(h map[string]string) *Progress {
 		return nil
 	}
 	p := &Progress{StatusCodes: map[string]int64{}, Dropped: map[string]int64{}, Refused: map[string]int64{}, Purged: map[string]int64{}}
+	// Where each field goes: the counts, the times (epoch seconds), the
+	// counts by code or reason.
+	counts := map[string]*int64{
+		FieldSeeds: &p.Seeds, FieldEnqueued: &p.Enqueued, FieldDone: &p.Done, FieldRetried: &p.Retried,
+		FieldPublished: &p.Published, FieldPublishedTruncated: &p.PublishedTruncated, FieldRun: &p.run,
+		FieldUnchanged: &p.Unchanged, FieldWithheld: &p.Withheld, FieldSkippedFresh: &p.SkippedFresh,
+	}
+	times := map[string]*float64{FieldStarted: &p.Started, FieldLastActivity: &p.LastActivity, FieldCompleted: &p.completedAt}
+	byPrefix := map[string]map[string]int64{
+		PrefixFetched: p.StatusCodes, PrefixRefused: p.Refused, PrefixDropped: p.Dropped, PrefixPurged: p.Purged,
+	}
 	for f, v := range h {
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch {
-		case f == FieldSeeds:
-			p.Seeds = n
-		case f == FieldEnqueued:
-			p.Enqueued = n
-		case f == FieldDone:
-			p.Done = n
-		case f == FieldRetried:
-			p.Retried = n
-		case f == FieldPublished:
-			p.Published = n
-		case f == FieldPublishedTruncated:
-			p.PublishedTruncated = n
-		case f == FieldStarted:
-			p.Started, _ = strconv.ParseFloat(v, 64)
-		case f == FieldLastActivity:
-			p.LastActivity, _ = strconv.ParseFloat(v, 64)
-		case f == FieldEndedBy:
-			p.EndedBy = v
-		case f == FieldCompleted:
-			p.completed = true
-			p.completedAt, _ = strconv.ParseFloat(v, 64)
-		case f == FieldRun:
-			p.run = n
-		case f == FieldUnchanged:
-			p.Unchanged = n
-		case f == FieldWithheld:
-			p.Withheld = n
-		case f == FieldSkippedFresh:
-			p.SkippedFresh = n
-		case strings.HasPrefix(f, PrefixFetched):
-			p.StatusCodes[f[len(PrefixFetched):]] = n
-			p.Fetched += n
-		case strings.HasPrefix(f, PrefixRefused):
-			p.Refused[f[len(PrefixRefused):]] = n
-		case strings.HasPrefix(f, PrefixDropped):
-			p.Dropped[f[len(PrefixDropped):]] = n
-		case strings.HasPrefix(f, PrefixPurged):
-			p.Purged[f[len(PrefixPurged):]] = n
+		if c := counts[f]; c != nil {
+			*c, _ = strconv.ParseInt(v, 10, 64)
+			continue
 		}
+		if t := times[f]; t != nil {
+			*t, _ = strconv.ParseFloat(v, 64)
+		}
+		switch f {
+		case FieldEndedBy:
+			p.EndedBy = v
+		case FieldCompleted:
+			p.completed = true
+		}
+		if prefix, code, ok := strings.Cut(f, ":"); ok && byPrefix[prefix+":"] != nil {
+			byPrefix[prefix+":"][code], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	for _, n := range p.StatusCodes {
+		p.Fetched += n
 	}
 	p.State = StateRunning
 	if p.completed && p.Outstanding() == 0 {
