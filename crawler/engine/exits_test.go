@@ -52,10 +52,20 @@ func closedPort(t *testing.T) string {
 
 func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *testing.T) {
 	type counter func(*engine.Counters) int64
+	var (
+		expired     counter = func(c *engine.Counters) int64 { return c.Expired.Load() }
+		refused     counter = func(c *engine.Counters) int64 { return c.Refused.Load() }
+		dropped     counter = func(c *engine.Counters) int64 { return c.Dropped.Load() }
+		tooLarge    counter = func(c *engine.Counters) int64 { return c.TooLarge.Load() }
+		unpublished counter = func(c *engine.Counters) int64 { return c.Unpublished.Load() }
+		parseErrors counter = func(c *engine.Counters) int64 { return c.ParseErrors.Load() }
+		published   counter = func(c *engine.Counters) int64 { return c.Published.Load() }
+	)
 	tests := []struct {
 		name     string
 		settings map[string]string
 		spider   string
+		path     string // the request: a crawl of this page of the test site, unless request says otherwise
 		request  func(e *env, t *testing.T) *crawlrequest.Request
 		// prepare runs before the engine gets the request (e.g. to set up Kafka).
 		prepare func(e *env, t testing.TB)
@@ -70,48 +80,48 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 				r.Expires = 1
 				return r
 			},
-			log: "Crawl expired; request refused", counter: func(c *engine.Counters) int64 { return c.Expired.Load() },
+			log: "Crawl expired; request refused", counter: expired,
 			field: "refused:expired",
 		},
 		{
 			name:     "a private address is refused",
 			settings: map[string]string{"FETCH_ALLOWED_NETWORKS": "127.0.0.2/32"},
-			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:      `"message": "Request refused; not fetched"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
+			path:     "/page/1",
+			log:      `"message": "Request refused; not fetched"`, counter: refused,
 			field: "refused:private_address",
 		},
 		{
 			name:     "robots.txt refuses",
 			settings: map[string]string{"ROBOTSTXT_OBEY": "true"},
-			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/private/1"), "x", 0) },
-			log:      `"reason": "robots"`, counter: func(c *engine.Counters) int64 { return c.Refused.Load() },
+			path:     "/private/1",
+			log:      `"reason": "robots"`, counter: refused,
 			field: "refused:robots",
 		},
 		{
-			name:    "a redirect loop is uncrawlable",
-			request: func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/loop/a"), "x", 0) },
-			log:     `"reason": "redirect_loop"`, counter: func(c *engine.Counters) int64 { return c.Dropped.Load() },
+			name: "a redirect loop is uncrawlable",
+			path: "/loop/a",
+			log:  `"reason": "redirect_loop"`, counter: dropped,
 			field: "dropped:uncrawlable",
 		},
 		{
 			name:     "a hanging page is given up after its retries",
 			settings: map[string]string{"DOWNLOAD_TIMEOUT": "1", "RETRY_TIMES": "1"},
-			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/hang"), "x", 0) },
-			log:      `"reason": "timeout"`, counter: func(c *engine.Counters) int64 { return c.Dropped.Load() },
+			path:     "/hang",
+			log:      `"reason": "timeout"`, counter: dropped,
 			field: "dropped:timeout",
 		},
 		{
 			name:     "a closed port is given up after its retries",
 			settings: map[string]string{"RETRY_TIMES": "1"},
 			request:  func(_ *env, t *testing.T) *crawlrequest.Request { return crawl("http://"+closedPort(t)+"/", "x", 0) },
-			log:      `"reason": "connection"`, counter: func(c *engine.Counters) int64 { return c.Dropped.Load() },
+			log:      `"reason": "connection"`, counter: dropped,
 			field: "dropped:connection",
 		},
 		{
 			name:     "a 504 is given up after its retries",
 			settings: map[string]string{"RETRY_TIMES": "1"},
-			request:  func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/status/504"), "x", 0) },
-			log:      `"reason": "504"`, counter: func(c *engine.Counters) int64 { return c.Dropped.Load() },
+			path:     "/status/504",
+			log:      `"reason": "504"`, counter: dropped,
 			field: "dropped:504",
 		},
 		{
@@ -122,7 +132,7 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 				r.Attrs = json.RawMessage(`{"big":"` + strings.Repeat("a", 30000) + `"}`)
 				return r
 			},
-			log: "Dropped a result that cannot be sent to Kafka", counter: func(c *engine.Counters) int64 { return c.TooLarge.Load() },
+			log: "Dropped a result that cannot be sent to Kafka", counter: tooLarge,
 			field: "dropped:too_large",
 		},
 		{
@@ -137,28 +147,28 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 					t.Fatal(err)
 				}
 			},
-			request: func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:     "Failed to send page to Kafka", counter: func(c *engine.Counters) int64 { return c.Unpublished.Load() },
+			path: "/page/1",
+			log:  "Failed to send page to Kafka", counter: unpublished,
 			field: "dropped:unpublished",
 		},
 		{
-			name:    "a spider that makes no result drops the page",
-			spider:  "silent",
-			request: func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:     "The spider made no result of the page", counter: func(c *engine.Counters) int64 { return c.Dropped.Load() },
+			name:   "a spider that makes no result drops the page",
+			spider: "silent",
+			path:   "/page/1",
+			log:    "The spider made no result of the page", counter: dropped,
 			field: "dropped:no_result",
 		},
 		{
-			name:    "a spider's panic still publishes the page",
-			spider:  "panicky",
-			request: func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:     "Spider panicked; publishing the page", counter: func(c *engine.Counters) int64 { return c.ParseErrors.Load() },
+			name:   "a spider's panic still publishes the page",
+			spider: "panicky",
+			path:   "/page/1",
+			log:    "Spider panicked; publishing the page", counter: parseErrors,
 			field: "published",
 		},
 		{
-			name:    "a page is published",
-			request: func(e *env, _ *testing.T) *crawlrequest.Request { return crawl(e.site.URL("/page/1"), "x", 0) },
-			log:     "Sent page to Kafka", counter: func(c *engine.Counters) int64 { return c.Published.Load() },
+			name: "a page is published",
+			path: "/page/1",
+			log:  "Sent page to Kafka", counter: published,
 			field: "published",
 		},
 	}
@@ -173,7 +183,12 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 				settings[k] = v
 			}
 			e := newEnvWith(t, settings, tc.prepare)
-			r := tc.request(e, t)
+			var r *crawlrequest.Request
+			if tc.request != nil {
+				r = tc.request(e, t)
+			} else {
+				r = crawl(e.site.URL(tc.path), "x", 0)
+			}
 			r.SpiderID = spiderID
 			e.seedCounted(t, r)
 			c := ledger.Crawl{SpiderID: spiderID, AppID: r.AppID, CrawlID: r.CrawlID}

@@ -51,32 +51,15 @@ func knownDifference(input string) (ours, why string, ok bool) {
 // marshalPython encodes v for comparison with expected.jsonl, where gen.py
 // writes an infinite float as {"$nonfinite": "Infinity"} (or "-Infinity").
 func marshalPython(v any) ([]byte, error) {
-	var mark func(any) any
-	mark = func(x any) any {
-		switch t := x.(type) {
-		case float64:
-			if math.IsInf(t, 1) {
-				return map[string]any{"$nonfinite": "Infinity"}
-			}
-			if math.IsInf(t, -1) {
-				return map[string]any{"$nonfinite": "-Infinity"}
-			}
-		case map[string]any:
-			out := make(map[string]any, len(t))
-			for k, y := range t {
-				out[k] = mark(y)
-			}
-			return out
-		case []any:
-			out := make([]any, len(t))
-			for i, y := range t {
-				out[i] = mark(y)
-			}
-			return out
+	return json.Marshal(plugin.MapLeaves(v, func(x any) any {
+		if f, ok := x.(float64); ok && math.IsInf(f, 1) {
+			return map[string]any{"$nonfinite": "Infinity"}
+		}
+		if f, ok := x.(float64); ok && math.IsInf(f, -1) {
+			return map[string]any{"$nonfinite": "-Infinity"}
 		}
 		return x
-	}
-	return json.Marshal(mark(v))
+	}))
 }
 
 // conformanceCase is one line of testdata/conformance/expected.jsonl: the

@@ -206,22 +206,27 @@ func applyDefaults(defaults []propertyDefault, obj map[string]any) {
 	}
 }
 
-func deepCopy(v any) any {
+// deepCopy copies a default's value, so that requests never share one.
+func deepCopy(v any) any { return mapLeaves(v, func(x any) any { return x }) }
+
+// mapLeaves copies a decoded JSON value, objects and arrays included, with
+// every other value x in it replaced by leaf(x).
+func mapLeaves(v any, leaf func(any) any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(t))
 		for k, x := range t {
-			out[k] = deepCopy(x)
+			out[k] = mapLeaves(x, leaf)
 		}
 		return out
 	case []any:
 		out := make([]any, len(t))
 		for i, x := range t {
-			out[i] = deepCopy(x)
+			out[i] = mapLeaves(x, leaf)
 		}
 		return out
 	}
-	return v
+	return leaf(v)
 }
 
 // hasRequired reports whether obj has every property the schema requires.

@@ -323,38 +323,19 @@ func (e *emitter) writePlain(text []rune, indent int, split bool) {
 		e.write(" ", 1)
 	}
 	e.whitespace, e.indention = false, false
-	spaces, breaks := false, false
-	start := 0
-	for end := 0; end <= len(text); end++ {
-		ch, ok := runeAt(text, end)
+	scanRuns(text, nil, func(kind runKind, start, end int) {
 		switch {
-		case spaces:
-			if ch != ' ' {
-				if start+1 == end && e.column > bestWidth && split {
-					e.writeIndent(indent)
-					e.whitespace, e.indention = false, false
-				} else {
-					e.writeRunes(text[start:end])
-				}
-				start = end
-			}
-		case breaks:
-			if !ok || !isBreak(ch) {
-				e.writeBreaks(text[start:end])
-				e.writeIndent(indent)
-				e.whitespace, e.indention = false, false
-				start = end
-			}
+		case kind == spaceRun && start+1 == end && e.column > bestWidth && split:
+			e.writeIndent(indent)
+			e.whitespace, e.indention = false, false
+		case kind == breakRun:
+			e.writeBreaks(text[start:end])
+			e.writeIndent(indent)
+			e.whitespace, e.indention = false, false
 		default:
-			if !ok || ch == ' ' || isBreak(ch) {
-				e.writeRunes(text[start:end])
-				start = end
-			}
+			e.writeRunes(text[start:end])
 		}
-		if ok {
-			spaces, breaks = ch == ' ', isBreak(ch)
-		}
-	}
+	})
 }
 
 // writeBreaks writes a run of line breaks inside a scalar; a leading "\n"
@@ -371,43 +352,70 @@ func (e *emitter) writeBreaks(brs []rune) {
 // writeSingleQuoted is PyYAML's write_single_quoted.
 func (e *emitter) writeSingleQuoted(text []rune, indent int, split bool) {
 	e.writeIndicator("'", true, false, false)
-	spaces, breaks := false, false
-	start := 0
+	scanRuns(text, func() { e.write("''", 2) }, func(kind runKind, start, end int) {
+		switch {
+		case kind == spaceRun && start+1 == end && e.column > bestWidth && split && start != 0 && end != len(text):
+			e.writeIndent(indent)
+		case kind == breakRun:
+			e.writeBreaks(text[start:end])
+			e.writeIndent(indent)
+		default:
+			e.writeRunes(text[start:end])
+		}
+	})
+	e.writeIndicator("'", false, false, false)
+}
+
+// runKind is what a run of a scalar's text holds.
+type runKind int
+
+const (
+	otherRun runKind = iota // neither spaces nor line breaks
+	spaceRun
+	breakRun
+)
+
+// scanRuns splits text as PyYAML's plain and single-quoted writers do: into
+// runs of spaces, of line breaks and of other characters, calling write with
+// each run's kind and bounds when it ends. With quote, a single quote ends any
+// run and is written by quote instead of by a run.
+func scanRuns(text []rune, quote func(), write func(kind runKind, start, end int)) {
+	kind, start := otherRun, 0
 	for end := 0; end <= len(text); end++ {
 		ch, ok := runeAt(text, end)
-		switch {
-		case spaces:
-			if !ok || ch != ' ' {
-				if start+1 == end && e.column > bestWidth && split && start != 0 && end != len(text) {
-					e.writeIndent(indent)
-				} else {
-					e.writeRunes(text[start:end])
-				}
-				start = end
-			}
-		case breaks:
-			if !ok || !isBreak(ch) {
-				e.writeBreaks(text[start:end])
-				e.writeIndent(indent)
-				start = end
-			}
+		isQuote := ok && ch == '\'' && quote != nil
+		var ends bool
+		switch kind {
+		case spaceRun:
+			ends = ch != ' '
+		case breakRun:
+			ends = !ok || !isBreak(ch)
 		default:
-			if !ok || ch == ' ' || isBreak(ch) || ch == '\'' {
-				if start < end {
-					e.writeRunes(text[start:end])
-					start = end
-				}
-			}
+			ends = !ok || ch == ' ' || isBreak(ch) || isQuote
 		}
-		if ch == '\'' && ok {
-			e.write("''", 2)
+		if ends && (kind != otherRun || start < end) {
+			write(kind, start, end)
+			start = end
+		}
+		if isQuote {
+			quote()
 			start = end + 1
 		}
 		if ok {
-			spaces, breaks = ch == ' ', isBreak(ch)
+			kind = runKindOf(ch)
 		}
 	}
-	e.writeIndicator("'", false, false, false)
+}
+
+// runKindOf is the kind of run ch belongs to.
+func runKindOf(ch rune) runKind {
+	switch {
+	case ch == ' ':
+		return spaceRun
+	case isBreak(ch):
+		return breakRun
+	}
+	return otherRun
 }
 
 var escapes = map[rune]string{

@@ -4,21 +4,14 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness/memredis"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
 )
 
 // The spec's example_rq.py as a priority queue: the highest priority pops first.
 func ExampleNewPriority() {
-	mr := miniredis.NewMiniRedis() // or a real server: redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-	if err := mr.Start(); err != nil {
-		panic(err)
-	}
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	rdb, done := memredis.Start() // or a real server: redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer done()
 
 	ctx := context.Background()
 	q := redisqueue.NewPriority[string](rdb, "my_key")

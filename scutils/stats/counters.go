@@ -89,13 +89,7 @@ type Counter struct {
 // the newest 12 step keys kept, starting at 0 (WithStartAt). The upkeep
 // (deleting old step keys) stops when ctx is done or on Stop/Close.
 func NewCounter(ctx context.Context, rdb redis.Cmdable, key string, opts ...Option) (*Counter, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("counter %s: %w", key, err)
-	}
-	c := &Counter{stepped: newStepped(rdb, key, o), startAt: o.startAt}
-	c.launchPurge(ctx, o)
-	return c, nil
+	return openStepped(ctx, rdb, key, "counter", opts, func(c *Counter, o options) { c.startAt = o.startAt })
 }
 
 // Increment adds one to the counter. A key that does not exist yet is
@@ -136,114 +130,120 @@ func (c *Counter) Value(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// UniqueCounter counts distinct items exactly, in a Redis set, per step when
-// rolling. Storage grows with the number of items.
-type UniqueCounter struct {
-	stepped
-}
+// The counters of items: each a stepped key fed items with one Redis command
+// and counted with another.
+type (
+	// UniqueCounter counts distinct items exactly, in a Redis set, per step
+	// when rolling: Increment adds an item (SADD), Value counts the items
+	// (SCARD). Storage grows with the number of items.
+	UniqueCounter struct{ itemCounter[string] }
+
+	// HyperLogLogCounter estimates the number of distinct items (standard
+	// error 0.81%, at most 12 KB per key), per step when rolling: Increment
+	// adds an item (PFADD), Value estimates how many there are (PFCOUNT).
+	HyperLogLogCounter struct{ itemCounter[string] }
+
+	// BitmapCounter sets bits by index and counts the bits set, per step when
+	// rolling: e.g. which user ids were seen today. Increment sets the bit at
+	// an index (0 to 2^32-1) to 1 (SETBIT), Value counts the bits set to 1
+	// (BITCOUNT).
+	BitmapCounter struct{ itemCounter[int64] }
+)
 
 // NewUniqueCounter returns a UniqueCounter on rdb, with the same defaults
 // as NewCounter.
 func NewUniqueCounter(ctx context.Context, rdb redis.Cmdable, key string, opts ...Option) (*UniqueCounter, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("unique counter %s: %w", key, err)
-	}
-	c := &UniqueCounter{stepped: newStepped(rdb, key, o)}
-	c.launchPurge(ctx, o)
-	return c, nil
-}
-
-// Increment counts item if it was not counted yet (SADD).
-func (c *UniqueCounter) Increment(ctx context.Context, item string) error {
-	key := c.Key()
-	if err := c.rdb.SAdd(ctx, key, item).Err(); err != nil {
-		return fmt.Errorf("add item to unique counter %s: %w", key, err)
-	}
-	return nil
-}
-
-// Value returns the number of distinct items counted (SCARD).
-func (c *UniqueCounter) Value(ctx context.Context) (int64, error) {
-	key := c.Key()
-	n, err := c.rdb.SCard(ctx, key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("read unique counter %s: %w", key, err)
-	}
-	return n, nil
-}
-
-// HyperLogLogCounter estimates the number of distinct items (PFADD/PFCOUNT,
-// standard error 0.81%, at most 12 KB per key), per step when rolling.
-type HyperLogLogCounter struct {
-	stepped
+	return openStepped(ctx, rdb, key, "unique counter", opts, func(c *UniqueCounter, _ options) { c.cmds = setCommands })
 }
 
 // NewHyperLogLogCounter returns a HyperLogLogCounter on rdb, with the same
 // defaults as NewCounter. Scrapy Cluster's lifetime counters are
 // HyperLogLogCounters without rolling, fed one unique value per event.
 func NewHyperLogLogCounter(ctx context.Context, rdb redis.Cmdable, key string, opts ...Option) (*HyperLogLogCounter, error) {
-	o, err := buildOptions(opts)
-	if err != nil {
-		return nil, fmt.Errorf("hyperloglog counter %s: %w", key, err)
-	}
-	c := &HyperLogLogCounter{stepped: newStepped(rdb, key, o)}
-	c.launchPurge(ctx, o)
-	return c, nil
-}
-
-// Increment counts item if it was not counted yet (PFADD).
-func (c *HyperLogLogCounter) Increment(ctx context.Context, item string) error {
-	key := c.Key()
-	if err := c.rdb.PFAdd(ctx, key, item).Err(); err != nil {
-		return fmt.Errorf("add item to hyperloglog %s: %w", key, err)
-	}
-	return nil
-}
-
-// Value returns the estimated number of distinct items (PFCOUNT).
-func (c *HyperLogLogCounter) Value(ctx context.Context) (int64, error) {
-	key := c.Key()
-	n, err := c.rdb.PFCount(ctx, key).Result()
-	if err != nil {
-		return 0, fmt.Errorf("read hyperloglog %s: %w", key, err)
-	}
-	return n, nil
-}
-
-// BitmapCounter sets bits by index (SETBIT) and counts the bits set
-// (BITCOUNT), per step when rolling: e.g. which user ids were seen today.
-type BitmapCounter struct {
-	stepped
+	return openStepped(ctx, rdb, key, "hyperloglog counter", opts, func(c *HyperLogLogCounter, _ options) { c.cmds = hyperLogLogCommands })
 }
 
 // NewBitmapCounter returns a BitmapCounter on rdb, with the same defaults as
 // NewCounter.
 func NewBitmapCounter(ctx context.Context, rdb redis.Cmdable, key string, opts ...Option) (*BitmapCounter, error) {
+	return openStepped(ctx, rdb, key, "bitmap counter", opts, func(c *BitmapCounter, _ options) { c.cmds = bitmapCommands })
+}
+
+// The commands of UniqueCounter, HyperLogLogCounter and BitmapCounter.
+var (
+	setCommands = itemCommands[string]{
+		add: func(ctx context.Context, rdb redis.Cmdable, key, item string) error {
+			return rdb.SAdd(ctx, key, item).Err()
+		},
+		count:  func(ctx context.Context, rdb redis.Cmdable, key string) *redis.IntCmd { return rdb.SCard(ctx, key) },
+		adding: "add item to unique counter %[2]s", counting: "read unique counter %s",
+	}
+	hyperLogLogCommands = itemCommands[string]{
+		add: func(ctx context.Context, rdb redis.Cmdable, key, item string) error {
+			return rdb.PFAdd(ctx, key, item).Err()
+		},
+		count:  func(ctx context.Context, rdb redis.Cmdable, key string) *redis.IntCmd { return rdb.PFCount(ctx, key) },
+		adding: "add item to hyperloglog %[2]s", counting: "read hyperloglog %s",
+	}
+	bitmapCommands = itemCommands[int64]{
+		add: func(ctx context.Context, rdb redis.Cmdable, key string, index int64) error {
+			return rdb.SetBit(ctx, key, index, 1).Err()
+		},
+		count: func(ctx context.Context, rdb redis.Cmdable, key string) *redis.IntCmd {
+			return rdb.BitCount(ctx, key, nil)
+		},
+		adding: "set bit %[1]d of %[2]s", counting: "count bits of %s",
+	}
+)
+
+// openStepped builds a step-based counter (what names it in errors): its
+// options, its stepped core, the rest of its fields (init) and the
+// background purge of its old step keys.
+func openStepped[C any, P interface {
+	*C
+	core() *stepped
+}](ctx context.Context, rdb redis.Cmdable, key, what string, opts []Option, init func(P, options)) (P, error) {
 	o, err := buildOptions(opts)
 	if err != nil {
-		return nil, fmt.Errorf("bitmap counter %s: %w", key, err)
+		return nil, fmt.Errorf("%s %s: %w", what, key, err)
 	}
-	c := &BitmapCounter{stepped: newStepped(rdb, key, o)}
-	c.launchPurge(ctx, o)
+	c := P(new(C))
+	*c.core() = newStepped(rdb, key, o)
+	init(c, o)
+	c.core().launchPurge(ctx, o)
 	return c, nil
 }
 
-// Increment sets the bit at index (0 to 2^32-1) to 1.
-func (c *BitmapCounter) Increment(ctx context.Context, index int64) error {
+// itemCounter is a step-based counter fed items of type I: one Redis command
+// adds an item to the current key, another counts what the key holds.
+type itemCounter[I any] struct {
+	stepped
+	cmds itemCommands[I]
+}
+
+// itemCommands are an itemCounter's two commands and the formats of their
+// errors (adding gets the item and the key, counting the key).
+type itemCommands[I any] struct {
+	add              func(ctx context.Context, rdb redis.Cmdable, key string, item I) error
+	count            func(ctx context.Context, rdb redis.Cmdable, key string) *redis.IntCmd
+	adding, counting string
+}
+
+// Increment counts item in the current step.
+func (c *itemCounter[I]) Increment(ctx context.Context, item I) error {
 	key := c.Key()
-	if err := c.rdb.SetBit(ctx, key, index, 1).Err(); err != nil {
-		return fmt.Errorf("set bit %d of %s: %w", index, key, err)
+	if err := c.cmds.add(ctx, c.rdb, key, item); err != nil {
+		return fmt.Errorf(c.cmds.adding+": %[3]w", item, key, err)
 	}
 	return nil
 }
 
-// Value returns the number of bits set to 1 (BITCOUNT).
-func (c *BitmapCounter) Value(ctx context.Context) (int64, error) {
+// Value returns the count of the current step.
+func (c *itemCounter[I]) Value(ctx context.Context) (int64, error) {
 	key := c.Key()
-	n, err := c.rdb.BitCount(ctx, key, nil).Result()
+	n, err := c.cmds.count(ctx, c.rdb, key).Result()
 	if err != nil {
-		return 0, fmt.Errorf("count bits of %s: %w", key, err)
+		return 0, fmt.Errorf(c.cmds.counting+": %w", key, err)
 	}
 	return n, nil
 }

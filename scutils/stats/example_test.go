@@ -6,27 +6,12 @@ import (
 	"log"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness/memredis"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 )
 
-// exampleRedis starts an in-memory stand-in for Redis so the examples run
-// anywhere. In real code connect to your server instead:
-//
-//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
-func exampleRedis() (*redis.Client, func()) {
-	srv, err := miniredis.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	return rdb, func() { rdb.Close(); srv.Close() }
-}
-
 func ExampleNewRollingTimeWindow() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -52,7 +37,7 @@ func ExampleNewRollingTimeWindow() {
 }
 
 func ExampleNewWindowSet() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -83,7 +68,7 @@ func ExampleNewWindowSet() {
 }
 
 func ExampleNewTimeWindow() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -106,7 +91,7 @@ func ExampleNewTimeWindow() {
 }
 
 func ExampleNewCounter() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -128,7 +113,7 @@ func ExampleNewCounter() {
 }
 
 func ExampleNewUniqueCounter() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -149,7 +134,7 @@ func ExampleNewUniqueCounter() {
 }
 
 func ExampleNewHyperLogLogCounter() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 
@@ -171,7 +156,7 @@ func ExampleNewHyperLogLogCounter() {
 }
 
 func ExampleNewBitmapCounter() {
-	rdb, done := exampleRedis()
+	rdb, done := memredis.Start()
 	defer done()
 	ctx := context.Background()
 

@@ -180,6 +180,9 @@ func (s *stepped) Maintain(ctx context.Context) error {
 	return s.purger.purge(ctx, s.clock())
 }
 
+// core gives openStepped the stepped core of any counter embedding it.
+func (s *stepped) core() *stepped { return s }
+
 // launchPurge starts the background purge when there is something to purge.
 func (s *stepped) launchPurge(ctx context.Context, o options) {
 	if s.purger != nil {

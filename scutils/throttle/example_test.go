@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness/memredis"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -15,13 +13,8 @@ import (
 // Five pops per ten seconds from a priority queue, shared by every process
 // using the same key: the sixth pop in the window is denied.
 func ExampleNew() {
-	mr := miniredis.NewMiniRedis() // or a real server
-	if err := mr.Start(); err != nil {
-		panic(err)
-	}
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
+	rdb, done := memredis.Start() // or a real server: redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+	defer done()
 	ctx := context.Background()
 
 	q := redisqueue.NewPriority[string](rdb, "link:example.com:queue")

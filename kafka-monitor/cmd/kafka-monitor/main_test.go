@@ -5,13 +5,14 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/command"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
-	out := clitest.Output(t, newRoot(), "settings", "--set", "REDIS_HOST=redis.example")
+	out := clitest.Output(t, command.New(), "settings", "--set", "REDIS_HOST=redis.example")
 	clitest.ExpectContains(t, "settings output", out, "LOG_FILE: kafka_monitor.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default", "REDIS_HOST: redis.example  # flag")
 }
 
@@ -29,7 +30,7 @@ func TestFeedExitStatus(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			root := newRoot()
+			root := command.New()
 			root.SetArgs(append(tc.args, "--set", noKafka, "--set", "KAFKA_CONN_TIMEOUT=1", "--log-level", "CRITICAL"))
 			if got := cli.Execute(root); got != tc.want {
 				t.Fatalf("exit status %d, want %d", got, tc.want)
@@ -40,7 +41,7 @@ func TestFeedExitStatus(t *testing.T) {
 
 func TestHelpExplainsTheCommandsAndFlags(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"feed", "--help"}} {
-		out := clitest.Output(t, newRoot(), args...)
+		out := clitest.Output(t, command.New(), args...)
 		clitest.ExpectContains(t, fmt.Sprint(args, " help"), out, "--settings", "--set", "--log-level", "--log-json", "--log-file")
 	}
 }

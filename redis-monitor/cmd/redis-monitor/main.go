@@ -5,16 +5,9 @@ package main
 import (
 	"os"
 
-	"github.com/spf13/cobra"
-
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/command"
 	_ "github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/all"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 )
 
-func main() {
-	os.Exit(cli.Execute(newRoot()))
-}
-
-// newRoot builds the command tree with the built-in plugins; main runs it.
-func newRoot() *cobra.Command { return command.New() }
+func main() { os.Exit(cli.Execute(command.New())) }

@@ -6,16 +6,9 @@ package main
 import (
 	"os"
 
-	"github.com/spf13/cobra"
-
 	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/command"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 )
 
-func main() {
-	os.Exit(cli.Execute(newRoot()))
-}
-
-// newRoot builds the command tree with the built-in plugins; main runs it.
-func newRoot() *cobra.Command { return command.New() }
+func main() { os.Exit(cli.Execute(command.New())) }

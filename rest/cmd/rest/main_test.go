@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/rest/command"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli/clitest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
-	out := clitest.Output(t, newRoot(), "settings", "--set", "REDIS_HOST=redis.example", "--port", "8080")
+	out := clitest.Output(t, command.New(), "settings", "--set", "REDIS_HOST=redis.example", "--port", "8080")
 	clitest.ExpectContains(t, "settings output", out, "LOG_FILE: rest_service.log  # default", "KAFKA_TOPIC_PREFIX: demo  # default",
 		"REDIS_HOST: redis.example  # flag", "FLASK_PORT: 8080  # flag", "LOGGER_NAME: rest-service  # default",
 		"WAIT_FOR_RESPONSE_TIME: 5  # default", "KAFKA_CONSUMER_AUTO_OFFSET_RESET: latest  # default",
@@ -25,11 +26,11 @@ func TestSettingsCommandShowsTheComponentsDefaults(t *testing.T) {
 }
 
 func TestHelpExplainsEveryFlag(t *testing.T) {
-	clitest.ExpectContains(t, "help", clitest.Output(t, newRoot(), "--help"), "--port", "FLASK_PORT", "--host", "FLASK_HOST", "--settings", "--set", "--log-level", "--log-json", "--log-file", "/feed", "/poll", "SIGTERM")
+	clitest.ExpectContains(t, "help", clitest.Output(t, command.New(), "--help"), "--port", "FLASK_PORT", "--host", "FLASK_HOST", "--settings", "--set", "--log-level", "--log-json", "--log-file", "/feed", "/poll", "SIGTERM")
 }
 
 func TestUnknownArgumentsAreRefused(t *testing.T) {
-	root := newRoot()
+	root := command.New()
 	root.SetOut(&bytes.Buffer{})
 	root.SetErr(&bytes.Buffer{})
 	root.SetArgs([]string{"serve-please"})
