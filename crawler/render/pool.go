@@ -44,12 +44,13 @@ type Pool struct {
 	slots   chan struct{}
 	metrics *Metrics
 
-	mu      sync.Mutex
-	current *browserProc
-	all     map[*browserProc]bool // running, current or draining
-	closed  bool
-	started bool           // a browser was started before
-	closing sync.WaitGroup // browsers being closed
+	mu       sync.Mutex
+	current  *browserProc
+	all      map[*browserProc]bool // running, current or draining
+	closed   bool
+	started  bool           // a browser was started before
+	startErr error          // the last browser start's, nil once one started
+	closing  sync.WaitGroup // browsers being closed
 }
 
 // browserProc is one Chromium process and the pages it renders.
@@ -114,6 +115,33 @@ func (p *Pool) Close() {
 // ErrClosed is Render's error after Close.
 var ErrClosed = errors.New("render: the browser pool is closed")
 
+// ErrPageFailed wraps the errors of a render that may succeed when tried
+// again: the page could not be loaded (a connection refused, reset, ...),
+// the browser crashed or stopped answering, the timeout passed. A page the
+// guard refuses is fetch.ErrForbiddenAddress instead.
+var ErrPageFailed = errors.New("render failed")
+
+// IsRetryable reports whether a render failed in a way worth retrying.
+func IsRetryable(err error) bool { return errors.Is(err, ErrPageFailed) }
+
+// ResultField is the crawl result's field that says a page was rendered
+// (true; ordinary results have none).
+const ResultField = "rendered"
+
+// Probe is the pool's readiness: an error when it is closed or its last
+// browser did not start.
+func (p *Pool) Probe(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return ErrClosed
+	case p.startErr != nil:
+		return p.startErr
+	}
+	return nil
+}
+
 // Render loads req.URL in a new browser context and returns the rendered
 // DOM as the body, with the main document's final URL, status and headers.
 // req.Spec.Timeout bounds everything (waiting for a browser included):
@@ -137,7 +165,7 @@ func (p *Pool) Render(ctx context.Context, req Request, maxSize int) (*fetch.Res
 	defer func() { <-p.slots }()
 	b, err := p.acquire()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("render: %w", err)
 	}
 	start := time.Now()
 	p.metrics.inUse.Inc()
@@ -153,12 +181,15 @@ func (p *Pool) Render(ctx context.Context, req Request, maxSize int) (*fetch.Res
 }
 
 // explain turns an error that came from the render's deadline into
-// fetch.ErrTimeout.
+// fetch.ErrTimeout, and marks the errors worth a retry (ErrPageFailed).
 func explain(ctx context.Context, err error, timeout time.Duration) error {
-	if ctx.Err() != nil && errors.Is(context.Cause(ctx), fetch.ErrTimeout) && !errors.Is(err, fetch.ErrForbiddenAddress) {
-		return fmt.Errorf("render: %w after %v (%w)", fetch.ErrTimeout, timeout, err)
+	switch {
+	case errors.Is(err, fetch.ErrForbiddenAddress):
+		return fmt.Errorf("render: %w", err)
+	case ctx.Err() != nil && errors.Is(context.Cause(ctx), fetch.ErrTimeout):
+		return fmt.Errorf("render: %w: %w after %v (%w)", ErrPageFailed, fetch.ErrTimeout, timeout, err)
 	}
-	return fmt.Errorf("render: %w", err)
+	return fmt.Errorf("render: %w: %w", ErrPageFailed, err)
 }
 
 // acquire is the browser for the next page: the current one, or a new one
@@ -179,8 +210,9 @@ func (p *Pool) acquire() (*browserProc, error) {
 	}
 	if p.current == nil {
 		b, err := p.startBrowser()
+		p.startErr = err
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrPageFailed, err)
 		}
 		if replacing {
 			p.metrics.restarts.Inc()

@@ -54,7 +54,7 @@ func TestRenderRunsTheScriptsAndBlocksResourceTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := string(res.Body)
-	if !strings.Contains(body, testsite.ScriptText(0)) || !strings.Contains(body, `href="/js/1"`) || !strings.Contains(body, `href="/js/2"`) {
+	if !strings.Contains(body, testsite.ScriptElement(0)) || !strings.Contains(body, `href="/js/1"`) || !strings.Contains(body, `href="/js/2"`) {
 		t.Errorf("the rendered body lacks the script's text or links:\n%s", body)
 	}
 	if res.Status != 200 || res.Header.Get("X-Script-Page") != "0" || res.URL != site.URL("/js/0") {

@@ -19,8 +19,13 @@ const (
 	ScriptFont  = "/js-asset/font.woff2"
 )
 
-// ScriptText is the text the script of /js/<n> writes into its page.
+// ScriptText is the text the script of /js/<n> writes into its page (the
+// page's HTML does not hold it: the script puts it together), and
+// ScriptElement the element it is in, as a rendered DOM has it.
 func ScriptText(n int) string { return fmt.Sprintf("Written by script on page %d", n) }
+
+// ScriptElement is ScriptText(n) in its element, as a rendered DOM has it.
+func ScriptElement(n int) string { return `<p id="js-text">` + ScriptText(n) + `</p>` }
 
 // ScriptLinks are the paths the script of /js/<n> links to: /js/<2n+1> and
 // /js/<2n+2> (a binary tree). The page's HTML itself has no link.
@@ -49,7 +54,7 @@ func (s *Site) scriptPage(w http.ResponseWriter, r *http.Request) bool {
   var app = document.getElementById("app");
   var p = document.createElement("p");
   p.id = "js-text";
-  p.textContent = %q;
+  p.textContent = "Written by " + "script on page " + %d;
   app.appendChild(p);
   var links = %s;
   for (var i = 0; i < links.length; i++) {
@@ -78,7 +83,7 @@ func (s *Site) scriptPage(w http.ResponseWriter, r *http.Request) bool {
   app.appendChild(done);
 })();
 </script></body></html>
-`, n, ScriptFont, ScriptText(n), jsArray(ScriptLinks(n)), ScriptImage, ScriptMedia, fetchURL)
+`, n, ScriptFont, n, jsArray(ScriptLinks(n)), ScriptImage, ScriptMedia, fetchURL)
 	return true
 }
 
