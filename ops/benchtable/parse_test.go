@@ -76,7 +76,10 @@ func TestParseReal(t *testing.T) {
 // Colly and per-site-CPU values, from one later run on a loaded machine), and that of
 // the ninth, the crawler's memory under hostile pages (BenchmarkBombMixRSS,
 // same machine), and those of the tenth and eleventh, extraction
-// (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40).
+// (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40),
+// and those of the twelfth and thirteenth, rendering
+// (BenchmarkRenderedPagesPerSecond, BenchmarkRenderRSS, with
+// RENDER_BENCH_DEPTH=3 for a short run, on a 2-CPU machine at load 60).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -88,9 +91,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
 	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
-	// 3 page memory, 6 adaptive versus fixed, 3 run start drift.
-	if len(res) != 60 {
-		t.Fatalf("got %d results, want 60", len(res))
+	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 rendered
+	// pages/s, 3 render memory.
+	if len(res) != 66 {
+		t.Fatalf("got %d results, want 66", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -102,7 +106,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
 		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB",
-		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost"} {
+		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost",
+		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -129,8 +134,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 14 {
-		t.Errorf("%d commands, want 14", len(commands))
+	if len(commands) != 16 {
+		t.Errorf("%d commands, want 16", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -151,6 +156,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"extraction: what 5 rules add":                    15.38,
 		"Redis bytes per remembered URL":                  61.2,
 		"adaptive: fetches per change detected":           4.094,
+		"rendered pages/s":                                0.3326,
+		"last 500 over first 500, PSS %":                  5.386,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -71,6 +71,7 @@ const (
 	SectionCost       = "CPU per page of each process and Redis commands per page, one crawl of 22,220 pages"
 	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
 	SectionFreshness  = "Re-crawls (recrawl): page memory, run starts, adaptive revisits"
+	SectionRender     = "Rendering (headless Chromium): one rendering crawler, default RENDER_* settings, the test site's script pages"
 )
 
 // Default is what `make bench` measures.
@@ -165,6 +166,19 @@ func Default() []Bench {
 				{Label: "adaptive: fetches per change detected", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "fetches/change"},
 				{Label: "adaptive: delay to detection, runs", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "delay-runs"},
 				{Label: "adaptive: changes detected within the 50 runs, %", Result: "BenchmarkAdaptiveVersusFixed/adaptive=true", Unit: "detected-%"},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderedPagesPerSecond$", Benchtime: "1x", Section: SectionRender,
+			Figures: []Figure{{Label: "rendered pages/s, default RENDER_CONCURRENCY (1,023 script pages)", Result: "BenchmarkRenderedPagesPerSecond",
+				Unit: "rendered-pages/s", Target: AtLeast(15)}}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderRSS$", Benchtime: "1x", Section: SectionRender,
+			Figures: []Figure{
+				{Label: "crawler and browsers over 2,047 renders, first 500: mean PSS MB", Result: "BenchmarkRenderRSS", Unit: "first500-PSS-MB", Target: AtMost(800)},
+				{Label: "crawler and browsers, last 500: mean PSS MB", Result: "BenchmarkRenderRSS", Unit: "last500-PSS-MB", Target: AtMost(800)},
+				{Label: "last 500 over first 500, PSS %", Result: "BenchmarkRenderRSS", Unit: "last-over-first-PSS-%", Target: AtMost(10)},
+				{Label: "crawler and browsers, peak PSS MB", Result: "BenchmarkRenderRSS", Unit: "peak-PSS-MB", Target: AtMost(800)},
+				{Label: "first 500: mean sum of VmRSS MB (shared pages counted per process)", Result: "BenchmarkRenderRSS", Unit: "first500-RSS-MB"},
+				{Label: "last 500: mean sum of VmRSS MB", Result: "BenchmarkRenderRSS", Unit: "last500-RSS-MB"},
+				{Label: "peak sum of VmRSS MB", Result: "BenchmarkRenderRSS", Unit: "peak-RSS-MB"},
 			}},
 	}
 }
