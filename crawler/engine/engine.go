@@ -36,16 +36,19 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/crawlspec"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/referer"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
@@ -74,6 +77,7 @@ type Engine struct {
 	pub      *kafkaclient.Publisher
 	pipe     *pipeline.Pipeline
 	sessions *session.Store      // the jars of crawls with "session": true
+	pool     *render.Pool        // the browsers (RENDER_ENABLED; nil: none)
 	extract  crawlspec.Extractor // crawls' extract rules, compiled once
 
 	host, id     string
@@ -114,8 +118,13 @@ type Counters struct {
 
 // New builds a crawler for the spider named by the SPIDER setting.
 func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
-	if RenderEnabled.From(s) {
-		return nil, fmt.Errorf("setting %s: this crawler cannot render pages yet (no browser pool in this build); set it false, or leave rendering crawlers out", RenderEnabled.Name())
+	var rcfg *render.Config
+	if render.Enabled.From(s) {
+		c, err := render.ConfigFromSettings(s)
+		if err != nil {
+			return nil, err
+		}
+		rcfg = &c
 	}
 	sp, err := spider.New(Spider.From(s))
 	if err != nil {
@@ -125,6 +134,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
+	scfg.Render = rcfg != nil
 	sched, err := scheduler.New(rdb, scfg, log)
 	if err != nil {
 		return nil, err
@@ -176,6 +186,14 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		pub.Close()
 		return nil, err
 	}
+	if rcfg != nil {
+		if e.pool, err = render.New(*rcfg, e.fetcher, prometheus.Labels{"spider": sp.Name()}); err != nil {
+			e.Close()
+			return nil, err
+		}
+		log.Info("Rendering pages in headless Chromium", logfactory.Extra{"browser": rcfg.Browser,
+			"concurrency": rcfg.Concurrency, "recycle": rcfg.Recycle, "block": strings.Join(rcfg.Block, ",")})
+	}
 	return e, nil
 }
 
@@ -223,6 +241,9 @@ func (e *Engine) ID() string { return e.id }
 
 // Close stops the stats collectors and flushes the producer.
 func (e *Engine) Close() {
+	if e.pool != nil {
+		e.pool.Close() // its browsers, their process groups and profiles
+	}
 	for _, ws := range e.codeStats {
 		ws.Close()
 	}
@@ -313,6 +334,10 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 		e.metrics.drop(ledger.RefusedExpired)
 		e.log.Info("Crawl expired; request refused", extra)
 		e.done(ctx, item, tally)
+		return
+	}
+	if spec, ok, err := req.Render(); ok {
+		e.handleRender(ctx, item, spec, err, tally, extra)
 		return
 	}
 	fr := e.freshOf(ctx, req)
@@ -417,7 +442,7 @@ func withError(extra logfactory.Extra, err error) logfactory.Extra {
 func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *ledger.Tally, extra logfactory.Extra, err error) {
 	crawl := item.Crawl()
 	extra["error"] = err.Error()
-	if fetch.IsRetryable(err) {
+	if fetch.IsRetryable(err) || render.IsRetryable(err) {
 		// As the original: no response counts (and is logged) as a 504.
 		e.countStatus(504)
 		retryExtra := logfactory.Extra{"error_reason": err.Error(), "retry_count": item.Request.RetryTimes, "status_code": 504}

@@ -105,7 +105,11 @@ func newMetrics(e *Engine) *metrics {
 // (admin.Instrumented).
 func (e *Engine) Collectors() []prometheus.Collector {
 	m := e.metrics
-	return append([]prometheus.Collector{m, m.fetchDuration, m.responseBytes, m.inFlight, m.publishDuration, m.publishErrors}, m.funcs...)
+	cs := append([]prometheus.Collector{m, m.fetchDuration, m.responseBytes, m.inFlight, m.publishDuration, m.publishErrors}, m.funcs...)
+	if e.pool != nil {
+		cs = append(cs, e.pool.Metrics().Collectors()...)
+	}
+	return cs
 }
 
 // Describe and Collect make the per-code and per-reason counts a collector.

@@ -101,15 +101,29 @@ func (s *Scheduler) addDomain(key string) {
 	s.signal()
 }
 
-// domainOf is the domain part of one of this spider's queue keys.
+// domainOf is the domain part of one of this spider's queue keys: its
+// domain queues, and its render queues when it renders.
 func (s *Scheduler) domainOf(key string) (string, bool) {
-	spider, domain, ok := rediskeys.ParseQueueKey(key)
-	return domain, ok && spider == s.cfg.SpiderID
+	spider, domain, render, ok := rediskeys.ParseAnyQueueKey(key)
+	return domain, ok && spider == s.cfg.SpiderID && (!render || s.cfg.Render)
+}
+
+// queuePatterns are the SCAN patterns of the queues this scheduler pops.
+func (s *Scheduler) queuePatterns() []string {
+	if s.cfg.Render {
+		return []string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.RenderQueuePattern(s.cfg.SpiderID)}
+	}
+	return []string{rediskeys.QueuePattern(s.cfg.SpiderID)}
 }
 
 // scan adds every queue of the spider found in Redis.
 func (s *Scheduler) scan(ctx context.Context) {
-	pattern := rediskeys.QueuePattern(s.cfg.SpiderID)
+	for _, pattern := range s.queuePatterns() {
+		s.scanPattern(ctx, pattern)
+	}
+}
+
+func (s *Scheduler) scanPattern(ctx context.Context, pattern string) {
 	var cursor uint64
 	for {
 		keys, next, err := s.rdb.Scan(ctx, cursor, pattern, 1000).Result()

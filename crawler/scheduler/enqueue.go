@@ -113,7 +113,7 @@ func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest
 			refuse(s.crawlOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
-		g := redisscripts.FinishGroup{Queue: rediskeys.QueueKey(r.SpiderID, dom), Channel: rediskeys.QueueChannel(r.SpiderID),
+		g := redisscripts.FinishGroup{Queue: rediskeys.QueueKeyFor(r.SpiderID, dom, r.Rendered()), Channel: rediskeys.QueueChannel(r.SpiderID),
 			Ledger: ledgers.Of(s.crawlOf(r)), Score: r.Score(), DomainMaxPages: r.DomainMaxPages}
 		if r.DomainMaxPages > 0 || s.cfg.GlobalPageLimit > 0 {
 			g.DomainMaxPageKey = rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID)

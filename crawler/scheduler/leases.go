@@ -80,7 +80,7 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 		return err
 	}
 	s.finishing(it)
-	queue := rediskeys.QueueKey(retry.SpiderID, it.Domain)
+	queue := rediskeys.QueueKeyFor(retry.SpiderID, it.Domain, retry.Rendered())
 	now := s.now()
 	held, err := s.leases.RequeueWith(context.WithoutCancel(ctx), func(pipe redis.Pipeliner) {
 		tally.Write(ctx, pipe, now, s.cfg.ledgerTTL())
@@ -93,6 +93,14 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 	}
 	s.finish(it)
 	return nil
+}
+
+// Reroute puts the item's request back, unchanged and uncounted, in the
+// queue it belongs to (rediskeys.QueueKeyFor): a render request found in a
+// domain queue (queued by a component that does not know rendering) goes
+// to its render queue, for a rendering crawler.
+func (s *Scheduler) Reroute(ctx context.Context, it *Item) error {
+	return s.Retry(ctx, it, it.Request, &ledger.Tally{})
 }
 
 // endProcessing gives the item's processing slot, if it holds one, to

@@ -202,7 +202,8 @@ func (s *Scheduler) Run(ctx context.Context) {
 // Clear removes the spider's queues, leases and filters (SCHEDULER_PERSIST false).
 func (s *Scheduler) Clear(ctx context.Context) error {
 	var errs []error
-	patterns := append([]string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.GlobEscape(s.cfg.SpiderID) + ":dupefilter:*",
+	patterns := append([]string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.RenderQueuePattern(s.cfg.SpiderID),
+		rediskeys.GlobEscape(s.cfg.SpiderID) + ":dupefilter:*",
 		rediskeys.GlobEscape(s.cfg.SpiderID) + ":domain_max_page_filter:*", rediskeys.GlobEscape(s.cfg.SpiderID) + ":global_page_count_filter:*"},
 		rediskeys.BloomFilterPatterns(s.cfg.SpiderID)...)
 	for _, pattern := range patterns {

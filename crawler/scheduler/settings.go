@@ -96,6 +96,9 @@ type Config struct {
 	// LedgerTTL is how long a crawl's ledger lives after its last new work
 	// (LEDGER_TTL; 0: ledger.DefaultTTL).
 	LedgerTTL time.Duration
+	// Render: the crawler renders (RENDER_ENABLED), so it also finds and
+	// pops its spider's render queues (<spiderid>:<domain>:renderqueue).
+	Render bool
 }
 
 func (c Config) ledgerTTL() time.Duration {

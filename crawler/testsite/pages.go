@@ -24,7 +24,7 @@ const maxSlow = 5 * time.Minute
 
 // serve answers the built-in pages.
 func (s *Site) serve(w http.ResponseWriter, r *http.Request) {
-	if s.shaped(w, r) {
+	if s.shaped(w, r) || s.scriptPage(w, r) {
 		return
 	}
 	path := r.URL.Path

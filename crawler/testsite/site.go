@@ -75,6 +75,16 @@
 //	                     names url after delay seconds (default 0); linked from
 //	                     nowhere
 //
+// # Script pages
+//
+// /js/<n> (n ≥ 0, linked from nowhere) is a page whose HTML holds no link
+// and no text: its script writes ScriptText(n) (p#js-text) and links to
+// ScriptLinks(n), /js/<2n+1> and /js/<2n+2>, and asks for an image, a video
+// and a web font (ScriptImage, ScriptMedia, ScriptFont; their paths answer
+// 404, a hit shows they were requested). With ?fetch=<url> the script also
+// fetches url and writes the answer (or the failure) into pre#fetched.
+// span#done is written last.
+//
 // # Hit log
 //
 // Every request except those to /__hits is recorded before it is answered

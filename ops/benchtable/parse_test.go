@@ -78,9 +78,11 @@ func TestParseReal(t *testing.T) {
 // same machine), and those of the tenth and eleventh, extraction
 // (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40),
 // then that of the re-run's cost (BenchmarkRerunCost, on a loaded 2-CPU
-// machine; its first ns/op includes building the binaries), and those of
+// machine; its first ns/op includes building the binaries), those of
 // order and memory (BenchmarkDupeFilterBytesPerURL, BenchmarkFIFOEnqueue,
-// -count 3, on a 2-CPU machine at load 40).
+// -count 3, on a 2-CPU machine at load 40), and those of rendering
+// (BenchmarkRenderedPagesPerSecond, BenchmarkRenderRSS, with
+// RENDER_BENCH_DEPTH=3 for a short run, on a 2-CPU machine at load 60).
 func TestParseMakeBenchOutput(t *testing.T) {
 	raw, err := os.ReadFile("testdata/bench-output.txt")
 	if err != nil {
@@ -93,9 +95,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
 	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
 	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
-	// 6 duplicate filter bytes, 6 FIFO enqueue.
-	if len(res) != 75 {
-		t.Fatalf("got %d results, want 75", len(res))
+	// 6 duplicate filter bytes, 6 FIFO enqueue, 3 rendered pages/s, 3 render
+	// memory.
+	if len(res) != 81 {
+		t.Fatalf("got %d results, want 81", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -109,7 +112,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB",
 		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost",
 		"BenchmarkDupeFilterBytesPerURL/mode=exact", "BenchmarkDupeFilterBytesPerURL/mode=bloom",
-		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off"} {
+		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off",
+		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -136,8 +140,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 17 {
-		t.Errorf("%d commands, want 17", len(commands))
+	if len(commands) != 19 {
+		t.Errorf("%d commands, want 19", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -165,6 +169,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"follow-ups through the bloom filter":             72.86,
 		"Kafka Monitor seeds with the FIFO tiebreak":      13.43,
 		"the same without it":                             11.29,
+		"rendered pages/s":                                0.3326,
+		"last 500 over first 500, PSS %":                  5.386,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

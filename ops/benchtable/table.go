@@ -72,6 +72,7 @@ const (
 	SectionExtract    = "Declarative extraction (extract rules): per page, and what it adds to the crawler"
 	SectionFreshness  = "Re-crawls (recrawl): re-run cost, page memory, run starts, adaptive revisits"
 	SectionOrder      = "Order and memory: the duplicate filter's bytes per URL, the cost of FIFO within a priority"
+	SectionRender     = "Rendering (headless Chromium): one rendering crawler, default RENDER_* settings, the test site's script pages"
 )
 
 // Default is what `make bench` measures.
@@ -185,6 +186,19 @@ func Default() []Bench {
 			Figures: []Figure{
 				{Label: "Kafka Monitor seeds with the FIFO tiebreak: Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=on", Unit: "redis-cpu-µs/seed"},
 				{Label: "the same without it (a score with a fraction): Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=off", Unit: "redis-cpu-µs/seed"},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderedPagesPerSecond$", Benchtime: "1x", Section: SectionRender,
+			Figures: []Figure{{Label: "rendered pages/s, default RENDER_CONCURRENCY (1,023 script pages)", Result: "BenchmarkRenderedPagesPerSecond",
+				Unit: "rendered-pages/s", Target: AtLeast(15)}}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderRSS$", Benchtime: "1x", Section: SectionRender,
+			Figures: []Figure{
+				{Label: "crawler and browsers over 2,047 renders, first 500: mean PSS MB", Result: "BenchmarkRenderRSS", Unit: "first500-PSS-MB", Target: AtMost(800)},
+				{Label: "crawler and browsers, last 500: mean PSS MB", Result: "BenchmarkRenderRSS", Unit: "last500-PSS-MB", Target: AtMost(800)},
+				{Label: "last 500 over first 500, PSS %", Result: "BenchmarkRenderRSS", Unit: "last-over-first-PSS-%", Target: AtMost(10)},
+				{Label: "crawler and browsers, peak PSS MB", Result: "BenchmarkRenderRSS", Unit: "peak-PSS-MB", Target: AtMost(800)},
+				{Label: "first 500: mean sum of VmRSS MB (shared pages counted per process)", Result: "BenchmarkRenderRSS", Unit: "first500-RSS-MB"},
+				{Label: "last 500: mean sum of VmRSS MB", Result: "BenchmarkRenderRSS", Unit: "last500-RSS-MB"},
+				{Label: "peak sum of VmRSS MB", Result: "BenchmarkRenderRSS", Unit: "peak-RSS-MB"},
 			}},
 	}
 }

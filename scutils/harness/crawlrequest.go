@@ -11,10 +11,11 @@ import (
 // domain queue's key (<spiderid>:<domain>:queue) and its member there.
 func QueueEntry(tb testing.TB, r *crawlrequest.Request) (key string, member []byte) {
 	tb.Helper()
-	key, err := rediskeys.QueueKeyForURL(r.SpiderID, r.URL)
+	domain, err := rediskeys.DomainOfURL(r.URL)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	key = rediskeys.QueueKeyFor(r.SpiderID, domain, r.Rendered()) // a render request: its render queue
 	member, err = r.Encode()
 	if err != nil {
 		tb.Fatal(err)

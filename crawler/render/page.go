@@ -1,0 +1,163 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+)
+
+// mainDocument is the last response of the page's main frame (after its
+// redirects), as the browser saw it.
+type mainDocument struct {
+	mu       sync.Mutex
+	frame    cdp.FrameID
+	response *network.Response
+}
+
+func (m *mainDocument) get() *network.Response {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.response
+}
+
+// renderIn renders req in a new browser context of b, within ctx's
+// deadline: wait_for and wait_ms end a reserve before it, so that the DOM
+// is read in time.
+func (p *Pool) renderIn(ctx context.Context, b *browserProc, req Request, maxSize int) (*fetch.Result, error) {
+	deadline, _ := ctx.Deadline()
+	reserve := min(time.Second, time.Until(deadline)/5)
+	pctx, stop := context.WithDeadline(b.ctx, deadline)
+	defer stop()
+	stopCaller := context.AfterFunc(ctx, stop) // the caller's end ends the page too
+	defer stopCaller()
+	tab, cancelTab := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext())
+	defer func() {
+		cancelTab()
+		_ = chromedp.Cancel(tab) // closes the page and disposes of its context, bounded
+	}()
+	doc := &mainDocument{}
+	if err := p.setup(tab, req, doc); err != nil {
+		return nil, fmt.Errorf("open a page: %w", err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(req.URL)); err != nil {
+		if r := doc.get(); r != nil && r.Headers[refusedHeader] != nil {
+			return nil, fmt.Errorf("%w: %s", fetch.ErrForbiddenAddress, req.URL)
+		}
+		return nil, fmt.Errorf("load %s: %w", req.URL, err)
+	}
+	if r := doc.get(); r != nil && r.Headers[refusedHeader] != nil {
+		return nil, fmt.Errorf("%w: %s (or a redirect from it)", fetch.ErrForbiddenAddress, req.URL)
+	}
+	waitCtx, cancelWait := context.WithDeadline(tab, deadline.Add(-reserve))
+	if req.Spec.WaitFor != "" {
+		// Not there by the deadline: the page is published as it is.
+		_ = chromedp.Do(waitCtx, chromedp.WaitReady(chromedp.CSS(req.Spec.WaitFor)))
+	}
+	if req.Spec.Wait > 0 {
+		_ = chromedp.Do(waitCtx, chromedp.Sleep(req.Spec.Wait))
+	}
+	cancelWait()
+	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
+	if err != nil {
+		return nil, fmt.Errorf("read the DOM of %s: %w", req.URL, err)
+	}
+	location, err := chromedp.Run(tab, chromedp.Location())
+	if err != nil {
+		return nil, fmt.Errorf("read the location of %s: %w", req.URL, err)
+	}
+	return result(req, doc.get(), location, html, maxSize), nil
+}
+
+// setup opens the page and listens to it: the main frame's responses, and
+// the blocked resource types, failed before they are sent; and sets its
+// user agent.
+func (p *Pool) setup(tab context.Context, req Request, doc *mainDocument) error {
+	err := chromedp.Listen(tab, func(ev any) {
+		switch ev := ev.(type) {
+		case *network.EventResponseReceived:
+			if ev.Type == network.ResourceTypeDocument && ev.FrameID == doc.frame {
+				doc.mu.Lock()
+				doc.response = ev.Response
+				doc.mu.Unlock()
+			}
+		case *cdpfetch.EventRequestPaused:
+			p.metrics.blocked.Inc()
+			go func() {
+				_, _ = chromedp.Call(tab, cdpfetch.FailRequest,
+					cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+			}()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	doc.mu.Lock()
+	doc.frame = cdp.FrameID(chromedp.FromContext(tab).Target.TargetID)
+	doc.mu.Unlock()
+	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
+		return err
+	}
+	if len(p.cfg.Block) > 0 {
+		if _, err := chromedp.Call(tab, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: blockPatterns(p.cfg.Block)}); err != nil {
+			return err
+		}
+	}
+	if req.UserAgent != "" {
+		_, err := chromedp.Call(tab, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: req.UserAgent})
+		return err
+	}
+	return nil
+}
+
+// result is the crawl result of a rendered page: the DOM as its body (cut
+// at maxSize), the main document's status and headers.
+func result(req Request, r *network.Response, location, html string, maxSize int) *fetch.Result {
+	res := &fetch.Result{URL: location, Status: http.StatusOK, StatusText: "OK", Header: http.Header{}, RequestHeader: http.Header{}}
+	if res.URL == "" || res.URL == "about:blank" {
+		res.URL = req.URL
+	}
+	if r != nil {
+		res.Status, res.StatusText = int(r.Status), statusText(int(r.Status), r.StatusText)
+		for k, v := range r.Headers {
+			if s, ok := v.(string); ok {
+				for _, line := range splitLines(s) {
+					res.Header.Add(k, line)
+				}
+			}
+		}
+		for k, v := range r.RequestHeaders {
+			if s, ok := v.(string); ok {
+				res.RequestHeader.Set(k, s)
+			}
+		}
+	}
+	body := []byte(html)
+	if maxSize > 0 && len(body) > maxSize {
+		body, res.Truncated = body[:maxSize], true
+	}
+	res.Body = body
+	return res
+}
+
+// splitLines splits a header value the way CDP joins repeated headers.
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, s[start:])
+}
