@@ -46,6 +46,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/referer"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
@@ -114,8 +115,11 @@ type Counters struct {
 
 // New builds a crawler for the spider named by the SPIDER setting.
 func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
-	if RenderEnabled.From(s) {
-		return nil, fmt.Errorf("setting %s: this crawler cannot render pages yet (no browser pool in this build); set it false, or leave rendering crawlers out", RenderEnabled.Name())
+	if render.Enabled.From(s) {
+		if _, err := render.ConfigFromSettings(s); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("setting %s: this crawler cannot render pages yet (no browser pool in this build); set it false, or leave rendering crawlers out", render.Enabled.Name())
 	}
 	sp, err := spider.New(Spider.From(s))
 	if err != nil {

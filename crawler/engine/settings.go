@@ -3,6 +3,7 @@ package engine
 import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/referer"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
@@ -25,7 +26,6 @@ var (
 	StatusCodes         = settings.Bool("STATS_STATUS_CODES", true, "count responses per status code")
 	StatusResponseCodes = settings.Ints("STATUS_RESPONSE_CODES", []int{200, 404, 403, 504}, "the codes counted (504 always: requests that got no response count as 504s)")
 	ShutdownGrace       = settings.Seconds("SHUTDOWN_GRACE", 10.0, "seconds requests in flight may take to finish after SIGTERM; the rest go back to their queues").Ours()
-	RenderEnabled       = settings.Bool("RENDER_ENABLED", false, "render pages in headless Chromium: not in this build yet, so true makes the crawler refuse to start rather than crawl without rendering").Ours()
 	DomainConfigWait    = settings.Seconds("DOMAIN_CONFIG_WAIT", 30.0, "seconds a starting crawler waits for its first domain config (blacklist and throttles) before it pops anything; "+
 		"none stored yet counts as the empty config, so only an unreachable ZooKeeper (or Redis) makes it wait; past it the crawler starts with an error line "+
 		"and applies the config when it comes; 0: no wait").Ours()
@@ -38,8 +38,8 @@ var (
 // windows' (STATS_CYCLE, STATS_TIMES), the crawl ledger's (the crawler
 // ignores LEDGER_COMPLETE_INTERVAL), the shared REDIS_*, KAFKA_* and
 // ZOOKEEPER_* ones, the log settings as SC_LOG_* (as in the original), the
-// admin endpoint's (on :9412), the sessions' (SESSION_TTL) and the
-// engine's own.
+// admin endpoint's (on :9412), the sessions' (SESSION_TTL), the rendering
+// pool's (render.Settings) and the engine's own.
 func Settings() settings.Group {
 	return settings.Join(
 		redisconn.Settings(), kafkaclient.Settings(), domainconfig.Settings(),
@@ -47,5 +47,6 @@ func Settings() settings.Group {
 		scheduler.Settings(), fetch.Settings(), referer.Settings(), stats.Settings(), ledger.Settings(), recrawl.PageSettings(),
 		admin.Settings(admin.CrawlerAddr), session.Settings(),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait,
-			MetaRefreshEnabled, MetaRefreshMaxDelay, RenderEnabled))
+			MetaRefreshEnabled, MetaRefreshMaxDelay),
+		render.Settings())
 }

@@ -34,13 +34,12 @@ func TestSchedulerPersistFalseClearsTheQueuesWhenTheCrawlerStops(t *testing.T) {
 	}
 }
 
-// RENDER_ENABLED true (a rendering pool, as the Helm chart can make) is
-// refused at start with the setting's name: this build has no browser pool,
-// and a crawler told to render must not crawl without rendering.
-func TestRenderEnabledIsRefusedAtStart(t *testing.T) {
-	s := testSettings(t, "127.0.0.1:1", map[string]string{"RENDER_ENABLED": "true"})
+// A rendering crawler whose settings are bad does not start: the error
+// names the setting.
+func TestBadRenderSettingsAreRefusedAtStart(t *testing.T) {
+	s := testSettings(t, "127.0.0.1:1", map[string]string{"RENDER_ENABLED": "true", "RENDER_BLOCK": "image,scripts"})
 	_, err := engine.New(context.Background(), s, harness.Logger(t, logfactory.Settings("SC_").Config(s), &harness.OutputBuffer{}), redisServer.TestClient(t))
-	if err == nil || !strings.Contains(err.Error(), "setting RENDER_ENABLED") {
-		t.Fatalf("engine.New with RENDER_ENABLED true: %v, want the setting's refusal", err)
+	if err == nil || !strings.Contains(err.Error(), "setting RENDER_BLOCK") {
+		t.Fatalf("engine.New with RENDER_BLOCK image,scripts: %v, want the setting's refusal", err)
 	}
 }

@@ -57,6 +57,58 @@ func ParseQueueKey(key string) (spiderID, domain string, ok bool) {
 	return spiderID, domain, true
 }
 
+// RenderQueueKey is a spider's queue of render requests (crawl requests
+// with a "render" field) for one domain: "<spiderid>:<domain>:renderqueue",
+// a sorted set with the same scores and members as QueueKey's. It is apart
+// so that only a crawler with a browser pops a render request: the
+// original's crawlers and ours without RENDER_ENABLED scan
+// "<spiderid>:*:queue", which no render queue key matches. (Go; the
+// original has no rendering.)
+func RenderQueueKey(spiderID, domain string) string {
+	return spiderID + ":" + domain + renderQueueSuffix
+}
+
+const renderQueueSuffix = ":renderqueue"
+
+// RenderQueuePattern is the SCAN MATCH pattern of a spider's render queues,
+// "<spiderid>:*:renderqueue"; check each key with ParseRenderQueueKey.
+func RenderQueuePattern(spiderID string) string {
+	return GlobEscape(spiderID) + ":*" + renderQueueSuffix
+}
+
+// AllRenderQueuesPattern matches every spider's render queues (check each
+// key with ParseRenderQueueKey).
+const AllRenderQueuesPattern = "*:*" + renderQueueSuffix
+
+// ParseRenderQueueKey splits "<spiderid>:<domain>:renderqueue" into its
+// spider and domain, under ParseQueueKey's rules.
+func ParseRenderQueueKey(key string) (spiderID, domain string, ok bool) {
+	rest, found := strings.CutSuffix(key, renderQueueSuffix)
+	if !found {
+		return "", "", false
+	}
+	return ParseQueueKey(rest + ":queue")
+}
+
+// QueueKeyFor is the queue a request of spiderID for domain waits in: its
+// render queue when the request asks to be rendered, else its queue.
+func QueueKeyFor(spiderID, domain string, render bool) string {
+	if render {
+		return RenderQueueKey(spiderID, domain)
+	}
+	return QueueKey(spiderID, domain)
+}
+
+// ParseAnyQueueKey is ParseQueueKey or ParseRenderQueueKey, whichever
+// takes key; render says which.
+func ParseAnyQueueKey(key string) (spiderID, domain string, render, ok bool) {
+	if spiderID, domain, ok = ParseRenderQueueKey(key); ok {
+		return spiderID, domain, true, true
+	}
+	spiderID, domain, ok = ParseQueueKey(key)
+	return spiderID, domain, false, ok
+}
+
 // GlobEscape quotes the characters SCAN MATCH treats as special, so a name
 // that holds them matches only itself.
 func GlobEscape(s string) string {

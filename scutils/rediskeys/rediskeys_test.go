@@ -2,6 +2,7 @@ package rediskeys_test
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 
@@ -114,12 +115,7 @@ func TestParseQueueKeyTakesOnlyDomainQueues(t *testing.T) {
 		"link::queue":                  "",
 		"link:istresearch.com:queues":  "",
 	} {
-		spider, domain, ok := rediskeys.ParseQueueKey(key)
-		got := ""
-		if ok {
-			got = spider + " " + domain
-		}
-		if got != want {
+		if got := joined(rediskeys.ParseQueueKey(key)); got != want {
 			t.Errorf("ParseQueueKey(%q) = %q, want %q", key, got, want)
 		}
 	}
@@ -144,4 +140,73 @@ func TestSessionKeysMatchNoPatternOfTheOriginal(t *testing.T) {
 	if rediskeys.SessionKey("a", "bc") == rediskeys.SessionKey("ab", "c") {
 		t.Error("different crawls share a key")
 	}
+}
+
+func TestRenderQueueKeys(t *testing.T) {
+	if got := rediskeys.RenderQueueKey("link", "example.com"); got != "link:example.com:renderqueue" {
+		t.Fatal(got)
+	}
+	if got := rediskeys.RenderQueuePattern(`we*ird`); got != `we\*ird:*:renderqueue` {
+		t.Fatal(got)
+	}
+	if got := rediskeys.QueueKeyFor("link", "a.com", true); got != "link:a.com:renderqueue" {
+		t.Fatal(got)
+	}
+	if got := rediskeys.QueueKeyFor("link", "a.com", false); got != "link:a.com:queue" {
+		t.Fatal(got)
+	}
+	for key, want := range map[string]string{
+		"link:istresearch.com:renderqueue": "link istresearch.com",
+		"link:::1.:renderqueue":            "link ::1.",
+		"link:127.0.0.1.:renderqueue":      "link 127.0.0.1.",
+		"link:foo:bar:renderqueue":         "",
+		"link::renderqueue":                "",
+		"link:a.com:queue":                 "",
+		"renderqueue":                      "",
+		"link:a.com:renderqueues":          "",
+	} {
+		if got := joined(rediskeys.ParseRenderQueueKey(key)); got != want {
+			t.Errorf("ParseRenderQueueKey(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if _, _, render, ok := rediskeys.ParseAnyQueueKey("link:a.com:renderqueue"); !ok || !render {
+		t.Error("ParseAnyQueueKey does not take a render queue")
+	}
+	if _, _, render, ok := rediskeys.ParseAnyQueueKey("link:a.com:queue"); !ok || render {
+		t.Error("ParseAnyQueueKey does not take a queue")
+	}
+}
+
+// A render queue is never taken for an ordinary queue, by this package's
+// parser or by the patterns the original's components scan, and no
+// ordinary queue for a render queue.
+func TestRenderQueuesMatchNoPatternOfTheOriginal(t *testing.T) {
+	originals := []string{"*:*:queue", "link:*:queue", "info:*", "stop:*", "statsrequest:*", "zk:*", "stats:*",
+		"timeout:*", "*:dupefilter:*", "*:blacklist"}
+	for _, domain := range []string{"example.com", "127.0.0.1.", "::1.", "queue.", "blacklist."} {
+		key := rediskeys.RenderQueueKey("link", domain)
+		for _, p := range append(originals, rediskeys.QueuePattern("link"), rediskeys.AllQueuesPattern) {
+			if ok, _ := path.Match(p, key); ok {
+				t.Errorf("render queue %q matches %q", key, p)
+			}
+		}
+		if _, _, ok := rediskeys.ParseQueueKey(key); ok {
+			t.Errorf("ParseQueueKey takes render queue %q", key)
+		}
+		queue := rediskeys.QueueKey("link", domain)
+		if ok, _ := path.Match(rediskeys.RenderQueuePattern("link"), queue); ok {
+			t.Errorf("queue %q matches the render queue pattern", queue)
+		}
+		if ok, _ := path.Match(rediskeys.AllRenderQueuesPattern, key); !ok {
+			t.Errorf("render queue %q does not match %q", key, rediskeys.AllRenderQueuesPattern)
+		}
+	}
+}
+
+// joined is a parsed key's spider and domain, "spider domain", or "".
+func joined(spider, domain string, ok bool) string {
+	if !ok {
+		return ""
+	}
+	return spider + " " + domain
 }

@@ -1,0 +1,104 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+// The rendering pool's defaults, in one place.
+const (
+	defaultConcurrency = 4
+	defaultRecycle     = 100
+)
+
+// BlockTypes are the resource types RENDER_BLOCK may name, and
+// DefaultBlock its default.
+var (
+	BlockTypes   = []string{"image", "media", "font", "stylesheet"}
+	DefaultBlock = []string{"image", "media", "font"}
+)
+
+// The rendering settings (ours; the original does not render).
+var (
+	Enabled     = settings.Bool("RENDER_ENABLED", false, "render pages in headless Chromium: the crawler also pops its spider's render queues (`<spiderid>:<domain>:renderqueue`, requests with a `render` field) and renders them; false: render requests are left to rendering crawlers ([rendering](crawler.md#rendering))").Ours()
+	Browser     = settings.String("RENDER_BROWSER", "", "the Chromium binary rendering crawlers run; empty: `chromium` or `chromium-browser` on PATH (none found: the crawler refuses to start, naming this setting)").Ours()
+	Concurrency = settings.Int("RENDER_CONCURRENCY", defaultConcurrency, "pages rendered at once (each in its own browser context; they count in `CONCURRENT_REQUESTS` too)").Ours()
+	Recycle     = settings.Int("RENDER_RECYCLE", defaultRecycle, "pages a browser renders before it is replaced by a new one (its memory returned); a browser that crashes or hangs is replaced at once").Ours()
+	Block       = settings.Strings("RENDER_BLOCK", DefaultBlock, "resource types the browser does not load (never requested from the site), comma-separated, of `image`, `media`, `font`, `stylesheet`; empty: load everything").Ours()
+)
+
+// Settings are the rendering settings, for the crawler's settings.Group.
+func Settings() settings.Group {
+	return settings.Declare(Enabled, Browser, Concurrency, Recycle, Block)
+}
+
+// FindBrowser is the Chromium binary to run: RENDER_BROWSER's, resolved on
+// PATH, or the first of chromium and chromium-browser on PATH. The error
+// names the setting.
+func FindBrowser(setting string) (string, error) {
+	if setting != "" {
+		p, err := exec.LookPath(setting)
+		if err != nil {
+			return "", fmt.Errorf("setting %s: %q: %w", Browser.Name(), setting, err)
+		}
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("setting %s: no chromium or chromium-browser on PATH; install Chromium or set %s to its binary", Browser.Name(), Browser.Name())
+}
+
+// checkBlock checks RENDER_BLOCK's types.
+func checkBlock(types []string) error {
+	var errs []error
+	for _, t := range types {
+		if !slices.Contains(BlockTypes, strings.TrimSpace(t)) {
+			errs = append(errs, fmt.Errorf("setting %s: %q is not a resource type it can block (%s)", Block.Name(), t, strings.Join(BlockTypes, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Config is the rendering pool's part of the crawler's settings.
+type Config struct {
+	// Browser is the Chromium binary (RENDER_BROWSER, resolved).
+	Browser string
+	// Concurrency is the pages rendered at once (RENDER_CONCURRENCY).
+	Concurrency int
+	// Recycle is the pages after which a browser is replaced (RENDER_RECYCLE).
+	Recycle int
+	// Block is the resource types not loaded (RENDER_BLOCK).
+	Block []string
+}
+
+// ConfigFromSettings reads the rendering settings, refusing (with the
+// setting's name and why) a browser not found, a concurrency or recycle
+// count below 1 and a resource type RENDER_BLOCK cannot block.
+func ConfigFromSettings(s *settings.Settings) (Config, error) {
+	c := Config{Concurrency: Concurrency.From(s), Recycle: Recycle.From(s)}
+	var errs []error
+	for _, b := range Block.From(s) {
+		if b = strings.TrimSpace(b); b != "" {
+			c.Block = append(c.Block, b)
+		}
+	}
+	errs = append(errs, checkBlock(c.Block))
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("setting %s: %d: want 1 or more pages at once", Concurrency.Name(), c.Concurrency))
+	}
+	if c.Recycle < 1 {
+		errs = append(errs, fmt.Errorf("setting %s: %d: want 1 or more pages per browser", Recycle.Name(), c.Recycle))
+	}
+	var err error
+	c.Browser, err = FindBrowser(Browser.From(s))
+	errs = append(errs, err)
+	return c, errors.Join(errs...)
+}

@@ -1,0 +1,58 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
+)
+
+func load(t *testing.T, env map[string]string) *settings.Settings {
+	t.Helper()
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	s, err := settings.Load(render.Settings(), settings.Options{Environ: environ})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestDefaultsFindChromiumOnPath(t *testing.T) {
+	c, err := render.ConfigFromSettings(load(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(c.Browser, "chromium") || c.Concurrency < 1 || c.Recycle < 1 ||
+		strings.Join(c.Block, ",") != "image,media,font" {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestBadSettingsAreRefusedWithTheirNames(t *testing.T) {
+	c, err := render.ConfigFromSettings(load(t, map[string]string{"RENDER_BLOCK": ""}))
+	if err != nil || len(c.Block) != 0 {
+		t.Errorf("RENDER_BLOCK empty: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"RENDER_BROWSER": "/nonexistent/chrome"}, `setting RENDER_BROWSER: "/nonexistent/chrome"`},
+		{map[string]string{"RENDER_BLOCK": "image,script"}, `setting RENDER_BLOCK: "script" is not a resource type it can block (image, media, font, stylesheet)`},
+		{map[string]string{"RENDER_CONCURRENCY": "0"}, "setting RENDER_CONCURRENCY: 0: want 1 or more"},
+		{map[string]string{"RENDER_RECYCLE": "-1"}, "setting RENDER_RECYCLE: -1: want 1 or more"},
+		{map[string]string{"PATH": "/nonexistent"}, "setting RENDER_BROWSER: no chromium or chromium-browser on PATH"}, // last: PATH stays
+	} {
+		if p, ok := tc.env["PATH"]; ok {
+			t.Setenv("PATH", p)
+		}
+		_, err := render.ConfigFromSettings(load(t, tc.env))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.env, err, tc.want)
+		}
+	}
+}
