@@ -177,7 +177,7 @@ func TestTheTemplatesRefuseValuesThatCannotWork(t *testing.T) {
 		{"a console user without a password", "secrets: {consoleUser: me}", "secrets.consoleUser needs secrets.consolePassword"},
 		{"secrets beside an existing Secret", "secrets: {existingSecret: mine, apiToken: t}", "leave secrets.apiToken"},
 		{"an Ingress to an open API", "rest: {ingress: {enabled: true}}", "set secrets.apiToken or secrets.existingSecret"},
-		{"the rendering pool without its image", "renderPool: {enabled: true}", "renderPool.image.repository"},
+		{"the rendering pool with half an image", "renderPool: {enabled: true, image: {repository: my/chromium-crawler}}", "renderPool.image: set both repository and tag"},
 		{"a service address among the settings", "settings: {REDIS_HOST: r}", "set it through the values"},
 		{"an API token among the settings", "rest: {settings: {API_TOKEN: t}}", "secrets go in the values secrets"},
 		{"SPIDER among a crawler's settings", "crawlers: {link: {settings: {SPIDER: other}}}", "the chart sets SPIDER itself"},

@@ -183,7 +183,7 @@ func checkComponent(t *testing.T, r *rendering, p chartcheck.Pod, images map[str
 	if err != nil {
 		return []error{fmt.Errorf("%s: %w", p.Where, err)}
 	}
-	settings, err := settingsOf(t, images[component], env)
+	settings, err := settingsOf(t, images[chartcheck.ImageOf(p)], env)
 	if err != nil {
 		return []error{fmt.Errorf("%s: %w", p.Where, err)}
 	}

@@ -24,7 +24,14 @@ type Image struct {
 	Files map[string]string
 	// UID is the USER's uid.
 	UID int64
+	// Init is the init the ENTRYPOINT runs the program under, installed
+	// from a package rather than copied in (["/usr/bin/tini", "--"] for
+	// the rendering crawler); Entrypoint then starts at the program.
+	Init []string
 }
+
+// tiniInit is the init an image may run its program under: Debian's tini.
+var tiniInit = []string{"/usr/bin/tini", "--"}
 
 // Images reads every docker/<component>/Dockerfile under root.
 func Images(root string) (map[string]Image, error) {
@@ -73,6 +80,9 @@ func readDockerfile(file string) (Image, error) {
 				return Image{}, fmt.Errorf("%s:%d: USER %s is not a numeric uid (Kubernetes' runAsNonRoot cannot check a name)", file, n+1, args)
 			}
 		}
+	}
+	if len(img.Entrypoint) > len(tiniInit) && slices.Equal(img.Entrypoint[:len(tiniInit)], tiniInit) {
+		img.Init, img.Entrypoint = tiniInit, img.Entrypoint[len(tiniInit):]
 	}
 	if len(img.Entrypoint) == 0 {
 		return Image{}, fmt.Errorf("%s: no ENTRYPOINT in the last stage", file)
@@ -138,7 +148,7 @@ func CheckImages(p Pod, images map[string]Image, rules ImageRules) error {
 			errs = append(errs, fmt.Errorf("container %s: %w", c.Name, err))
 			continue
 		}
-		if want := imageOf(component); img.Component != want {
+		if want := ImageOf(p); img.Component != want {
 			errs = append(errs, fmt.Errorf("container %s: a %s pod runs the %s image, not %s", c.Name, component, img.Component, want))
 		}
 		program := img.Entrypoint[0]
@@ -169,13 +179,18 @@ func ourImage(name string, images map[string]Image, rules ImageRules) (Image, er
 	return img, nil
 }
 
-// imageOf is the image a component's pods run: its own, or REST's for the
-// helm test (which needs the busybox only that image has).
-func imageOf(component string) string {
-	if component == "test" {
+// ImageOf is the image of docker/ a pod of the chart runs: its component's
+// own, the crawler with Chromium (crawler-render) for the rendering pool,
+// or REST's for the helm test (which needs the busybox only that image has).
+func ImageOf(p Pod) string {
+	switch component := p.Owner.Labels["app.kubernetes.io/component"]; {
+	case component == "test":
 		return "rest"
+	case component == "crawler" && p.Owner.Labels["scrapy-cluster/crawler"] == "crawler-render":
+		return "crawler-render"
+	default:
+		return component
 	}
-	return component
 }
 
 func componentsOf(images map[string]Image) []string {

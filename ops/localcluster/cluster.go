@@ -348,6 +348,13 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 				path: bin(binCrawler), args: []string{"--spider", sp}, env: crawlerEnv})
 		}
 	}
+	if cfg.Render {
+		renderers, err := renderCrawlers(cfg.Env, cfg.Spiders, bin(binCrawler), crawlerEnv)
+		if err != nil {
+			return nil, err
+		}
+		components = append(components, renderers...)
+	}
 	components = append(components, spec{name: "rest", path: bin(binREST), env: env})
 	components, err := withAdminAddrs(env, components)
 	if err != nil {

@@ -34,6 +34,7 @@ func NewCommand(env []string, out io.Writer) *cobra.Command {
   kafka-monitor   kafka-monitor run
   redis-monitor   redis-monitor
   crawler-<s>-<n> crawler --spider <s>, --crawlers of them for each of --spiders
+  crawler-<s>-render with --render, one rendering crawler (RENDER_ENABLED=true) for each of --spiders
   rest            the REST service on 127.0.0.1:--rest-port
   testsite        with --test-site, the crawler's loopback test site on --test-site-port
 
@@ -54,6 +55,12 @@ With --test-site the crawlers get FETCH_ALLOWED_NETWORKS=` + LoopbackNetworks + 
 FETCH_ALLOWED_NETWORKS in the environment): the crawler refuses internal addresses by default,
 and the test site is on loopback.
 
+With --render, one crawler per spider type also renders pages in headless Chromium (crawl
+requests with "render"; the others never take them). It needs Chromium: RENDER_BROWSER from the
+environment, or else chromium or chromium-browser on PATH, which the rendering crawlers get as
+RENDER_BROWSER. When none is found the launcher says so and exits with status 3 before anything
+starts.
+
 Real services instead of embedded ones: set KAFKA_HOSTS (no broker is started), REDIS_HOST and
 REDIS_PORT (no Redis is started) and ZOOKEEPER_HOSTS (the domain config lives there) in the
 environment. Every other setting in the environment (LOG_LEVEL, QUEUE_HITS, ...) reaches the
@@ -72,6 +79,7 @@ closes the embedded services and exits 0; a second Ctrl-C kills at once. If a pr
 itself, the launcher says so, stops the others and exits 1.`,
 		Example: `  local-cluster --test-site
   local-cluster --crawlers 2 --spiders link,wandering --rest-port 8080
+  local-cluster --test-site --render
   local-cluster --kafka-port 19092 --redis-port 16379 --data-dir ''
   KAFKA_HOSTS=kafka:9092 REDIS_HOST=redis ZOOKEEPER_HOSTS=zookeeper:2181 local-cluster`,
 		Version:       cli.Version,
@@ -100,6 +108,7 @@ itself, the launcher says so, stops the others and exits 1.`,
 	f.IntVar(&cfg.RESTPort, "rest-port", cfg.RESTPort, "port of the REST service on 127.0.0.1 (its FLASK_PORT)")
 	f.IntVar(&cfg.Crawlers, "crawlers", cfg.Crawlers, "crawler processes per spider type")
 	f.StringSliceVar(&cfg.Spiders, "spiders", cfg.Spiders, "spider types to run crawlers for, comma-separated (built in: link, wandering)")
+	f.BoolVar(&cfg.Render, "render", cfg.Render, "also start one rendering crawler (RENDER_ENABLED=true) per spider type; needs chromium or chromium-browser on PATH (or RENDER_BROWSER)")
 	f.StringVar(&cfg.BinDir, "bin", cfg.BinDir, "directory of the component binaries: by default this executable's directory when they are there, else ./bin")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory the broker (and --redis system) keep their data in across restarts; '' keeps everything in memory")
 	f.StringVar(&cfg.Redis, "redis", cfg.Redis, "Redis to start when REDIS_HOST is not set: embedded (miniredis, in memory) or system (redis-server from PATH)")

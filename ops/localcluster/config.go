@@ -36,6 +36,11 @@ type Config struct {
 	Crawlers int
 	// Spiders are the spider types crawlers run for (default link).
 	Spiders []string
+	// Render also starts one rendering crawler (RENDER_ENABLED=true) per
+	// spider type, besides the ordinary ones. It needs Chromium: the
+	// RENDER_BROWSER of Env, or else chromium or chromium-browser on Env's
+	// PATH; Run fails before anything starts when there is none.
+	Render bool
 	// BinDir holds the component binaries (kafka-monitor, redis-monitor,
 	// crawler, rest, and testsite with TestSite).
 	BinDir string
@@ -141,7 +146,7 @@ func (c *Config) validate() error {
 	if c.Crawlers < 0 {
 		errs = append(errs, fmt.Errorf("--crawlers %d: must be 0 or more", c.Crawlers))
 	}
-	if c.Crawlers > 0 && len(c.Spiders) == 0 {
+	if (c.Crawlers > 0 || c.Render) && len(c.Spiders) == 0 {
 		errs = append(errs, errors.New("--spiders: name at least one spider (link, wandering)"))
 	}
 	for _, s := range c.Spiders {

@@ -122,6 +122,24 @@ func startedChildren(out string) map[string]int {
 // alive reports whether a process with pid exists.
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
+// runUntil runs the cluster of cfg (fakeBin's scripts, writing to out)
+// until cond holds and both monitors are up (their SIGTERM traps set),
+// within 30 s, then stops it and fails the test unless it stopped cleanly.
+func runUntil(t *testing.T, cfg localcluster.Config, out *harness.OutputBuffer, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- localcluster.Run(ctx, cfg) }()
+	waitFor(t, 30*time.Second, what, func() bool {
+		return cond() && out.Contains("/kafka-monitor run up\n") && out.Contains("/redis-monitor  up\n")
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
 // waitFor polls cond until it holds or timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -658,16 +676,9 @@ func TestCrawlersMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
 			if tc.env != "" {
 				cfg.Env = append(cfg.Env, "FETCH_ALLOWED_NETWORKS="+tc.env)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- localcluster.Run(ctx, cfg) }()
-			waitFor(t, 30*time.Second, "the crawler and rest print their FETCH_ALLOWED_NETWORKS", func() bool {
+			runUntil(t, cfg, out, "the crawler and rest print their FETCH_ALLOWED_NETWORKS", func() bool {
 				return out.Contains("crawler-link-1 | allowed=") && out.Contains("rest allowed=")
 			})
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatalf("Run: %v", err)
-			}
 			if !out.Contains("crawler-link-1 | " + tc.want + "\n") {
 				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
 			}

@@ -21,8 +21,12 @@ var composeFiles = []string{"docker-compose.yml", "elk/docker-compose.elk.yml"}
 
 // componentBinary is the binary each compose service of ours runs.
 var componentBinary = map[string]string{
-	"kafka-monitor": "kafka-monitor", "redis-monitor": "redis-monitor", "crawler": "crawler", "rest": "rest",
+	"kafka-monitor": "kafka-monitor", "redis-monitor": "redis-monitor", "crawler": "crawler", "crawler-render": "crawler", "rest": "rest",
 }
+
+// crawlerServices are the compose services that run crawlers, scaled with
+// --scale.
+var crawlerServices = []string{"crawler", "crawler-render"}
 
 // TestComposeFilesAreValid runs `docker-compose config -q` (Debian's
 // docker-compose) on both compose files.
@@ -60,14 +64,15 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 }
 
 // TestComposeServices checks what docker-compose config cannot: the
-// infrastructure and the four components are there, the components build
-// from their Dockerfiles, have fixed host names (stats keys carry them) and
-// environment variables that are settings of their binaries, and the crawler
-// can be scaled (no container name, no published port).
+// infrastructure, the four components and the rendering crawlers are
+// there, the components build from their Dockerfiles, have fixed host names
+// (stats keys carry them) and environment variables that are settings of
+// their binaries, and the crawlers can be scaled (no container name, no
+// published port).
 func TestComposeServices(t *testing.T) {
 	root := harness.Root(t)
 	services := loadCompose(t, "docker-compose.yml")
-	for _, want := range []string{"zookeeper", "kafka", "redis", "kafka-monitor", "redis-monitor", "crawler", "rest"} {
+	for _, want := range []string{"zookeeper", "kafka", "redis", "kafka-monitor", "redis-monitor", "crawler", "crawler-render", "rest"} {
 		if _, ok := services[want]; !ok {
 			t.Errorf("docker-compose.yml has no %s service", want)
 		}
@@ -92,10 +97,11 @@ func TestComposeServices(t *testing.T) {
 			}
 		}
 	}
-	crawler := services["crawler"]
-	for _, key := range []string{"container_name", "ports"} {
-		if _, ok := crawler[key]; ok {
-			t.Errorf("crawler: %s stops `docker compose up --scale crawler=4`", key)
+	for _, name := range crawlerServices {
+		for _, key := range []string{"container_name", "ports"} {
+			if _, ok := services[name][key]; ok {
+				t.Errorf("%s: %s stops `docker compose up --scale %s=4`", name, key, name)
+			}
 		}
 	}
 	if _, err := os.Stat(filepath.Join(root, ".dockerignore")); errors.Is(err, os.ErrNotExist) {
@@ -130,7 +136,7 @@ func TestELKComposeKeepsTheClusterServices(t *testing.T) {
 			delete(got, "logging")
 			env, _ := got["environment"].(map[string]any)
 			json := env["LOG_JSON"]
-			if name == "crawler" {
+			if componentBinary[name] == "crawler" {
 				json = env["SC_LOG_JSON"]
 			}
 			if json != "true" {

@@ -21,8 +21,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
-// components are the four images, by their folder under docker/.
-var components = []string{"kafka-monitor", "redis-monitor", "crawler", "rest"}
+// components are the images, by their folder under docker/: the four
+// components and the rendering crawler (the crawler with Chromium).
+var components = []string{"kafka-monitor", "redis-monitor", "crawler", "crawler-render", "rest"}
 
 // instruction is one Dockerfile instruction, continuation lines joined.
 type instruction struct {
@@ -443,6 +444,7 @@ func checkFinalStage(t *testing.T, df *dockerfile, st *stage, stages map[string]
 	if component == "rest" && !healthcheck {
 		t.Error("the rest image has no HEALTHCHECK")
 	}
+	entrypoint = withoutInit(t, df, entrypoint)
 	if len(entrypoint) == 0 {
 		t.Fatal("no ENTRYPOINT")
 	}

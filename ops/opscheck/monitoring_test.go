@@ -104,12 +104,14 @@ func TestMonitoringPrometheusConfigIsValid(t *testing.T) {
 		} `yaml:"scrape_configs"`
 	}
 	readYAML(t, root, prometheusConfig, &cfg)
-	jobs := map[string]int{}
+	jobs := map[string]int{} // compose service -> the port its job scrapes
 	for _, sc := range cfg.ScrapeConfigs {
 		for _, d := range sc.DNSConfigs {
-			jobs[sc.JobName] = d.Port
-			if !slices.Equal(d.Names, []string{sc.JobName}) {
-				t.Errorf("job %s resolves %v, not its compose service", sc.JobName, d.Names)
+			for _, n := range d.Names {
+				jobs[n] = d.Port
+				if componentBinary[n] != sc.JobName {
+					t.Errorf("job %s resolves %s, not a compose service running %s", sc.JobName, n, sc.JobName)
+				}
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
@@ -282,7 +283,8 @@ func (c *Console) expire(r *http.Request, cr ledger.Crawl) *flash {
 // queueScanBudget bounds how many queued requests one crawl page decodes.
 const queueScanBudget = 100000
 
-// crawlQueues is a crawl's share of its spider's domain queues.
+// crawlQueues is a crawl's share of its spider's domain queues and render
+// queues.
 type crawlQueues struct {
 	Domains []domainShare
 	// Queued is the crawl's requests found in the queues.
@@ -296,33 +298,23 @@ type crawlQueues struct {
 
 type domainShare struct {
 	Domain string
+	// Render is set for a render queue's share (requests waiting for a
+	// rendering crawler): a domain may have two shares.
+	Render bool
 	// Mine is the crawl's requests in the queue; Backlog all of them.
 	Mine, Backlog int64
 }
 
-// readCrawlQueues counts a crawl's requests in its spider's domain queues:
-// SCAN for the queues, then their members in pipelined pages (highest
+// readCrawlQueues counts a crawl's requests in its spider's domain queues
+// and render queues: SCAN for the queues, then their members in pipelined pages (highest
 // priority first), each member checked cheaply for the crawl's id before
 // it is decoded. At most budget members are read.
 func readCrawlQueues(ctx context.Context, rdb redis.Cmdable, cr ledger.Crawl, budget int) (crawlQueues, error) {
 	var out crawlQueues
-	var keys []string
-	var cursor uint64
-	for {
-		page, next, err := rdb.Scan(ctx, cursor, rediskeys.QueuePattern(cr.SpiderID), 1000).Result()
-		if err != nil {
-			return out, fmt.Errorf("find the %s queues: %w", cr.SpiderID, err)
-		}
-		for _, k := range page {
-			if spider, _, ok := rediskeys.ParseQueueKey(k); ok && spider == cr.SpiderID && !slices.Contains(keys, k) {
-				keys = append(keys, k)
-			}
-		}
-		if cursor = next; cursor == 0 {
-			break
-		}
+	keys, err := domainqueues.Keys(ctx, rdb, cr.SpiderID)
+	if err != nil {
+		return out, err
 	}
-	slices.Sort(keys)
 	perQueue := int64(budget)
 	if len(keys) > 0 {
 		perQueue = max(int64(budget/len(keys)), 100)
@@ -341,8 +333,8 @@ func readCrawlQueues(ctx context.Context, rdb redis.Cmdable, cr ledger.Crawl, bu
 	}
 	match := newMemberMatch(cr)
 	for i, k := range keys {
-		_, domain, _ := rediskeys.ParseQueueKey(k)
-		share := domainShare{Domain: domain, Backlog: cards[i].Val()}
+		_, domain, render, _ := rediskeys.ParseAnyQueueKey(k)
+		share := domainShare{Domain: domain, Render: render, Backlog: cards[i].Val()}
 		if share.Backlog > perQueue {
 			out.Partial = true
 		}

@@ -33,7 +33,8 @@ func (d *DomainInfo) Add(p json.Number) {
 }
 
 // CrawlDomains returns, per domain, what spiderID's queues hold of the
-// crawl appID/crawlID, and how many requests that is in all.
+// crawl appID/crawlID (a domain's queue and render queue together), and
+// how many requests that is in all.
 func CrawlDomains(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]*DomainInfo, int, error) {
 	domains := map[string]*DomainInfo{}
 	pending := 0

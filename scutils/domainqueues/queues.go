@@ -1,7 +1,8 @@
 // Package domainqueues reads and purges a spider's domain queues
 // (<spiderid>:<domain>:queue sorted sets of JSON requests scored by
-// -priority) by crawl: for the Redis Monitor's info, stop and expire
-// plugins and the REST service's /crawls.
+// -priority) and render queues (<spiderid>:<domain>:renderqueue, the same
+// for requests to be rendered) by crawl: for the Redis Monitor's info,
+// stop and expire plugins and the REST service's /crawls and console.
 //
 // A queue member is either the crawl request as fed (appid, crawlid,
 // priority, expires at top level) or a serialized request carrying them
@@ -24,6 +25,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,8 +47,11 @@ type Entry struct {
 
 // Queue is one domain queue's parsed entries.
 type Queue struct {
-	Key     string
-	Domain  string
+	Key    string
+	Domain string
+	// Render is set for a render queue (<spiderid>:<domain>:renderqueue):
+	// its requests wait for a rendering crawler.
+	Render  bool
 	Entries []Entry
 	Skipped int // members without appid and crawlid
 }
@@ -54,27 +59,57 @@ type Queue struct {
 // batch is how many queues are read per round trip.
 const batch = 100
 
-// Scan calls fn for every domain queue of spiderID, reading the queues'
-// members in pipelined batches (one round trip per SCAN page of up to 1000
-// keys and per 100 queues). Keys that are not sorted sets are ignored.
-// It stops at fn's first error and returns it.
+// Scan calls fn for every domain queue and render queue of spiderID,
+// reading the queues' members in pipelined batches (one round trip per
+// SCAN page of up to 1000 keys and per 100 queues). Keys that are not
+// sorted sets are ignored. It stops at fn's first error and returns it.
 func Scan(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func(Queue) error) error {
-	var cursor uint64
-	for {
-		keys, next, err := rdb.Scan(ctx, cursor, rediskeys.QueuePattern(spiderID), 1000).Result()
-		if err != nil {
-			return err
-		}
+	return scanKeys(ctx, rdb, spiderID, func(keys []string) error {
 		for lo := 0; lo < len(keys); lo += batch {
 			if err := readBatch(ctx, rdb, spiderID, keys[lo:min(lo+batch, len(keys))], fn); err != nil {
 				return err
 			}
 		}
-		if next == 0 {
-			return nil
+		return nil
+	})
+}
+
+// Keys are the keys of spiderID's domain queues and render queues, sorted.
+func Keys(ctx context.Context, rdb redis.Cmdable, spiderID string) ([]string, error) {
+	var out []string
+	err := scanKeys(ctx, rdb, spiderID, func(keys []string) error {
+		for _, k := range keys {
+			if spider, _, _, ok := rediskeys.ParseAnyQueueKey(k); ok && spider == spiderID {
+				out = append(out, k)
+			}
 		}
-		cursor = next
+		return nil
+	})
+	slices.Sort(out)
+	return slices.Compact(out), err // SCAN may return a key twice
+}
+
+// scanKeys calls fn with each SCAN page of the keys matching spiderID's
+// queue pattern and then its render queue pattern (which may hold keys
+// that are not queues: check each with rediskeys.ParseAnyQueueKey).
+func scanKeys(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func([]string) error) error {
+	for _, pattern := range []string{rediskeys.QueuePattern(spiderID), rediskeys.RenderQueuePattern(spiderID)} {
+		var cursor uint64
+		for {
+			keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return fmt.Errorf("find the %s queues: %w", spiderID, err)
+			}
+			if err := fn(keys); err != nil {
+				return err
+			}
+			if next == 0 {
+				break
+			}
+			cursor = next
+		}
 	}
+	return nil
 }
 
 func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []string, fn func(Queue) error) error {
@@ -92,11 +127,11 @@ func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []s
 			}
 			return err
 		}
-		spider, domain, ok := rediskeys.ParseQueueKey(keys[i])
+		spider, domain, render, ok := rediskeys.ParseAnyQueueKey(keys[i])
 		if !ok || spider != spiderID {
-			continue // matched the pattern, but not a domain queue of spiderID
+			continue // matched the pattern, but not a queue of spiderID
 		}
-		q := Queue{Key: keys[i], Domain: domain, Entries: make([]Entry, 0, len(members))}
+		q := Queue{Key: keys[i], Domain: domain, Render: render, Entries: make([]Entry, 0, len(members))}
 		for _, m := range members {
 			if e, ok := Parse(m); ok {
 				q.Entries = append(q.Entries, e)
@@ -114,7 +149,7 @@ func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []s
 func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE") }
 
 // Purge removes every queued request of appID/crawlID from spiderID's
-// domain queues and returns how many it removed; the crawl's ledger (if it
+// domain queues and render queues and returns how many it removed; the crawl's ledger (if it
 // has one) counts them as purged by p in the same step as each removal
 // (ledger.PurgeQueued). Like the original it makes up to three passes, to
 // catch requests a crawler queued during a pass (later passes run only

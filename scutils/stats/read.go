@@ -134,32 +134,46 @@ func (c *CrawlerStats) MachinesSection() map[string]any {
 	return out
 }
 
-// QueueStats is the backlog of every domain queue, <spiderid>:<domain>:queue.
+// QueueStats is the backlog of every domain queue, <spiderid>:<domain>:queue,
+// and render queue, <spiderid>:<domain>:renderqueue: a domain's backlog
+// counts the requests of both, and the render backlogs say how many of
+// them wait for a rendering crawler.
 type QueueStats struct {
 	// Spiders are the backlogs by spiderid.
 	Spiders map[string]*SpiderQueue
 	// TotalBacklog is the number of requests in every queue.
 	TotalBacklog int64
+	// RenderBacklog is how many of them are in render queues.
+	RenderBacklog int64
 }
 
-// SpiderQueue is one spider type's queues, in the spec's shape.
+// SpiderQueue is one spider type's queues, in the spec's shape, plus
+// render_backlog when its render queues hold requests.
 type SpiderQueue struct {
 	// Domains are the domains' backlogs, sorted by domain.
 	Domains       []DomainBacklog `json:"domains"`
 	SpiderBacklog int64           `json:"spider_backlog"`
 	NumDomains    int             `json:"num_domains"`
+	RenderBacklog int64           `json:"render_backlog,omitempty"`
+	index         map[string]int  // domain -> its entry in Domains, while adding
 }
 
-// DomainBacklog is the number of requests in one domain's queue.
+// DomainBacklog is the number of requests in one domain's queue and
+// render queue (RenderBacklog of them in the latter).
 type DomainBacklog struct {
-	Domain  string `json:"domain"`
-	Backlog int64  `json:"backlog"`
+	Domain        string `json:"domain"`
+	Backlog       int64  `json:"backlog"`
+	RenderBacklog int64  `json:"render_backlog,omitempty"`
 }
 
 // Section is the spec's "queues" shape: {"queue_<spiderid>": {"domains",
-// "spider_backlog", "num_domains"}, "total_backlog"}.
+// "spider_backlog", "num_domains"}, "total_backlog"}, with
+// "total_render_backlog" beside when render queues hold requests.
 func (q *QueueStats) Section() map[string]any {
 	out := map[string]any{"total_backlog": q.TotalBacklog}
+	if q.RenderBacklog > 0 {
+		out["total_render_backlog"] = q.RenderBacklog
+	}
 	for spider, s := range q.Spiders {
 		out["queue_"+spider] = s
 	}
@@ -198,7 +212,7 @@ func (r Reader) Crawlers(ctx context.Context) (*CrawlerStats, error) {
 // Queues reads the backlog of every domain queue.
 func (r Reader) Queues(ctx context.Context) (*QueueStats, error) {
 	q := newQueueStats()
-	if err := r.scan(ctx, rediskeys.AllQueuesPattern, q); err != nil {
+	if err := r.scanAll(ctx, scanJob{queuePatterns, q}); err != nil {
 		return nil, err
 	}
 	q.finish()
@@ -208,7 +222,7 @@ func (r Reader) Queues(ctx context.Context) (*QueueStats, error) {
 // CrawlersAndQueues reads what Crawlers and Queues read, both at once.
 func (r Reader) CrawlersAndQueues(ctx context.Context) (*CrawlerStats, *QueueStats, error) {
 	c, q := newCrawlerStats(), newQueueStats()
-	if err := r.scanAll(ctx, scanJob{crawlerPattern, c}, scanJob{rediskeys.AllQueuesPattern, q}); err != nil {
+	if err := r.scanAll(ctx, scanJob{[]string{crawlerPattern}, c}, scanJob{queuePatterns, q}); err != nil {
 		return nil, nil, err
 	}
 	q.finish()
@@ -224,7 +238,7 @@ func (r Reader) Cluster(ctx context.Context) (*ClusterStats, error) {
 		out.Components[name] = newComponentStats()
 		route[name] = out.Components[name]
 	}
-	if err := r.scanAll(ctx, scanJob{allStatsPattern, route}, scanJob{rediskeys.AllQueuesPattern, out.Queues}); err != nil {
+	if err := r.scanAll(ctx, scanJob{[]string{allStatsPattern}, route}, scanJob{queuePatterns, out.Queues}); err != nil {
 		return nil, err
 	}
 	for _, c := range out.Components {
@@ -265,10 +279,17 @@ func (b byComponent) take(parts []string) bool {
 
 func (b byComponent) add(parts []string, n int64) { b[parts[1]].add(parts, n) }
 
+// scanJob feeds the keys of each of patterns, one SCAN after the other,
+// to into.
 type scanJob struct {
-	pattern string
-	into    collector
+	patterns []string
+	into     collector
 }
+
+// queuePatterns find the domain queues and the render queues
+// (<spiderid>:<domain>:renderqueue, which the original has not): a
+// domain's backlog is both.
+var queuePatterns = []string{rediskeys.AllQueuesPattern, rediskeys.AllRenderQueuesPattern}
 
 // scanAll runs the scans concurrently (each on its own connection), so a
 // read made of several scans takes as long as the longest.
@@ -276,7 +297,13 @@ func (r Reader) scanAll(ctx context.Context, jobs ...scanJob) error {
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, j := range jobs {
-		wg.Go(func() { errs[i] = r.scan(ctx, j.pattern, j.into) })
+		wg.Go(func() {
+			for _, p := range j.patterns {
+				if errs[i] = r.scan(ctx, p, j.into); errs[i] != nil {
+					return
+				}
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -456,32 +483,45 @@ func (c *CrawlerStats) add(parts []string, n int64) {
 
 func newQueueStats() *QueueStats { return &QueueStats{Spiders: map[string]*SpiderQueue{}} }
 
-// queueKeyParts is rediskeys.ParseQueueKey of a key split on ':'.
-func queueKeyParts(parts []string) (spider, domain string, ok bool) {
-	return rediskeys.ParseQueueKey(strings.Join(parts, ":"))
+// queueKeyParts is rediskeys.ParseAnyQueueKey of a key split on ':'.
+func queueKeyParts(parts []string) (spider, domain string, render, ok bool) {
+	return rediskeys.ParseAnyQueueKey(strings.Join(parts, ":"))
 }
 
 func (q *QueueStats) take(parts []string) bool {
-	_, _, ok := queueKeyParts(parts)
+	_, _, _, ok := queueKeyParts(parts)
 	return ok
 }
 
+// add counts a domain queue's or render queue's backlog in its domain's.
 func (q *QueueStats) add(parts []string, n int64) {
-	spider, domain, _ := queueKeyParts(parts)
+	spider, domain, render, _ := queueKeyParts(parts)
 	s := q.Spiders[spider]
 	if s == nil {
-		s = &SpiderQueue{}
+		s = &SpiderQueue{index: map[string]int{}}
 		q.Spiders[spider] = s
 	}
-	s.Domains = append(s.Domains, DomainBacklog{Domain: domain, Backlog: n})
+	i, seen := s.index[domain]
+	if !seen {
+		i = len(s.Domains)
+		s.index[domain] = i
+		s.Domains = append(s.Domains, DomainBacklog{Domain: domain})
+		s.NumDomains++
+	}
+	s.Domains[i].Backlog += n
 	s.SpiderBacklog += n
-	s.NumDomains++
 	q.TotalBacklog += n
+	if render {
+		s.Domains[i].RenderBacklog += n
+		s.RenderBacklog += n
+		q.RenderBacklog += n
+	}
 }
 
 // finish sorts each spider's domains by name once every key is in.
 func (q *QueueStats) finish() {
 	for _, s := range q.Spiders {
+		s.index = nil
 		slices.SortFunc(s.Domains, func(a, b DomainBacklog) int { return strings.Compare(a.Domain, b.Domain) })
 	}
 }

@@ -105,8 +105,8 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 	}
 	wantQueues := &QueueStats{
 		Spiders: map[string]*SpiderQueue{
-			"link":      {Domains: []DomainBacklog{{"dmoz.org", 2}, {"istresearch.com", 3}}, SpiderBacklog: 5, NumDomains: 2},
-			"wandering": {Domains: []DomainBacklog{{"example.com", 1}}, SpiderBacklog: 1, NumDomains: 1},
+			"link":      {Domains: []DomainBacklog{{Domain: "dmoz.org", Backlog: 2}, {Domain: "istresearch.com", Backlog: 3}}, SpiderBacklog: 5, NumDomains: 2},
+			"wandering": {Domains: []DomainBacklog{{Domain: "example.com", Backlog: 1}}, SpiderBacklog: 1, NumDomains: 1},
 		},
 		TotalBacklog: 6,
 	}
@@ -239,7 +239,7 @@ func TestKeysThatVanishOrChangeTypeBeforeTheyAreReadAreLeftOut(t *testing.T) {
 			}
 			c, q := newComponentStats(), newQueueStats()
 			r := Reader{Redis: rdb, Now: now}
-			if err := r.scanAll(ctx, scanJob{"stats:kafka-monitor:*", wrap(c)}, scanJob{rediskeys.AllQueuesPattern, wrap(q)}); err != nil {
+			if err := r.scanAll(ctx, scanJob{[]string{"stats:kafka-monitor:*"}, wrap(c)}, scanJob{queuePatterns, wrap(q)}); err != nil {
 				t.Fatal(err)
 			}
 			c.finish()
@@ -252,8 +252,8 @@ func TestKeysThatVanishOrChangeTypeBeforeTheyAreReadAreLeftOut(t *testing.T) {
 			})
 			check(t, "queues", q, &QueueStats{
 				Spiders: map[string]*SpiderQueue{
-					"link":      {Domains: []DomainBacklog{{"dmoz.org", 2}}, SpiderBacklog: 2, NumDomains: 1},
-					"wandering": {Domains: []DomainBacklog{{"example.com", 1}}, SpiderBacklog: 1, NumDomains: 1},
+					"link":      {Domains: []DomainBacklog{{Domain: "dmoz.org", Backlog: 2}}, SpiderBacklog: 2, NumDomains: 1},
+					"wandering": {Domains: []DomainBacklog{{Domain: "example.com", Backlog: 1}}, SpiderBacklog: 1, NumDomains: 1},
 				},
 				TotalBacklog: 3,
 			})

@@ -64,8 +64,8 @@ func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
 	return nil
 }
 
-// Handle queues the request at <spiderid>:<domain>:queue with score
-// -priority, and counts it as a seed of its crawl's ledger in the same
+// Handle queues the request at <spiderid>:<domain>:queue (a request with
+// render: <spiderid>:<domain>:renderqueue) with score -priority, and counts it as a seed of its crawl's ledger in the same
 // script (ledger.QueueSeeds: a request queued already is neither queued
 // nor counted again, so a retried batch counts nothing twice). The member
 // is the request as the original writes it (every field the schema has,
@@ -185,12 +185,30 @@ func entryOf(req plugin.Request) (entry, error) {
 }
 
 // queueKey is the request's queue key and spider. The spider is the one
-// fed: an empty spiderid names the spider "", as the original keys it.
+// fed: an empty spiderid names the spider "", as the original keys it. A
+// request to be rendered waits in its domain's render queue, which only
+// rendering crawlers pop (rediskeys.QueueKeyFor).
 func queueKey(req plugin.Request) (key, spider string, err error) {
 	url, _ := req[crawlrequest.FieldURL].(string)
 	spider, _ = req[crawlrequest.FieldSpiderID].(string)
-	key, err = rediskeys.QueueKeyForURL(spider, url)
-	return key, spider, err
+	domain, err := rediskeys.DomainOfURL(url)
+	if err != nil {
+		return "", spider, err
+	}
+	return rediskeys.QueueKeyFor(spider, domain, rendered(req)), spider, nil
+}
+
+// rendered reports whether a fed request asks to be rendered: its render
+// field is true or an object (Validate refused any other object or value
+// but false). crawlrequest.Request.Rendered reads the stored form alike.
+func rendered(req plugin.Request) bool {
+	switch v := req[crawlrequest.FieldRender].(type) {
+	case bool:
+		return v
+	case map[string]any:
+		return true
+	}
+	return false
 }
 
 // announceDue reports whether key needs announcing: not announced within

@@ -32,7 +32,11 @@ import (
 //     crawlrequest.MaxBodyBytes, headers the cluster does not own
 //     (crawlrequest.CheckShape);
 //   - extract: rules that compile, each error naming its rule
-//     (extract.Compile).
+//     (extract.Compile);
+//   - render: true, false or an object of wait_for (a selector that is not
+//     blank), wait_ms and timeout (above 0) only (crawlrequest.CheckRender),
+//     whose wait_ms is below its timeout (else every render would end at
+//     its timeout).
 func (h *Handler) Validate(req plugin.Request) error {
 	var errs []error
 	if err := checkSeedURL(str(req, "url")); err != nil {
@@ -59,12 +63,29 @@ func (h *Handler) Validate(req plugin.Request) error {
 		}
 	}
 	errs = append(errs, crawlrequest.CheckShape(req)...)
+	if err := checkRender(req); err != nil {
+		errs = append(errs, err)
+	}
 	if spec, ok := req[crawlrequest.FieldExtract]; ok && spec != nil {
 		if _, err := extract.Compile(spec); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return joinReasons(errs)
+}
+
+// checkRender refuses a render value crawlrequest.CheckRender refuses, and
+// one whose wait_ms does not end before its timeout.
+func checkRender(req plugin.Request) error {
+	if err := crawlrequest.CheckRender(req); err != nil || !rendered(req) {
+		return err
+	}
+	spec, err := crawlrequest.ParseRender(req[crawlrequest.FieldRender])
+	if err == nil && spec.Wait >= spec.Timeout {
+		return fmt.Errorf("render: wait_ms %d is not below the timeout (%s): every render would end at its timeout",
+			spec.Wait.Milliseconds(), spec.Timeout)
+	}
+	return err
 }
 
 // isHeaderControl reports the characters an HTTP header value must not
