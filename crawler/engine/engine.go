@@ -66,7 +66,7 @@ import (
 type Engine struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	spider   spider.Spider
 	sched    *scheduler.Scheduler
 	fetcher  *fetch.Fetcher
@@ -113,7 +113,7 @@ type Counters struct {
 }
 
 // New builds a crawler for the spider named by the SPIDER setting.
-func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (*Engine, error) {
 	if RenderEnabled.From(s) {
 		return nil, fmt.Errorf("setting %s: this crawler cannot render pages yet (no browser pool in this build); set it false, or leave rendering crawlers out", RenderEnabled.Name())
 	}

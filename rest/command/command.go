@@ -64,7 +64,7 @@ same names and flags, in that order; 'rest settings' prints them with their sour
 }
 
 // newService builds the REST service.
-func newService(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+func newService(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (cli.Service, error) {
 	svc, err := server.New(ctx, s, log, rdb)
 	if err != nil {
 		return nil, err
