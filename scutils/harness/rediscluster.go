@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // A RedisCluster's shape: three masters, one replica each.
@@ -135,7 +137,7 @@ func (c *RedisCluster) Masters(tb testing.TB) []*Redis {
 // MasterOf is the node that is master of key's slot now.
 func (c *RedisCluster) MasterOf(tb testing.TB, key string) *Redis {
 	tb.Helper()
-	slot := Slot(key)
+	slot := rediskeys.Slot(key)
 	for _, m := range c.Masters(tb) {
 		rdb := m.Client()
 		slots, err := rdb.ClusterSlots(context.Background()).Result()
@@ -151,28 +153,6 @@ func (c *RedisCluster) MasterOf(tb testing.TB, key string) *Redis {
 	}
 	tb.Fatalf("no master serves slot %d of %q", slot, key)
 	return nil
-}
-
-// Slot is the cluster hash slot of key (CRC16 of its hash tag, or of the
-// whole key when it has none, modulo 16384), as Redis computes it.
-func Slot(key string) int {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc % 16384)
 }
 
 // KillMaster ends master with SIGKILL, as a crash would, and waits until

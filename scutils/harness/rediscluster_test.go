@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // A started cluster serves every slot from three masters, each with a
@@ -31,15 +32,15 @@ func TestRedisClusterSurvivesAKilledMaster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if int(slot) != harness.Slot(key) {
-			t.Fatalf("Slot(%q) = %d, Redis says %d", key, harness.Slot(key), slot)
+		if int(slot) != rediskeys.Slot(key) {
+			t.Fatalf("rediskeys.Slot(%q) = %d, Redis says %d", key, rediskeys.Slot(key), slot)
 		}
 		perMaster[c.MasterOf(t, key).Addr]++
 	}
 	if len(perMaster) != 3 {
 		t.Fatalf("100 keys on %d masters, want 3: %v", len(perMaster), perMaster)
 	}
-	if got, want := harness.Slot("a{crawl}b"), harness.Slot("crawl"); got != want {
+	if got, want := rediskeys.Slot("a{crawl}b"), rediskeys.Slot("crawl"); got != want {
 		t.Fatalf("Slot of a hash-tagged key %d, of its tag %d", got, want)
 	}
 	for _, m := range masters {

@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -41,6 +42,16 @@ func Settings() settings.Group {
 // Cluster reports whether s puts the components in cluster mode
 // (REDIS_CLUSTER_NODES set).
 func Cluster(s *settings.Settings) bool { return len(ClusterNodes.From(s)) > 0 }
+
+// KeyLayout is the layout of the keys for s's mode: rediskeys.Cluster in
+// cluster mode, rediskeys.Single (the original's keys) otherwise. Build it
+// once and pass it to what builds keys.
+func KeyLayout(s *settings.Settings) rediskeys.Layout {
+	if Cluster(s) {
+		return rediskeys.Cluster
+	}
+	return rediskeys.Single
+}
 
 // clusterStateReload is how often a cluster client reloads the map of
 // which master serves which slot. go-redis reloads it at once when a node
