@@ -140,19 +140,31 @@ func (c *RedisCluster) MasterOf(tb testing.TB, key string) *Redis {
 	slot := rediskeys.Slot(key)
 	for _, m := range c.Masters(tb) {
 		rdb := m.Client()
-		slots, err := rdb.ClusterSlots(context.Background()).Result()
+		shards, err := rdb.ClusterShards(context.Background()).Result()
 		rdb.Close()
 		if err != nil {
 			tb.Fatal(err)
 		}
-		for _, s := range slots {
-			if slot >= s.Start && slot <= s.End && s.Nodes[0].Addr == m.Addr {
-				return m
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if int64(slot) >= r.Start && int64(slot) <= r.End && servedBy(sh, m) {
+					return m
+				}
 			}
 		}
 	}
 	tb.Fatalf("no master serves slot %d of %q", slot, key)
 	return nil
+}
+
+// servedBy reports whether node is the master of shard.
+func servedBy(shard redis.ClusterShard, node *Redis) bool {
+	for _, n := range shard.Nodes {
+		if n.Role == "master" && n.Port == int64(node.Port) {
+			return true
+		}
+	}
+	return false
 }
 
 // KillMaster ends master with SIGKILL, as a crash would, and waits until
