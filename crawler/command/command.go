@@ -59,7 +59,7 @@ The crawler's log settings are SC_LOG_* as in the original.`,
 
 // newEngine builds the crawler's engine and tunes the garbage collector to
 // the memory it may hold.
-func newEngine(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+func newEngine(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (cli.Service, error) {
 	e, err := engine.New(ctx, s, log, rdb)
 	if err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ import (
 type Engine struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	spider   spider.Spider
 	sched    *scheduler.Scheduler
 	fetcher  *fetch.Fetcher
@@ -117,7 +117,7 @@ type Counters struct {
 }
 
 // New builds a crawler for the spider named by the SPIDER setting.
-func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Engine, error) {
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (*Engine, error) {
 	var rcfg *render.Config
 	if render.Enabled.From(s) {
 		c, err := render.ConfigFromSettings(s)

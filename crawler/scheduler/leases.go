@@ -199,7 +199,7 @@ func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
 // handshake takes a few round trips, each as slow as Redis is busy: the
 // first renewals, had they opened their connections, came too late.
 func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
-	opt := *s.rdb.Options()
+	opt := *s.rdb.(*redis.Client).Options() // New refuses a cluster client
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
 	// Not s.rdb's maintenance notification config: go-redis changes it
 	// while a connection opens (a data race with NewClient's copy of it),

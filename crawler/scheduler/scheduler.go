@@ -47,6 +47,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -56,6 +57,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -87,7 +89,7 @@ func (it *Item) Crawl() ledger.Crawl { return it.crawl }
 // the other methods are safe for concurrent use.
 type Scheduler struct {
 	cfg    Config
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	log    *logfactory.Logger
 	leases *throttle.Leases
 	acks   *ackBatcher
@@ -119,7 +121,10 @@ type Stats struct {
 
 // New returns a scheduler. Run must be running for discovery, lease upkeep
 // and IP refresh.
-func New(rdb *redis.Client, cfg Config, log *logfactory.Logger) (*Scheduler, error) {
+func New(rdb redis.UniversalClient, cfg Config, log *logfactory.Logger) (*Scheduler, error) {
+	if _, ok := rdb.(*redis.Client); !ok {
+		return nil, fmt.Errorf("the crawler's scheduler %w", redisconn.ErrClusterUnsupported)
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

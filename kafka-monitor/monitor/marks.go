@@ -34,7 +34,7 @@ const marksTTL = 24 * time.Hour
 // partitions in order asks Redis nothing. The hash makes a mark name one
 // message, not just an offset (a re-created topic restarts its offsets).
 type storedMarks struct {
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	group, topic string
 	parts        map[int]*partitionMarks // only Run's goroutine uses it
 }
@@ -46,7 +46,7 @@ type partitionMarks struct {
 	high   int64            // the highest offset in marked
 }
 
-func newStoredMarks(rdb *redis.Client, group, topic string) *storedMarks {
+func newStoredMarks(rdb redis.UniversalClient, group, topic string) *storedMarks {
 	return &storedMarks{rdb: rdb, group: group, topic: topic, parts: map[int]*partitionMarks{}}
 }
 

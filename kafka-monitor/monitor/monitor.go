@@ -51,7 +51,7 @@ import (
 type Monitor struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	kafka    kafkaclient.Config
 	plugins  []plugin.Loaded
 
@@ -79,7 +79,7 @@ type Monitor struct {
 
 // New loads and sets up the enabled plugins and the stats collectors.
 // rdb is the Redis client the monitor writes through; the caller closes it.
-func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Monitor, error) {
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (*Monitor, error) {
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		return nil, err

@@ -47,7 +47,7 @@ type Env struct {
 	Logger   *logfactory.Logger
 	// Redis is the monitor's client, for plugins that read Redis; writes
 	// belong on the pipeline Handle receives.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 }
 
 // Plugin validates and handles one kind of request.

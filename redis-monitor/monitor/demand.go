@@ -31,7 +31,7 @@ const demandTimeout = 5 * time.Second
 // stats request reads it), the domain configuration is the one the
 // monitor follows, as the crawlers do.
 type demand struct {
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	log *logfactory.Logger
 	// hits per window is the throttle of a domain the configuration does
 	// not list: QUEUE_HITS per QUEUE_WINDOW, as the crawlers apply.
@@ -42,7 +42,7 @@ type demand struct {
 }
 
 // newDemand refuses a default throttle the crawlers would refuse.
-func newDemand(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (*demand, error) {
+func newDemand(s *settings.Settings, rdb redis.UniversalClient, log *logfactory.Logger) (*demand, error) {
 	d := &demand{rdb: rdb, log: log, hits: throttle.QueueHits.From(s), window: throttle.QueueWindow.From(s)}
 	switch {
 	case d.hits < 1:

@@ -21,7 +21,7 @@ import (
 // REDIS_LOCK_EXPIRATION and another monitor takes the request over. Only
 // the holder renews or deletes it (lock_renew.lua, lock_release.lua).
 type lock struct {
-	rdb   *redis.Client
+	rdb   redis.UniversalClient
 	name  string
 	token string
 	ttl   time.Duration
@@ -32,7 +32,7 @@ type lock struct {
 
 // tryLock takes the lock of key without waiting; ok is false when another
 // monitor holds it.
-func tryLock(ctx context.Context, rdb *redis.Client, key string, ttl time.Duration) (l *lock, ok bool, err error) {
+func tryLock(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (l *lock, ok bool, err error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	l = &lock{rdb: rdb, name: rediskeys.LockKey(key), token: hex.EncodeToString(b[:]), ttl: ttl, stop: make(chan struct{})}

@@ -55,7 +55,7 @@ import (
 type Monitor struct {
 	settings  *settings.Settings
 	log       *logfactory.Logger
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	publisher *kafkaclient.Publisher
 	plugins   []plugin.Loaded
 	stats     *stats.MonitorStats
@@ -88,7 +88,7 @@ type Monitor struct {
 
 // New loads and sets up the enabled plugins and the stats collectors. rdb is
 // the Redis client the monitor and its plugins use; the caller closes it.
-func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (*Monitor, error) {
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (*Monitor, error) {
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		return nil, err
@@ -388,7 +388,7 @@ func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value strin
 
 // deleteHandled removes a handled request if it still holds the value
 // that was handled, and its failure count (request_delete.lua).
-func deleteHandled(ctx context.Context, rdb *redis.Client, key, value string) error {
+func deleteHandled(ctx context.Context, rdb redis.UniversalClient, key, value string) error {
 	return redisscripts.Run(context.WithoutCancel(ctx), rdb, redisscripts.RequestDelete{Key: key, Failures: rediskeys.FailuresKey(key), Value: value}).Err()
 }
 

@@ -53,10 +53,11 @@ type Plugin interface {
 type Env struct {
 	Settings *settings.Settings
 	Logger   *logfactory.Logger
-	// Redis is the monitor's client. It is a *redis.Client, not an
-	// interface, because plugins may need the client's own methods: the
-	// zookeeper plugin's domain configuration in Redis updates with WATCH.
-	Redis *redis.Client
+	// Redis is the monitor's client: a *redis.Client for one Redis, a
+	// *redis.ClusterClient in cluster mode (REDIS_CLUSTER_NODES). Plugins
+	// may need more than single commands: the zookeeper plugin's domain
+	// configuration in Redis updates with WATCH.
+	Redis redis.UniversalClient
 	// Publish sends an answer to <prefix>.outbound_firehose (and with
 	// KAFKA_APPID_TOPICS to <prefix>.outbound_<appid>, appid taken from
 	// answer["appid"]). It returns once Kafka acknowledged it, waiting

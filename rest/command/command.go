@@ -61,7 +61,7 @@ SIGINT or SIGTERM stops accepting connections, lets requests in flight finish an
 }
 
 // newService builds the REST service.
-func newService(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
+func newService(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (cli.Service, error) {
 	svc, err := server.New(ctx, s, log, rdb)
 	if err != nil {
 		return nil, err

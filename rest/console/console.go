@@ -63,7 +63,7 @@ type Deps struct {
 	// while Kafka is away (the service's KAFKA_CONSUMER_SLEEP_TIME).
 	KafkaRetry time.Duration
 	// Redis is the service's client; the console does not close it.
-	Redis *redis.Client
+	Redis redis.UniversalClient
 	// Kafka and KafkaClient read the crawled firehose.
 	Kafka       kafkaclient.Config
 	KafkaClient *kafka.Client
@@ -78,7 +78,7 @@ type Deps struct {
 type Console struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	api      http.Handler
 	state    func() State
 	refresh  time.Duration
@@ -270,7 +270,7 @@ func pageContext(r *http.Request) (context.Context, context.CancelFunc) {
 // after a failure.
 type domainStore struct {
 	settings *settings.Settings
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	log      *logfactory.Logger
 	mu       sync.Mutex
 	store    domainconfig.Store

@@ -15,7 +15,7 @@ const msgUnauthorized = "A valid API token is required (Authorization: Bearer <A
 
 // setUpConsole reads the access policy and builds the console, unless
 // UI_ENABLED is false. The console calls the API (route) in process.
-func (svc *Service) setUpConsole(rdb *redis.Client, kafkaRetry time.Duration) error {
+func (svc *Service) setUpConsole(rdb redis.UniversalClient, kafkaRetry time.Duration) error {
 	policy, err := access.FromSettings(svc.settings)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ var cancelSchemaJSON []byte
 type Service struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
-	rdb      *redis.Client
+	rdb      redis.UniversalClient
 	id       string
 	started  time.Time
 
@@ -115,7 +115,7 @@ func WithAccessLog(w io.Writer) Option { return func(o *options) { o.accessLog =
 // work: the Redis and Kafka connection checks, the answers consumer (once
 // Kafka is reached), the poll store writer and the heartbeat. rdb is the
 // Redis client to use; the caller closes it after Close.
-func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...Option) (*Service, error) {
+func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient, opts ...Option) (*Service, error) {
 	cfg, err := configFromSettings(s)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 )
 
 // RedisCheck pings Redis through rdb.
-func RedisCheck(rdb *redis.Client) Check {
+func RedisCheck(rdb redis.UniversalClient) Check {
 	return Check{Name: "redis", Probe: func(ctx context.Context) error { return redisconn.Ping(ctx, rdb) }}
 }
 
@@ -39,7 +39,7 @@ func ZooKeeperCheck(hosts []string) Check {
 // DependencyChecks are the checks a component's settings call for: Redis
 // and Kafka always, ZooKeeper when the component declares the domain
 // config's ZOOKEEPER_HOSTS and it names servers.
-func DependencyChecks(s *settings.Settings, rdb *redis.Client) ([]Check, error) {
+func DependencyChecks(s *settings.Settings, rdb redis.UniversalClient) ([]Check, error) {
 	kcfg, err := kafkaclient.ConfigFromSettings(s)
 	if err != nil {
 		return nil, err

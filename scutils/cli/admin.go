@@ -31,7 +31,7 @@ type adminEndpoint struct {
 // openAdmin builds the process's admin Server with the dependency checks
 // its settings call for, and listens on ADMIN_ADDR when the component has
 // that setting and it is not "".
-func openAdmin(s *settings.Settings, rdb *redis.Client) (*adminEndpoint, error) {
+func openAdmin(s *settings.Settings, rdb redis.UniversalClient) (*adminEndpoint, error) {
 	pprof, _ := admin.Pprof.Lookup(s)
 	checks, err := admin.DependencyChecks(s, rdb)
 	if err != nil {

@@ -84,7 +84,7 @@ func TestRunServiceServesTheAdminEndpointWithTheServicesMetrics(t *testing.T) {
 	t.Setenv("ADMIN_ADDR", addr)
 	t.Setenv("LOG_LEVEL", "ERROR")
 	svc := &instrumented{runs: prometheus.NewCounter(prometheus.CounterOpts{Name: "scrapy_thing_runs_total", Help: "Runs."}), running: make(chan struct{})}
-	root, _ := adminRoot(t, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, *redis.Client) (cli.Service, error) {
+	root, _ := adminRoot(t, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (cli.Service, error) {
 		return svc, nil
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,7 +137,7 @@ func TestATakenAdminAddrFailsTheStartBeforeTheServiceIsBuilt(t *testing.T) {
 	t.Setenv("ADMIN_ADDR", ln.Addr().String())
 	t.Setenv("LOG_LEVEL", "ERROR")
 	built := false
-	root, _ := adminRoot(t, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, *redis.Client) (cli.Service, error) {
+	root, _ := adminRoot(t, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (cli.Service, error) {
 		built = true
 		return nil, errors.New("built")
 	})

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -24,12 +26,12 @@ type Service interface {
 }
 
 // Builder makes a component's Service from its settings, logger and Redis client.
-type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error)
+type Builder func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (Service, error)
 
 // Build is the Builder of a component whose constructor takes a Builder's
 // arguments: Build(monitor.New).
-func Build[S Service](newService func(context.Context, *settings.Settings, *logfactory.Logger, *redis.Client) (S, error)) Builder {
-	return func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (Service, error) {
+func Build[S Service](newService func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (S, error)) Builder {
+	return func(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (Service, error) {
 		return newService(ctx, s, log, rdb)
 	}
 }
@@ -53,7 +55,9 @@ func RunsService(root *cobra.Command, f *SettingsFlags, declared settings.Group,
 }
 
 // RunService is every component's main: it loads the settings the user
-// gave and opens the logger, naming unknown settings (see Open), routes the
+// gave and opens the logger, naming unknown settings (see Open), refuses
+// Redis Cluster mode (REDIS_CLUSTER_NODES), which no component supports
+// yet (redisconn.RefuseCluster), routes the
 // Redis client's own log lines to it, connects to Redis, builds the service
 // and runs it until ctx ends, closing everything afterwards.
 func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, build Builder) error {
@@ -62,6 +66,9 @@ func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, 
 		return err
 	}
 	defer log.Close()
+	if err := redisconn.RefuseCluster(s, filepath.Base(os.Args[0])); err != nil {
+		return err
+	}
 	redisconn.RouteClientLogs(log)
 	rdb := redisconn.New(s)
 	defer rdb.Close()

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -24,8 +26,8 @@ func TestRunServiceBuildsRunsAndClosesWithTheUsersSettings(t *testing.T) {
 	svc := &fakeService{}
 	var gotLevel, gotRedis string
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(_ context.Context, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client) (cli.Service, error) {
-			gotLevel, gotRedis = log.Level().String(), rdb.Options().Addr
+		return cli.RunService(cmd.Context(), flags, defaults, func(_ context.Context, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient) (cli.Service, error) {
+			gotLevel, gotRedis = log.Level().String(), rdb.(*redis.Client).Options().Addr
 			if log.Name() != "thing" {
 				t.Errorf("logger name %q", log.Name())
 			}
@@ -39,5 +41,25 @@ func TestRunServiceBuildsRunsAndClosesWithTheUsersSettings(t *testing.T) {
 	}
 	if !svc.ran || !svc.closed || gotLevel != "DEBUG" || gotRedis != "redis.example:6390" {
 		t.Fatalf("ran %v closed %v level %q redis %q", svc.ran, svc.closed, gotLevel, gotRedis)
+	}
+}
+
+// With REDIS_CLUSTER_NODES set, a component refuses to start, naming the
+// setting, and builds nothing: no component supports cluster mode yet.
+func TestRunServiceRefusesClusterMode(t *testing.T) {
+	defaults := cli.ComponentSettings("thing", "x.log")
+	root, flags := cli.NewRoot("thing", "short", "long", defaults)
+	built := false
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		return cli.RunService(cmd.Context(), flags, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (cli.Service, error) {
+			built = true
+			return &fakeService{}, nil
+		})
+	}
+	root.SilenceErrors, root.SilenceUsage = true, true
+	root.SetArgs([]string{"--set", "REDIS_CLUSTER_NODES=127.0.0.1:7000"})
+	err := root.Execute()
+	if !errors.Is(err, redisconn.ErrClusterUnsupported) || !strings.Contains(err.Error(), "REDIS_CLUSTER_NODES=127.0.0.1:7000 is set") || built {
+		t.Fatalf("Execute = %v (built %v), want a refusal naming REDIS_CLUSTER_NODES", err, built)
 	}
 }

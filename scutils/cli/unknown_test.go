@@ -80,7 +80,7 @@ func TestRunServiceNamesUnknownSettingsInTheComponentsLog(t *testing.T) {
 	defaults := warnDefaults()
 	root, flags := cli.NewRoot("thing", "short", "long", defaults)
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, *redis.Client) (cli.Service, error) {
+		return cli.RunService(cmd.Context(), flags, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (cli.Service, error) {
 			return &fakeService{}, nil
 		})
 	}

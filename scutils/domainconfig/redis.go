@@ -17,14 +17,14 @@ import (
 // WATCH/MULTI/EXEC, so concurrent writers never overwrite each other's
 // changes.
 type RedisStore struct {
-	rdb          *redis.Client
+	rdb          redis.UniversalClient
 	path         string
 	key, channel string
 }
 
 // NewRedisStore uses rdb (which the caller keeps and closes) for the
 // document of path, e.g. "/scrapy-cluster/crawler/all".
-func NewRedisStore(rdb *redis.Client, path string) *RedisStore {
+func NewRedisStore(rdb redis.UniversalClient, path string) *RedisStore {
 	return &RedisStore{rdb: rdb, path: path,
 		key: rediskeys.DomainConfigKey(path), channel: rediskeys.DomainConfigChannel(path)}
 }

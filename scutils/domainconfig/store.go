@@ -79,7 +79,7 @@ func PathFromSettings(s *settings.Settings) (string, error) {
 // at once and connects in the background, so ZooKeeper need not be up),
 // otherwise the Redis key for that path on rdb. log (may be nil) receives
 // the ZooKeeper client's warnings, one per failed connection attempt.
-func FromSettings(s *settings.Settings, rdb *redis.Client, log *logfactory.Logger) (Store, error) {
+func FromSettings(s *settings.Settings, rdb redis.UniversalClient, log *logfactory.Logger) (Store, error) {
 	loc, err := locate(s)
 	if err != nil {
 		return nil, err

@@ -62,7 +62,7 @@ func watchOptionsOf(opts []WatchOption) watchOptions {
 // Documents that differ only in formatting count as unchanged. onChange is
 // called from Watch's goroutine, one call at a time. Watch blocks until ctx
 // ends and then returns nil; it fails at once only for invalid settings.
-func Watch(ctx context.Context, s *settings.Settings, rdb *redis.Client, onChange func(Document), opts ...WatchOption) error {
+func Watch(ctx context.Context, s *settings.Settings, rdb redis.UniversalClient, onChange func(Document), opts ...WatchOption) error {
 	loc, err := locate(s)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func WatchZooKeeper(ctx context.Context, hosts []string, path string, onChange f
 // the subscription is re-established after a lost connection. Each wake-up
 // reads the key itself rather than trusting the message, so onChange never
 // sees an older version after a newer one.
-func WatchRedis(ctx context.Context, rdb *redis.Client, path string, onChange func(Document), opts ...WatchOption) error {
+func WatchRedis(ctx context.Context, rdb redis.UniversalClient, path string, onChange func(Document), opts ...WatchOption) error {
 	if err := zkwatch.ValidatePath(path); err != nil {
 		return err
 	}

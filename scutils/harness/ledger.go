@@ -13,7 +13,7 @@ import (
 // CrawlerTally writes to c's ledger at at what crawlers count (a
 // ledger.Tally, kept an hour): enqueued follow-up requests, then pages of
 // the crawl fetched (status 200) and published.
-func CrawlerTally(tb testing.TB, rdb *redis.Client, c ledger.Crawl, enqueued, pages int, at time.Time) {
+func CrawlerTally(tb testing.TB, rdb redis.UniversalClient, c ledger.Crawl, enqueued, pages int, at time.Time) {
 	tb.Helper()
 	var tl ledger.Tally
 	if enqueued > 0 {

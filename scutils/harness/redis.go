@@ -27,6 +27,9 @@ type Redis struct {
 	Addr string
 
 	opts RedisOptions
+	// busPort is the cluster bus port of a node of a RedisCluster; 0 for a
+	// stand-alone server.
+	busPort int
 	server
 }
 
@@ -38,7 +41,11 @@ func StartRedis(tb testing.TB, opts ...RedisOptions) *Redis {
 }
 
 // LaunchRedis starts a redis-server on a free loopback port. Close stops it.
-func LaunchRedis(opts RedisOptions) (*Redis, error) {
+func LaunchRedis(opts RedisOptions) (*Redis, error) { return launchRedis(opts, false) }
+
+// launchRedis is LaunchRedis, of a node for a RedisCluster when cluster is
+// set.
+func launchRedis(opts RedisOptions, cluster bool) (*Redis, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, fmt.Errorf("redis-server: %w (apt-get install redis-server)", ErrMissing)
@@ -48,6 +55,12 @@ func LaunchRedis(opts RedisOptions) (*Redis, error) {
 		return nil, err
 	}
 	r := &Redis{Host: "127.0.0.1", Port: port, Addr: fmt.Sprintf("127.0.0.1:%d", port), opts: opts, server: server{dir: dir}}
+	if cluster {
+		if r.busPort, err = FreePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if err := r.start(bin); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -60,10 +73,14 @@ func (r *Redis) start(bin string) error {
 	if r.opts.AppendOnly {
 		appendOnly = "yes"
 	}
-	return r.run(ProcessSpec{Name: "redis-server", Path: bin, Args: []string{
+	args := []string{
 		"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", appendOnly, "--appendfsync", "always",
-		"--daemonize", "no", "--protected-mode", "no"}}, 10*time.Second, func() error {
+		"--daemonize", "no", "--protected-mode", "no"}
+	if r.busPort != 0 {
+		args = append(args, clusterNodeArgs(r.busPort)...)
+	}
+	return r.run(ProcessSpec{Name: "redis-server", Path: bin, Args: args}, 10*time.Second, func() error {
 		line, err := lineCommand(r.Addr, "PING\r\n", time.Second)
 		if err != nil {
 			return err

@@ -1,5 +1,8 @@
 // Package redisconn builds the Redis client every component uses from the
-// shared REDIS_* settings (Settings), so they all connect the same way.
+// shared REDIS_* settings (Settings), so they all connect the same way: a
+// client of the one Redis at REDIS_HOST:REDIS_PORT, or with
+// REDIS_CLUSTER_NODES set a client of that Redis Cluster (cluster mode,
+// docs/redis-cluster.md).
 //
 // go-redis reconnects by itself: a client survives a Redis restart, and calls
 // made while Redis is away fail with an error the caller retries.
@@ -7,14 +10,17 @@ package redisconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -25,10 +31,34 @@ var (
 	DB            = settings.Int("REDIS_DB", 0, "Redis database")
 	Password      = settings.String("REDIS_PASSWORD", "", "Redis password (empty: none)")
 	SocketTimeout = settings.Seconds("REDIS_SOCKET_TIMEOUT", 10, "seconds connecting to Redis, or a call to it, may take")
+	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md (not supported yet: components refuse to start with it set); empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
 )
 
 // Settings are the Redis settings, for a component's settings.Group.
-func Settings() settings.Group { return settings.Declare(Host, Port, DB, Password, SocketTimeout) }
+func Settings() settings.Group {
+	return settings.Declare(Host, Port, DB, Password, SocketTimeout, ClusterNodes)
+}
+
+// Cluster reports whether s puts the components in cluster mode
+// (REDIS_CLUSTER_NODES set).
+func Cluster(s *settings.Settings) bool { return len(ClusterNodes.From(s)) > 0 }
+
+// KeyLayout is the layout of the keys for s's mode: rediskeys.Cluster in
+// cluster mode, rediskeys.Single (the original's keys) otherwise. Build it
+// once and pass it to what builds keys.
+func KeyLayout(s *settings.Settings) rediskeys.Layout {
+	if Cluster(s) {
+		return rediskeys.Cluster
+	}
+	return rediskeys.Single
+}
+
+// clusterStateReload is how often a cluster client reloads the map of
+// which master serves which slot. go-redis reloads it at once when a node
+// answers MOVED, but a master that died answers nothing: without a
+// periodic reload (go-redis's default is a minute) the client keeps
+// calling the dead address long after its replica took over.
+const clusterStateReload = time.Second
 
 // Options returns go-redis options for the REDIS_* settings.
 func Options(s *settings.Settings) *redis.Options {
@@ -43,15 +73,69 @@ func Options(s *settings.Settings) *redis.Options {
 	}
 }
 
-// New returns a client for the REDIS_* settings; it connects lazily.
-func New(s *settings.Settings) *redis.Client { return redis.NewClient(Options(s)) }
+// ClusterOptions returns go-redis cluster options for the REDIS_* settings:
+// the seeds of REDIS_CLUSTER_NODES, REDIS_PASSWORD and the timeouts
+// (REDIS_HOST, REDIS_PORT and REDIS_DB do not apply: a cluster has
+// database 0 only).
+func ClusterOptions(s *settings.Settings) *redis.ClusterOptions {
+	timeout := SocketTimeout.From(s)
+	return &redis.ClusterOptions{
+		Addrs:                      ClusterNodes.From(s),
+		Password:                   Password.From(s),
+		DialTimeout:                timeout,
+		ReadTimeout:                timeout,
+		WriteTimeout:               timeout,
+		ClusterStateReloadInterval: clusterStateReload,
+	}
+}
 
-// Ping reports whether Redis answers, naming the address when it does not.
-func Ping(ctx context.Context, c *redis.Client) error {
-	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("reach redis at %s: %w", c.Options().Addr, err)
+// New returns a client for the REDIS_* settings; it connects lazily. It is
+// a *redis.Client of Options, or in cluster mode (Cluster) a
+// *redis.ClusterClient of ClusterOptions.
+func New(s *settings.Settings) redis.UniversalClient {
+	if Cluster(s) {
+		return redis.NewClusterClient(ClusterOptions(s))
+	}
+	return redis.NewClient(Options(s))
+}
+
+// Ping reports whether Redis answers, naming the address when it does not:
+// for a cluster client, whether every master answers, naming the seeds.
+func Ping(ctx context.Context, c redis.UniversalClient) error {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := m.Ping(ctx).Err(); err != nil {
+				return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reach redis cluster at %s: %w", strings.Join(c.Options().Addrs, ","), err)
+		}
+	case *redis.Client:
+		if err := c.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("reach redis at %s: %w", c.Options().Addr, err)
+		}
+	default:
+		return c.Ping(ctx).Err()
 	}
 	return nil
+}
+
+// ErrClusterUnsupported is the error of a component, or a part of one,
+// that cannot run in cluster mode yet.
+var ErrClusterUnsupported = errors.New("does not support Redis Cluster yet: unset " + ClusterNodes.Name() + " to use the one Redis at REDIS_HOST:REDIS_PORT")
+
+// RefuseCluster returns an error naming what and REDIS_CLUSTER_NODES when
+// s is in cluster mode (ErrClusterUnsupported), nil otherwise: the check a
+// component makes before it starts, so that it never runs half-working on
+// a cluster.
+func RefuseCluster(s *settings.Settings, what string) error {
+	if !Cluster(s) {
+		return nil
+	}
+	return fmt.Errorf("%s=%s is set, but %s %w", ClusterNodes.Name(), strings.Join(ClusterNodes.From(s), ","), what, ErrClusterUnsupported)
 }
 
 // RouteClientLogs sends the go-redis library's own log lines (e.g. "failed

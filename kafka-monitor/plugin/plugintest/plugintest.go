@@ -32,7 +32,7 @@ type Fixture struct {
 // Setup sets p up with rdb and the given settings (overrides, over the
 // shared component settings, plugin.Settings and the extra declarations),
 // as the monitor does before the first request.
-func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
+func Setup(t testing.TB, p plugin.Plugin, rdb redis.UniversalClient, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
 	s := harness.LoadSettings(t, settings.Join(cli.ComponentSettings("test", "test.log"), plugin.Settings(), declared), overrides)
 	f := &Fixture{Plugin: p, Env: plugin.Env{Settings: s, Logger: harness.QuietLogger(t), Redis: rdb}}

@@ -34,7 +34,7 @@ type Fixture struct {
 // Setup sets p up with rdb, the given settings (overrides, over the shared
 // component settings and the extra declarations) and a clock at
 // 2026-01-02 03:04:05 UTC.
-func Setup(t testing.TB, p plugin.Plugin, rdb *redis.Client, declared settings.Group, overrides map[string]any) *Fixture {
+func Setup(t testing.TB, p plugin.Plugin, rdb redis.UniversalClient, declared settings.Group, overrides map[string]any) *Fixture {
 	t.Helper()
 	s := harness.LoadSettings(t, settings.Join(cli.ComponentSettings("test", "test.log"), declared), overrides)
 	f := &Fixture{Plugin: p, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}

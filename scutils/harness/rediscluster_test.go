@@ -1,0 +1,71 @@
+package harness_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// A started cluster serves every slot from three masters, each with a
+// replica, and spreads keys over all three; after its master is killed, a
+// replica takes over and the keys written (and replicated: WAIT) before are
+// still there.
+func TestRedisClusterSurvivesAKilledMaster(t *testing.T) {
+	c := harness.StartRedisCluster(t)
+	ctx := context.Background()
+	rdb := c.TestClient(t)
+	masters := c.Masters(t)
+	if len(masters) != 3 || len(c.Nodes) != 6 {
+		t.Fatalf("%d masters of %d nodes, want 3 of 6", len(masters), len(c.Nodes))
+	}
+	perMaster := map[string]int{}
+	for i := range 100 {
+		key := fmt.Sprintf("key%d", i)
+		if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(slot) != rediskeys.Slot(key) {
+			t.Fatalf("rediskeys.Slot(%q) = %d, Redis says %d", key, rediskeys.Slot(key), slot)
+		}
+		perMaster[c.MasterOf(t, key).Addr]++
+	}
+	if len(perMaster) != 3 {
+		t.Fatalf("100 keys on %d masters, want 3: %v", len(perMaster), perMaster)
+	}
+	if got, want := rediskeys.Slot("a{crawl}b"), rediskeys.Slot("crawl"); got != want {
+		t.Fatalf("Slot of a hash-tagged key %d, of its tag %d", got, want)
+	}
+	for _, m := range masters {
+		mc := m.TestClient(t)
+		if n, err := mc.Do(ctx, "WAIT", 1, 10000).Int(); err != nil || n != 1 {
+			t.Fatalf("WAIT on %s: %d replicas, %v", m.Addr, n, err)
+		}
+	}
+
+	victim := c.MasterOf(t, "key7")
+	promoted := c.KillMaster(t, victim)
+	if promoted == victim {
+		t.Fatal("the killed master came back as the promoted one")
+	}
+	if got := c.MasterOf(t, "key7"); got != promoted {
+		t.Fatalf("key7 is served by %s, want the promoted replica %s", got.Addr, promoted.Addr)
+	}
+	after := c.TestClient(t)
+	for i := range 100 {
+		if v, err := after.Get(ctx, fmt.Sprintf("key%d", i)).Int(); err != nil || v != i {
+			t.Fatalf("key%d after failover: %d, %v", i, v, err)
+		}
+	}
+	// The client made before the failover follows it too.
+	if !harness.Until(30*time.Second, func() bool { return rdb.Get(ctx, "key7").Val() == "7" }) {
+		t.Fatal("the client made before the failover does not read key7")
+	}
+}

@@ -1,0 +1,207 @@
+package rediskeys
+
+import "strings"
+
+// Layout builds the keys whose form depends on the Redis mode: a domain's
+// queue, throttle and leases, and a crawl's per-domain duplicate filter,
+// page counts and ledger counts. Single (the zero Layout) is the original's
+// forms, byte for byte, from the functions of this package; Cluster gives
+// every one of them the hash tag of its domain, "{<domain>}", so that on a
+// Redis Cluster the keys one atomic step touches (a domain's queue with
+// its throttle and leases, a link's duplicate check with its domain's page
+// counts and ledger counts) are in one slot, while different domains spread
+// over the masters.
+//
+// A Layout is a value built once from the settings
+// (redisconn.KeyLayout) and passed down to what builds keys, rather than a
+// package-wide mode: tests run both modes in one process, and a call site
+// that builds a key this way shows that it depends on the mode.
+//
+// Cluster-mode keys start with "cluster:", name their domain in the tag
+// and then their kind, spider and crawl, e.g.
+// "cluster:{example.com}:queue:link". Only Go components use them: cluster
+// mode has no Python counterpart (docs/redis-cluster.md).
+type Layout struct{ cluster bool }
+
+// Single is the one-Redis layout: the original's keys.
+var Single = Layout{}
+
+// Cluster is the Redis Cluster layout: keys hash-tagged by domain.
+var Cluster = Layout{cluster: true}
+
+// IsCluster reports whether l is Cluster.
+func (l Layout) IsCluster() bool { return l.cluster }
+
+// DomainTag is the hash tag of domain's keys in Cluster, "{<domain>}". A
+// domain (Domain, DomainOfURL) never holds a brace.
+func DomainTag(domain string) string { return "{" + domain + "}" }
+
+// clusterKey is "cluster:{<domain>}:<kind>" followed by ":<part>" for each
+// part.
+func clusterKey(domain, kind string, parts ...string) string {
+	var b strings.Builder
+	b.WriteString("cluster:")
+	b.WriteString(DomainTag(domain))
+	b.WriteString(":")
+	b.WriteString(kind)
+	for _, p := range parts {
+		b.WriteString(":")
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// Queue is a spider's priority queue for domain: QueueKey in Single,
+// "cluster:{<domain>}:queue:<spiderid>" in Cluster.
+func (l Layout) Queue(spiderID, domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "queue", spiderID)
+	}
+	return QueueKey(spiderID, domain)
+}
+
+// ParseQueue splits a queue key of l (Queue) into its spider and domain.
+func (l Layout) ParseQueue(key string) (spiderID, domain string, ok bool) {
+	if !l.cluster {
+		return ParseQueueKey(key)
+	}
+	rest, found := strings.CutPrefix(key, "cluster:{")
+	if !found {
+		return "", "", false
+	}
+	domain, rest, found = strings.Cut(rest, "}:queue:")
+	if !found || domain == "" || rest == "" || strings.ContainsAny(domain, "{}") {
+		return "", "", false
+	}
+	return rest, domain, true
+}
+
+// QueuePattern is the SCAN MATCH pattern of a spider's queues in l (in
+// Cluster, to be scanned on every master).
+func (l Layout) QueuePattern(spiderID string) string {
+	if l.cluster {
+		return "cluster:{*}:queue:" + GlobEscape(spiderID)
+	}
+	return QueuePattern(spiderID)
+}
+
+// Throttle is the prefix of domain's throttle keys (ThrottleKey): in
+// Cluster "cluster:{<domain>}:throttle", then ":<spiderid>" with type
+// throttling and ":<ip>" with IP throttling.
+func (l Layout) Throttle(spiderID, ip, domain string, byType, byIP bool) string {
+	if !l.cluster {
+		return ThrottleKey(spiderID, ip, domain, byType, byIP)
+	}
+	var parts []string
+	if byType {
+		parts = append(parts, spiderID)
+	}
+	if byIP {
+		parts = append(parts, ip)
+	}
+	return clusterKey(domain, "throttle", parts...)
+}
+
+// Leases is the base key of the leases of a spider's requests for domain
+// (LeaseKey; its records are in Leases+":items"): one per spider in
+// Single, "cluster:{<domain>}:leases:<spiderid>" in Cluster, so a request's
+// lease is in its queue's slot.
+func (l Layout) Leases(spiderID, domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "leases", spiderID)
+	}
+	return LeaseKey(spiderID)
+}
+
+// DupeFilter is the set of request fingerprints a crawl has queued for
+// domain: one per crawl in Single (DupeFilterKey, every domain's together),
+// "cluster:{<domain>}:seen:<spiderid>:<crawlid>" in Cluster.
+func (l Layout) DupeFilter(spiderID, domain, crawlID string) string {
+	if l.cluster {
+		return clusterKey(domain, "seen", spiderID, crawlID)
+	}
+	return DupeFilterKey(spiderID, crawlID)
+}
+
+// DomainMaxPage counts the pages a crawl queued for domain against its
+// domain_max_pages (DomainMaxPageKey); in Cluster
+// "cluster:{<domain>}:domain_max_page:<spiderid>:<crawlid>".
+func (l Layout) DomainMaxPage(spiderID, domain, crawlID string) string {
+	if l.cluster {
+		return clusterKey(domain, "domain_max_page", spiderID, crawlID)
+	}
+	return DomainMaxPageKey(spiderID, domain, crawlID)
+}
+
+// GlobalPageCount counts the pages a crawl queued for domain against
+// GLOBAL_PAGE_PER_DOMAIN_LIMIT (GlobalPageCountKey); in Cluster
+// "cluster:{<domain>}:global_page_count:<spiderid>:<crawlid>".
+func (l Layout) GlobalPageCount(spiderID, domain, crawlID string) string {
+	if l.cluster {
+		return clusterKey(domain, "global_page_count", spiderID, crawlID)
+	}
+	return GlobalPageCountKey(spiderID, domain, crawlID)
+}
+
+// LedgerCounts is the hash that counts a crawl's work for domain: the
+// crawl's one ledger in Single (LedgerKey), in Cluster one per domain,
+// "cluster:{<domain>}:ledger:<spiderid>:<appid>:<crawlid>", beside the
+// domain's queue and duplicate filter; a crawl's totals are the sum over
+// its domains.
+func (l Layout) LedgerCounts(spiderID, appID, crawlID, domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "ledger", spiderID, appID, crawlID)
+	}
+	return LedgerKey(spiderID, appID, crawlID)
+}
+
+// GroupBySlot splits domains into groups whose keys (in Cluster) share a
+// slot, each group in the order its domains came, groups in the order of
+// their first domain; a domain named twice is in its group once. In Single
+// every domain is in one group: one Redis holds every key.
+func (l Layout) GroupBySlot(domains []string) [][]string {
+	var groups [][]string
+	at := map[int]int{}
+	seen := map[string]bool{}
+	for _, d := range domains {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		slot := 0
+		if l.cluster {
+			slot = Slot(DomainTag(d))
+		}
+		i, ok := at[slot]
+		if !ok {
+			i = len(groups)
+			at[slot] = i
+			groups = append(groups, nil)
+		}
+		groups[i] = append(groups[i], d)
+	}
+	return groups
+}
+
+// Slot is the Redis Cluster hash slot of key, as Redis computes it: the
+// CRC16 (XMODEM) of its hash tag, the part between the first "{" and the
+// next "}" when that is not empty, or of the whole key, modulo 16384.
+func Slot(key string) int {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc % 16384)
+}

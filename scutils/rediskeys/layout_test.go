@@ -1,0 +1,138 @@
+package rediskeys_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+// The single layout is the original's keys, byte for byte.
+func TestSingleLayoutIsTheOriginalsKeys(t *testing.T) {
+	l := rediskeys.Single
+	for _, tt := range []struct{ got, want string }{
+		{l.Queue("link", "example.com"), "link:example.com:queue"},
+		{l.Throttle("link", "1.2.3.4", "example.com", true, true), "link:1.2.3.4:example.com"},
+		{l.Throttle("link", "1.2.3.4", "example.com", false, false), "example.com"},
+		{l.Leases("link", "example.com"), "leases:link"},
+		{l.DupeFilter("link", "example.com", "c1"), "link:dupefilter:c1"},
+		{l.DomainMaxPage("link", "example.com", "c1"), "link:domain_max_page_filter:example.com:c1"},
+		{l.GlobalPageCount("link", "example.com", "c1"), "link:global_page_count_filter:example.com:c1"},
+		{l.LedgerCounts("link", "app", "c1", "example.com"), "ledger:link:app:c1:counts"},
+		{l.QueuePattern("link"), "link:*:queue"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if l.IsCluster() || !rediskeys.Cluster.IsCluster() {
+		t.Fatal("IsCluster wrong")
+	}
+	if got := l.GroupBySlot([]string{"a.com", "b.com", "a.com"}); !slices.Equal(got[0], []string{"a.com", "b.com"}) || len(got) != 1 {
+		t.Fatalf("single layout groups %q, want one group", got)
+	}
+}
+
+// clusterKeys are every cluster-layout key of a domain.
+func clusterKeys(domain string) []string {
+	l := rediskeys.Cluster
+	return []string{
+		l.Queue("link", domain), l.Throttle("link", "1.2.3.4", domain, true, true),
+		l.Throttle("link", "", domain, false, false), l.Leases("link", domain),
+		l.DupeFilter("link", domain, "c1"), l.DomainMaxPage("link", domain, "c1"),
+		l.GlobalPageCount("link", domain, "c1"), l.LedgerCounts("link", "app", "c1", domain),
+	}
+}
+
+// Cluster keys carry their domain's tag, name their spider and crawl, and
+// stay out of the patterns the original's components scan.
+func TestClusterLayoutTagsEveryKeyWithItsDomain(t *testing.T) {
+	want := []string{
+		"cluster:{example.com}:queue:link", "cluster:{example.com}:throttle:link:1.2.3.4",
+		"cluster:{example.com}:throttle", "cluster:{example.com}:leases:link",
+		"cluster:{example.com}:seen:link:c1", "cluster:{example.com}:domain_max_page:link:c1",
+		"cluster:{example.com}:global_page_count:link:c1", "cluster:{example.com}:ledger:link:app:c1",
+	}
+	if got := clusterKeys("example.com"); !slices.Equal(got, want) {
+		t.Fatalf("cluster keys\n%q\nwant\n%q", got, want)
+	}
+	for _, d := range []string{"example.com", "127.0.0.1.", "::1.", "localhost."} {
+		spider, domain, ok := rediskeys.Cluster.ParseQueue(rediskeys.Cluster.Queue("link", d))
+		if !ok || spider != "link" || domain != d {
+			t.Errorf("ParseQueue of %q's queue: %q %q %v", d, spider, domain, ok)
+		}
+	}
+	for _, k := range []string{"link:example.com:queue", "cluster:{}:queue:link", "cluster:{a.com}:seen:link:c1", "cluster:{a.com}:queue:"} {
+		if _, _, ok := rediskeys.Cluster.ParseQueue(k); ok {
+			t.Errorf("ParseQueue took %q", k)
+		}
+	}
+	if p := rediskeys.Cluster.QueuePattern("li*nk"); p != `cluster:{*}:queue:li\*nk` {
+		t.Errorf("QueuePattern %q", p)
+	}
+}
+
+// On a real Redis Cluster: every key of a domain is in one slot (one
+// script may touch them all), the queues of 20 domains spread over all
+// three masters, and GroupBySlot's groups are whole slots.
+func TestClusterLayoutOnARealCluster(t *testing.T) {
+	c := harness.StartRedisCluster(t)
+	rdb := c.TestClient(t)
+	ctx := context.Background()
+	var domains []string
+	for i := range 20 {
+		domains = append(domains, fmt.Sprintf("site%d.example", i))
+	}
+	masters := map[string]bool{}
+	for _, d := range domains {
+		keys := clusterKeys(d)
+		for _, k := range keys {
+			slot, err := rdb.ClusterKeySlot(ctx, k).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if int(slot) != rediskeys.Slot(k) || int(slot) != rediskeys.Slot(rediskeys.DomainTag(d)) {
+				t.Fatalf("%q in slot %d, Slot says %d, its domain's tag %d", k, slot, rediskeys.Slot(k), rediskeys.Slot(rediskeys.DomainTag(d)))
+			}
+		}
+		// One script touches every key of the domain: no CROSSSLOT.
+		args := make([]any, len(keys))
+		for i := range args {
+			args[i] = i
+		}
+		err := rdb.Eval(ctx, "for i, k in ipairs(KEYS) do redis.call('SET', k, ARGV[i]) end return #KEYS", keys, args...).Err()
+		if err != nil {
+			t.Fatalf("one script on %s's keys: %v", d, err)
+		}
+		masters[c.MasterOf(t, rediskeys.Cluster.Queue("link", d)).Addr] = true
+	}
+	if len(masters) != 3 {
+		t.Fatalf("20 domains' queues on %d masters, want 3", len(masters))
+	}
+	groups := rediskeys.Cluster.GroupBySlot(append(domains, domains[3]))
+	slots := map[int]bool{}
+	for _, d := range domains {
+		slots[rediskeys.Slot(rediskeys.DomainTag(d))] = true
+	}
+	if len(groups) != len(slots) {
+		t.Fatalf("%d groups for %d slots", len(groups), len(slots))
+	}
+	var flat []string
+	for _, g := range groups {
+		for _, d := range g {
+			if rediskeys.Slot(rediskeys.DomainTag(d)) != rediskeys.Slot(rediskeys.DomainTag(g[0])) {
+				t.Fatalf("group %q mixes slots", g)
+			}
+		}
+		flat = append(flat, g...)
+	}
+	slices.Sort(flat)
+	sorted := slices.Clone(domains)
+	slices.Sort(sorted)
+	if !slices.Equal(flat, sorted) {
+		t.Fatalf("groups hold %q, want each domain once", flat)
+	}
+}
