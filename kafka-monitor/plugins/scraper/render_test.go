@@ -2,6 +2,7 @@ package scraper_test
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,8 +77,9 @@ func TestHandleQueuesARenderRequestInItsRenderQueue(t *testing.T) {
 	}
 	renderQueue := rediskeys.RenderQueueKey("link", "example.com")
 	zs := c.ZRangeWithScores(ctx, renderQueue, 0, -1).Val()
-	if len(zs) != 2 || zs[0].Score != -9 || zs[1].Score != -1 {
-		t.Fatalf("%s = %v, want the two requests scored -9 and -1", renderQueue, zs)
+	// -priority, plus the tiebreak below 1 that keeps a priority FIFO.
+	if len(zs) != 2 || math.Floor(zs[0].Score) != -9 || math.Floor(zs[1].Score) != -1 {
+		t.Fatalf("%s = %v, want the two requests scored -9 and -1 (and a fraction)", renderQueue, zs)
 	}
 	member := zs[0].Member.(string)
 	if !strings.Contains(member, `"render":{"timeout":10,"wait_for":"#app a"}`) || !strings.Contains(member, `"crawlid":"r1"`) {
