@@ -75,8 +75,12 @@ const (
 	SectionRender     = "Rendering (headless Chromium): one rendering crawler, default RENDER_* settings, the test site's script pages"
 )
 
-// Default is what `make bench` measures.
-func Default() []Bench {
+// Default is what `make bench` measures: the cluster's own figures, then
+// those of the features built on it.
+func Default() []Bench { return append(clusterBenches(), featureBenches()...) }
+
+// clusterBenches measure throughput, memory, the launcher and crawl cost.
+func clusterBenches() []Bench {
 	return []Bench{
 		{Pkg: "./kafka-monitor/monitor/", Pattern: "^BenchmarkIngestCrawlRequests$", Benchtime: "20000x", Section: SectionThroughput,
 			Figures: []Figure{{Label: "Kafka Monitor ingest, demo.incoming to Redis, 1 process", Result: "BenchmarkIngestCrawlRequests", Unit: "requests/s", Target: AtLeast(50000)}}},
@@ -140,6 +144,13 @@ func Default() []Bench {
 				{Label: "Redis commands per page (INFO commandstats)", Result: "BenchmarkCrawlCost", Unit: "redis-cmds/page"},
 				{Label: "  %s", Result: "BenchmarkCrawlCost", Unit: "redis-cmd-*/page"},
 			}},
+	}
+}
+
+// featureBenches measure extraction, re-crawls, order and memory, and
+// rendering.
+func featureBenches() []Bench {
+	return []Bench{
 		{Pkg: "./scutils/extract/", Pattern: "^BenchmarkExtract$", Benchtime: "100x", Section: SectionExtract,
 			Figures: []Figure{
 				{Label: "5 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=5", Unit: "p99-µs"},

@@ -13,21 +13,8 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 )
 
-// NewCommand returns the local-cluster command. env is the environment the
-// cluster's settings come from and its processes inherit (os.Environ()); out
-// receives every line. SIGINT or SIGTERM stops the cluster cleanly, a second
-// one kills what is left.
-func NewCommand(env []string, out io.Writer) *cobra.Command {
-	cfg := DefaultConfig()
-	cfg.Env, cfg.Out = env, out
-	var (
-		retentionMiB int64
-		color        string
-	)
-	cmd := &cobra.Command{
-		Use:   "local-cluster",
-		Short: "Run the whole Scrapy Cluster on this machine: embedded Kafka and Redis, every component",
-		Long: `local-cluster starts the complete cluster on this machine with nothing to install:
+// commandHelp is local-cluster --help's long text.
+const commandHelp = `local-cluster starts the complete cluster on this machine with nothing to install:
 
   kafka           an embedded Kafka-protocol broker (kfake) on 127.0.0.1:--kafka-port
   redis           an embedded Redis (miniredis) on 127.0.0.1:--redis-port
@@ -76,7 +63,23 @@ about 125 MB after a 100k-page crawl, whatever the retention.
 
 Ctrl-C (or SIGTERM) sends SIGTERM to every process, waits for them to drain (--stop-timeout),
 closes the embedded services and exits 0; a second Ctrl-C kills at once. If a process exits by
-itself, the launcher says so, stops the others and exits 1.`,
+itself, the launcher says so, stops the others and exits 1.`
+
+// NewCommand returns the local-cluster command. env is the environment the
+// cluster's settings come from and its processes inherit (os.Environ()); out
+// receives every line. SIGINT or SIGTERM stops the cluster cleanly, a second
+// one kills what is left.
+func NewCommand(env []string, out io.Writer) *cobra.Command {
+	cfg := DefaultConfig()
+	cfg.Env, cfg.Out = env, out
+	var (
+		retentionMiB int64
+		color        string
+	)
+	cmd := &cobra.Command{
+		Use:   "local-cluster",
+		Short: "Run the whole Scrapy Cluster on this machine: embedded Kafka and Redis, every component",
+		Long:  commandHelp,
 		Example: `  local-cluster --test-site
   local-cluster --crawlers 2 --spiders link,wandering --rest-port 8080
   local-cluster --test-site --render
