@@ -354,18 +354,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	if jar != nil && !e.untilDone(ctx, "save a crawl's session", func() error { return e.sessions.Save(ctx, jar) }) {
 		return
 	}
-	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
-		return // shutting down: released later
-	}
-	if err != nil {
-		e.fetchFailed(ctx, item, tally, extra, err)
-		return
-	}
-	e.countStatus(res.Status)
-	tally.Fetched(crawl, res.Status)
-	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
-		extra["status_code"] = res.Status
-		e.retry(ctx, item, extra, tally, ledger.Dropped504)
+	if !e.fetched(ctx, item, tally, extra, res, err) {
 		return
 	}
 	if e.followMetaRefresh(ctx, item, tally, res, extra) {
@@ -435,6 +424,29 @@ func withError(extra logfactory.Extra, err error) logfactory.Extra {
 		fields[k] = v
 	}
 	return fields
+}
+
+// fetched ends a fetch or a render (res, err): the item's fetch slot goes
+// to the next request, the answer is counted, and a request that got no
+// usable answer is retried or dropped. It reports whether res is a page to
+// go on with; when not, the item has its fate (or waits for the drain,
+// when shutting down).
+func (e *Engine) fetched(ctx context.Context, item *scheduler.Item, tally *ledger.Tally, extra logfactory.Extra, res *fetch.Result, err error) bool {
+	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
+		return false // shutting down: released later
+	}
+	if err != nil {
+		e.fetchFailed(ctx, item, tally, extra, err)
+		return false
+	}
+	e.countStatus(res.Status)
+	tally.Fetched(item.Crawl(), res.Status)
+	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
+		extra["status_code"] = res.Status
+		e.retry(ctx, item, extra, tally, ledger.Dropped504)
+		return false
+	}
+	return true
 }
 
 // fetchFailed retries a request that got no response (as a 504) and drops

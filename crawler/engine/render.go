@@ -38,18 +38,7 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 		return
 	}
 	res, err := e.render(ctx, req, spec)
-	if ctx.Err() != nil || e.sched.Fetched(ctx, item) != nil {
-		return // shutting down: released later
-	}
-	if err != nil {
-		e.fetchFailed(ctx, item, tally, extra, err)
-		return
-	}
-	e.countStatus(res.Status)
-	tally.Fetched(crawl, res.Status)
-	if fetch.RetryableStatus(res.Status, e.fetchCfg) {
-		extra["status_code"] = res.Status
-		e.retry(ctx, item, extra, tally, ledger.Dropped504)
+	if !e.fetched(ctx, item, tally, extra, res, err) {
 		return
 	}
 	resp := &spider.Response{
