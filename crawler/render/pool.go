@@ -292,7 +292,7 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		}),
 	)
-	if os.Geteuid() == 0 {
+	if p.cfg.NoSandbox || os.Geteuid() == 0 { // Chromium refuses its sandbox as root
 		opts = append(opts, chromedp.NoSandbox)
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -29,12 +29,13 @@ var (
 	Browser     = settings.String("RENDER_BROWSER", "", "the Chromium binary rendering crawlers run; empty: `chromium` or `chromium-browser` on PATH (none found: the crawler refuses to start, naming this setting)").Ours()
 	Concurrency = settings.Int("RENDER_CONCURRENCY", defaultConcurrency, "pages rendered at once (each in its own browser context; they count in `CONCURRENT_REQUESTS` too)").Ours()
 	Recycle     = settings.Int("RENDER_RECYCLE", defaultRecycle, "pages a browser renders before it is replaced by a new one (its memory returned); a browser that crashes or hangs is replaced at once").Ours()
+	Sandbox     = settings.Bool("RENDER_SANDBOX", true, "run Chromium with its own sandbox; false (`--no-sandbox`) where it cannot start one — a non-root container without user namespaces, such as the `crawler-render` image and the Helm chart's rendering pool, where the container is the isolation; as root the sandbox is always off").Ours()
 	Block       = settings.Strings("RENDER_BLOCK", DefaultBlock, "resource types the browser does not load (never requested from the site), comma-separated, of `image`, `media`, `font`, `stylesheet`; empty: load everything").Ours()
 )
 
 // Settings are the rendering settings, for the crawler's settings.Group.
 func Settings() settings.Group {
-	return settings.Declare(Enabled, Browser, Concurrency, Recycle, Block)
+	return settings.Declare(Enabled, Browser, Concurrency, Recycle, Sandbox, Block)
 }
 
 // FindBrowser is the Chromium binary to run: RENDER_BROWSER's, resolved on
@@ -77,13 +78,15 @@ type Config struct {
 	Recycle int
 	// Block is the resource types not loaded (RENDER_BLOCK).
 	Block []string
+	// NoSandbox runs Chromium with --no-sandbox (RENDER_SANDBOX false).
+	NoSandbox bool
 }
 
 // ConfigFromSettings reads the rendering settings, refusing (with the
 // setting's name and why) a browser not found, a concurrency or recycle
 // count below 1 and a resource type RENDER_BLOCK cannot block.
 func ConfigFromSettings(s *settings.Settings) (Config, error) {
-	c := Config{Concurrency: Concurrency.From(s), Recycle: Recycle.From(s)}
+	c := Config{Concurrency: Concurrency.From(s), Recycle: Recycle.From(s), NoSandbox: !Sandbox.From(s)}
 	var errs []error
 	for _, b := range Block.From(s) {
 		if b = strings.TrimSpace(b); b != "" {

@@ -27,8 +27,11 @@ func TestDefaultsFindChromiumOnPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(c.Browser, "chromium") || c.Concurrency < 1 || c.Recycle < 1 ||
-		strings.Join(c.Block, ",") != "image,media,font" {
+		strings.Join(c.Block, ",") != "image,media,font" || c.NoSandbox {
 		t.Errorf("got %+v", c)
+	}
+	if c, err := render.ConfigFromSettings(load(t, map[string]string{"RENDER_SANDBOX": "false"})); err != nil || !c.NoSandbox {
+		t.Errorf("RENDER_SANDBOX false: %+v, %v", c, err)
 	}
 }
 
