@@ -124,12 +124,24 @@ func parseRenderObject(obj map[string]any, spec RenderSpec) (RenderSpec, error) 
 // reads it): nil when it is absent, null, false, true or a valid object;
 // else the reason, naming the field.
 func CheckRender(req map[string]any) error {
-	v, ok := req[FieldRender]
-	if !ok || v == nil || v == false {
+	if !WantsRender(req) {
 		return nil
 	}
-	_, err := ParseRender(v)
+	_, err := ParseRender(req[FieldRender])
 	return err
+}
+
+// WantsRender reports whether a fed request (a decoded JSON object) asks to
+// be rendered: its render field is true or an object. Absent, null and
+// false are plain fetches; anything else is for CheckRender to refuse.
+func WantsRender(req map[string]any) bool {
+	switch v := req[FieldRender].(type) {
+	case bool:
+		return v
+	case nil:
+		return false
+	}
+	return true
 }
 
 // number reads a JSON number as wirejson.Decode or encoding/json gives it.

@@ -195,20 +195,7 @@ func queueKey(req plugin.Request) (key, spider string, err error) {
 	if err != nil {
 		return "", spider, err
 	}
-	return rediskeys.QueueKeyFor(spider, domain, rendered(req)), spider, nil
-}
-
-// rendered reports whether a fed request asks to be rendered: its render
-// field is true or an object (Validate refused any other object or value
-// but false). crawlrequest.Request.Rendered reads the stored form alike.
-func rendered(req plugin.Request) bool {
-	switch v := req[crawlrequest.FieldRender].(type) {
-	case bool:
-		return v
-	case map[string]any:
-		return true
-	}
-	return false
+	return rediskeys.QueueKeyFor(spider, domain, crawlrequest.WantsRender(req)), spider, nil
 }
 
 // announceDue reports whether key needs announcing: not announced within

@@ -77,7 +77,7 @@ func (h *Handler) Validate(req plugin.Request) error {
 // checkRender refuses a render value crawlrequest.CheckRender refuses, and
 // one whose wait_ms does not end before its timeout.
 func checkRender(req plugin.Request) error {
-	if err := crawlrequest.CheckRender(req); err != nil || !rendered(req) {
+	if err := crawlrequest.CheckRender(req); err != nil || !crawlrequest.WantsRender(req) {
 		return err
 	}
 	spec, err := crawlrequest.ParseRender(req[crawlrequest.FieldRender])
