@@ -265,6 +265,7 @@ var breakages = []struct {
 	{"a crawler killed before it drains", "templates/crawlers.yaml", `"grace" $grace`, `"grace" 10`, "leaves no time to drain"},
 	{"the metadata address reachable", "templates/networkpolicy.yaml", `"169.254.0.0/16" `, "", "crawlers may reach 169.254.169.254 port 80"},
 	{"a private network reachable", "templates/networkpolicy.yaml", `"10.0.0.0/8" `, "", "crawlers may reach 10.1.2.3 port 443"},
+	{"the rendering pool scaled on plain demand", "templates/scaledobjects.yaml", `(ternary "scrapy_redis_monitor_eligible_render_requests" "scrapy_redis_monitor_eligible_requests" $cr.render)`, `"scrapy_redis_monitor_eligible_requests"`, "is not scrapy_redis_monitor_eligible_render_requests of spider link"},
 	{"a PodDisruptionBudget selecting every crawler", "templates/poddisruptionbudgets.yaml", `"extra" (dict "scrapy-cluster/crawler" $cr.key "scrapy-cluster/spider" $cr.spider)`, "", "selects the pods of"},
 }
 

@@ -344,7 +344,8 @@ func checkServiceMonitors(r *rendering, services map[string]*corev1.Service) []e
 }
 
 // checkScaledObjects: each scales a crawler Deployment without replicas of
-// its own, on the eligible-requests gauge of its spider type.
+// its own, on the eligible-requests gauge of its spider type (the render
+// one for the rendering pool).
 func checkScaledObjects(r *rendering, deployments []*appsv1.Deployment) []error {
 	var errs []error
 	for _, so := range objectsOf[*chartcheck.ScaledObject](r) {
@@ -358,6 +359,11 @@ func checkScaledObjects(r *rendering, deployments []*appsv1.Deployment) []error 
 			errs = append(errs, fmt.Errorf("ScaledObject %s: Deployment %s sets replicas, which every upgrade would reset under the autoscaler", so.Name, d.Name))
 		}
 		spider := d.Spec.Template.Labels["scrapy-cluster/spider"]
+		// The rendering pool scales on what only it can take.
+		gauge := "scrapy_redis_monitor_eligible_requests"
+		if d.Spec.Template.Labels["scrapy-cluster/crawler"] == "crawler-render" {
+			gauge = "scrapy_redis_monitor_eligible_render_requests"
+		}
 		for _, tr := range so.Spec.Triggers {
 			known := []string{"serverAddress", "query", "threshold", "activationThreshold", "namespace", "customHeaders", "ignoreNullValues", "queryParameters", "unsafeSsl", "timeout"}
 			for k := range tr.Metadata {
@@ -368,8 +374,8 @@ func checkScaledObjects(r *rendering, deployments []*appsv1.Deployment) []error 
 			if _, err := strconv.ParseFloat(tr.Metadata["threshold"], 64); err != nil || tr.Type != "prometheus" {
 				errs = append(errs, fmt.Errorf("ScaledObject %s: a %s trigger with threshold %q", so.Name, tr.Type, tr.Metadata["threshold"]))
 			}
-			if q := tr.Metadata["query"]; !strings.Contains(q, "scrapy_redis_monitor_eligible_requests{") || !strings.Contains(q, `spider="`+spider+`"`) {
-				errs = append(errs, fmt.Errorf("ScaledObject %s: query %q is not the eligible requests of spider %s", so.Name, q, spider))
+			if q := tr.Metadata["query"]; !strings.Contains(q, gauge+"{") || !strings.Contains(q, `spider="`+spider+`"`) {
+				errs = append(errs, fmt.Errorf("ScaledObject %s: query %q is not %s of spider %s", so.Name, q, gauge, spider))
 			}
 		}
 	}

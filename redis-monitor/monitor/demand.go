@@ -16,12 +16,22 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
-// eligibleDesc is the throttle-eligible demand gauge (docs/metrics.md).
-var eligibleDesc = prometheus.NewDesc("scrapy_redis_monitor_eligible_requests",
-	"Requests of each spider type that the domains' throttles would let out in the next minute: every domain queue's "+
-		"backlog, capped by its throttle's rate per minute (none for a blacklisted domain). What more crawlers could "+
-		"crawl, unlike the raw backlog, which a few throttled domains inflate.",
-	[]string{"spider"}, nil)
+// eligibleDesc and eligibleRenderDesc are the throttle-eligible demand
+// gauges (docs/metrics.md): what the crawlers without a browser can take
+// (the domain queues), and what only rendering crawlers can (the render
+// queues).
+var (
+	eligibleDesc = prometheus.NewDesc("scrapy_redis_monitor_eligible_requests",
+		"Requests of each spider type that the domains' throttles would let out in the next minute: every domain queue's "+
+			"backlog, capped by its throttle's rate per minute (none for a blacklisted domain). What more crawlers could "+
+			"crawl, unlike the raw backlog, which a few throttled domains inflate. Render requests are not counted: "+
+			"scrapy_redis_monitor_eligible_render_requests has them.",
+		[]string{"spider"}, nil)
+	eligibleRenderDesc = prometheus.NewDesc("scrapy_redis_monitor_eligible_render_requests",
+		"Render requests of each spider type that the domains' throttles would let out in the next minute: every "+
+			"domain's render queue backlog, capped by its throttle's rate per minute. What more rendering crawlers could render.",
+		[]string{"spider"}, nil)
+)
 
 // demandTimeout bounds the Redis reads of one scrape.
 const demandTimeout = 5 * time.Second
@@ -66,7 +76,10 @@ func (d *demand) follow(ctx context.Context, s *settings.Settings) {
 }
 
 // Describe implements prometheus.Collector.
-func (d *demand) Describe(ch chan<- *prometheus.Desc) { ch <- eligibleDesc }
+func (d *demand) Describe(ch chan<- *prometheus.Desc) {
+	ch <- eligibleDesc
+	ch <- eligibleRenderDesc
+}
 
 // Collect implements prometheus.Collector. Until the domain configuration
 // has been read, or while Redis does not answer, there is no value rather
@@ -84,28 +97,39 @@ func (d *demand) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for spider, n := range EligibleRequests(queues, crawlers, *doc, d.hits, d.window) {
-		ch <- prometheus.MustNewConstMetric(eligibleDesc, prometheus.GaugeValue, n, spider)
+		ch <- prometheus.MustNewConstMetric(eligibleDesc, prometheus.GaugeValue, n.Plain, spider)
+		ch <- prometheus.MustNewConstMetric(eligibleRenderDesc, prometheus.GaugeValue, n.Render, spider)
 	}
+}
+
+// Eligible is one spider type's throttle-eligible demand: Plain, what its
+// crawlers can take from the domain queues; Render, what only its rendering
+// crawlers can take from the render queues. A domain's throttle caps each
+// (rendering crawlers crawl plain requests too, so the two are the demand
+// of two pools, not parts of one sum).
+type Eligible struct {
+	Plain, Render float64
 }
 
 // EligibleRequests is, for every spider type with domain queues or
 // crawlers running, the requests its domains' throttles would let out in
-// the next minute: each domain queue's backlog, capped by the domain's
-// throttle rate, hits × 60 / window seconds. A domain's throttle is its
-// entry in the domain configuration (hits scaled), or hits per window; a blacklisted
-// domain, or one whose hits come to 0, lets out none, as the crawlers
-// apply them (crawler/scheduler). The rate is the one a throttle sustains:
-// one of 100 per hour counts 1.67 a minute, though an empty window lets the
-// 100 out at once.
-func EligibleRequests(queues *stats.QueueStats, crawlers *stats.CrawlerStats, doc domainconfig.Document, hits int, window time.Duration) map[string]float64 {
-	out := map[string]float64{}
+// the next minute: each domain's backlog, capped by the domain's
+// throttle rate, hits × 60 / window seconds, for its queue and its render
+// queue apart. A domain's throttle is its entry in the domain
+// configuration (hits scaled), or hits per window; a blacklisted domain,
+// or one whose hits come to 0, lets out none, as the crawlers apply them
+// (crawler/scheduler). The rate is the one a throttle sustains: one of 100
+// per hour counts 1.67 a minute, though an empty window lets the 100 out
+// at once.
+func EligibleRequests(queues *stats.QueueStats, crawlers *stats.CrawlerStats, doc domainconfig.Document, hits int, window time.Duration) map[string]Eligible {
+	out := map[string]Eligible{}
 	for spider, s := range crawlers.Spiders {
 		if s.Running > 0 {
-			out[spider] = 0
+			out[spider] = Eligible{}
 		}
 	}
 	for spider, q := range queues.Spiders {
-		total := 0.0
+		var e Eligible
 		for _, d := range q.Domains {
 			h, w := hits, window.Seconds()
 			if c, ok := doc.Domains[d.Domain]; ok {
@@ -114,9 +138,11 @@ func EligibleRequests(queues *stats.QueueStats, crawlers *stats.CrawlerStats, do
 			if doc.Blacklisted(d.Domain) || h < 1 || w <= 0 {
 				continue
 			}
-			total += min(float64(d.Backlog), float64(h)*60/w)
+			rate := float64(h) * 60 / w
+			e.Plain += min(float64(d.Backlog-d.RenderBacklog), rate)
+			e.Render += min(float64(d.RenderBacklog), rate)
 		}
-		out[spider] = total
+		out[spider] = e
 	}
 	return out
 }

@@ -15,8 +15,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// eligible gathers scrapy_redis_monitor_eligible_requests from the
-// monitor's collectors, by spider.
+// eligible gathers scrapy_redis_monitor_eligible_requests and
+// scrapy_redis_monitor_eligible_render_requests (as "render:<spider>")
+// from the monitor's collectors, by spider.
 func eligible(t *testing.T, r *running) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -27,11 +28,15 @@ func eligible(t *testing.T, r *running) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, f := range families {
-		if f.GetName() != "scrapy_redis_monitor_eligible_requests" {
+		prefix := map[string]string{
+			"scrapy_redis_monitor_eligible_requests": "", "scrapy_redis_monitor_eligible_render_requests": "render:",
+		}
+		p, ok := prefix[f.GetName()]
+		if !ok {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			out[p+m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
 		}
 	}
 	return out
@@ -57,8 +62,9 @@ func waitForGauge(t *testing.T, r *running, when string, want map[string]float64
 // The gauge against a known set of queues and throttles, the domain
 // configuration in Redis or in ZooKeeper: each domain's backlog capped by
 // its throttle's rate per minute, the blacklist and zero hits letting out
-// nothing, QUEUE_HITS per QUEUE_WINDOW for unlisted domains; a spider type
-// with crawlers and no queue at 0; a change of the configuration followed.
+// nothing, QUEUE_HITS per QUEUE_WINDOW for unlisted domains; render queues
+// counted apart, each capped by the domain's rate; a spider type with
+// crawlers and no queue at 0; a change of the configuration followed.
 func TestEligibleRequestsAreTheBacklogTheThrottlesLetOutInAMinute(t *testing.T) {
 	for _, store := range []string{"redis", "zookeeper"} {
 		t.Run(store, func(t *testing.T) {
@@ -94,6 +100,8 @@ func TestEligibleRequestsAreTheBacklogTheThrottlesLetOutInAMinute(t *testing.T) 
 				rediskeys.QueueKey("link", "blocked.com"): 500, rediskeys.QueueKey("link", "plain.com"): 30,
 				rediskeys.QueueKey("link", "capped.com"): 7, rediskeys.QueueKey("link", "127.0.0.1."): 2,
 				rediskeys.QueueKey("wandering", "fast.com"): 10, rediskeys.QueueKey("wandering", "other.com"): 100,
+				rediskeys.RenderQueueKey("link", "fast.com"): 25, rediskeys.RenderQueueKey("link", "js.com"): 4,
+				rediskeys.RenderQueueKey("link", "blocked.com"): 9,
 			} {
 				members := make([]redis.Z, backlog)
 				for i := range members {
@@ -106,12 +114,18 @@ func TestEligibleRequestsAreTheBacklogTheThrottlesLetOutInAMinute(t *testing.T) 
 
 			// link: 40 + 1.5 + 3 (its backlog) + 0 + 0 (blacklisted) + 12
 			// (QUEUE_HITS) + 7 (its backlog) + 2; the raw backlog is 1692.
-			waitForGauge(t, r, "at start", map[string]float64{"link": 65.5, "wandering": 22, "idle": 0})
+			// Its render queues: 25 (fast.com's rate is 40) + 4 (js.com's
+			// backlog) + 0 (blacklisted).
+			waitForGauge(t, r, "at start", map[string]float64{
+				"link": 65.5, "wandering": 22, "idle": 0, "render:link": 29, "render:wandering": 0, "render:idle": 0,
+			})
 
 			if err := config.Update(ctx, func(d *domainconfig.Document) error { d.AddBlacklist("fast.com"); return nil }); err != nil {
 				t.Fatal(err)
 			}
-			waitForGauge(t, r, "once fast.com is blacklisted", map[string]float64{"link": 25.5, "wandering": 12, "idle": 0})
+			waitForGauge(t, r, "once fast.com is blacklisted", map[string]float64{
+				"link": 25.5, "wandering": 12, "idle": 0, "render:link": 4, "render:wandering": 0, "render:idle": 0,
+			})
 		})
 	}
 }
