@@ -202,19 +202,24 @@ func TestStopAndExpireEndCrawlsAfterTheirAnswers(t *testing.T) {
 	a := testsite.StartAt(t, "127.0.0.1:0")
 	b := testsite.StartAt(t, "127.0.0.2:0")
 	// One page per domain per minute: the rest stays queued. The seeds go
-	// as separate messages, each by a process of its own (seconds apart on
-	// a loaded machine): a quiet period longer than the feeding keeps each
-	// crawl from completing after its first page; the stop and the expiry
-	// end them at once all the same.
+	// as separate messages: a quiet period longer than the feeding keeps
+	// each crawl from completing after its first page; the stop and the
+	// expiry end them at once all the same. expireme's seeds must all be
+	// queued before its deadline, so they go first and through REST (the
+	// stop's, each by a process of its own, take seconds on a loaded
+	// machine: fed before them, the last of expireme's came after its
+	// deadline and was never queued).
 	c := newCluster(t, harness.RedisOptions{}, map[string]string{"QUEUE_HITS": "1", "QUEUE_WINDOW": "60",
 		"LEDGER_COMPLETE_QUIET": "300"})
 	outbound := c.watch("outbound_firehose")
 	crawled := c.watch("crawled_firehose")
 
-	expires := time.Now().Add(6 * time.Second).Unix()
+	expires := time.Now().Add(12 * time.Second).Unix()
+	for i := range 5 {
+		c.postFeed(map[string]any{"url": b.URL(fmt.Sprintf("/page/%d", i+1)), "appid": appID, "crawlid": "expireme", "maxdepth": 0, "expires": expires})
+	}
 	for i := range 5 {
 		c.feed(map[string]any{"url": a.URL(fmt.Sprintf("/page/%d", i+1)), "appid": appID, "crawlid": "stopme", "maxdepth": 0})
-		c.feed(map[string]any{"url": b.URL(fmt.Sprintf("/page/%d", i+1)), "appid": appID, "crawlid": "expireme", "maxdepth": 0, "expires": expires})
 	}
 	waitFor(t, "a page of each crawl", 30*time.Second, func() bool {
 		return len(crawled.all(byCrawl("stopme"))) == 1 && len(crawled.all(byCrawl("expireme"))) == 1
