@@ -105,7 +105,7 @@ type rule struct {
 // has no rules.
 type Rules struct {
 	rules []rule
-	tree  bool // some rule needs the parsed page
+	tree  bool // some rule reads the page's tree
 }
 
 // Len is the number of rules.
@@ -135,7 +135,7 @@ func Compile(spec any) (*Rules, error) {
 			errs = append(errs, fmt.Sprintf("extract.%s: %v", name, err))
 			continue
 		}
-		rs.tree = rs.tree || r.kind == kindCSS || r.kind == kindXPath
+		rs.tree = rs.tree || r.kind != kindRegex
 		rs.rules = append(rs.rules, r)
 	}
 	if len(errs) > 0 {
@@ -272,33 +272,37 @@ func (rs *Rules) Apply(pageURL, text string) map[string]any {
 	return rs.apply(pageURL, text, false)
 }
 
+// ApplyDoc is Apply on a Doc, whose tree (if Scan built it) it reads
+// instead of parsing the page again. The Doc is not released.
+func (rs *Rules) ApplyDoc(d *Doc) map[string]any {
+	return rs.applyPage(&d.p)
+}
+
 // apply is Apply, on html.Parse's tree when parseOnly (for the tests that
 // compare buildTree's with it).
 func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
-	if rs.Len() == 0 {
-		return nil
+	p := &page{url: pageURL, text: text}
+	if parseOnly {
+		p.root, p.parsed = parse(text), true
 	}
-	var doc *page
-	out := map[string]any{}
-	for i := range rs.rules {
+	defer p.release()
+	return rs.applyPage(p)
+}
+
+func (rs *Rules) applyPage(p *page) map[string]any {
+	var out map[string]any
+	for i := range rs.Len() {
 		r := &rs.rules[i]
-		if r.onURL != nil && !r.onURL.MatchString(pageURL) {
+		if r.onURL != nil && !r.onURL.MatchString(p.url) {
 			continue
 		}
-		if doc == nil {
-			doc = &page{url: pageURL, text: text, parsed: parseOnly}
-			if parseOnly {
-				doc.root = parse(text)
-			}
+		if out == nil {
+			out = map[string]any{}
 		}
-		if v, ok := r.apply(doc); ok {
+		if v, ok := r.apply(p); ok {
 			out[r.name] = v
 		}
 	}
-	if doc == nil {
-		return nil
-	}
-	doc.release()
 	return out
 }
 
@@ -318,14 +322,21 @@ type page struct {
 // tree, or html.Parse's when buildTree gives up.
 func (p *page) tree() *html.Node {
 	if !p.parsed {
-		p.parsed = true
-		root, found, err := buildIndexedTree(p.text)
-		if err != nil {
-			root = parse(p.text)
-		}
-		p.root, p.found = root, found
+		p.build(nil)
 	}
 	return p.root
+}
+
+// build parses the page, sink (unless nil) seeing the tokens buildTree
+// reads; false when buildTree gave up and html.Parse parsed it.
+func (p *page) build(sink TokenSink) bool {
+	p.parsed = true
+	root, found, err := buildIndexedTree(p.text, sink)
+	if err != nil {
+		root = parse(p.text)
+	}
+	p.root, p.found = root, found
+	return err == nil
 }
 
 // parse is html.Parse's tree of text; an empty document when text is
