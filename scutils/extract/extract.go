@@ -314,8 +314,10 @@ type page struct {
 	found  *treeIndex // nil: the tree is html.Parse's
 	base   *url.URL
 	prefix string // base's scheme and host, when fastResolve may use it
-	parsed bool
-	based  bool // base is known
+	// fragBase is base without its fragment, when fastFragment may use it
+	fragBase string
+	parsed   bool
+	based    bool // base is known
 }
 
 // tree parses the page once, for every css and xpath rule: buildTree's
@@ -364,6 +366,11 @@ func (p *page) baseURL() *url.URL {
 			}
 		}
 		p.prefix = resolvePrefix(p.base)
+		if p.prefix != "" {
+			b := *p.base
+			b.Fragment, b.RawFragment = "", ""
+			p.fragBase = b.String()
+		}
 	}
 	return p.base
 }
@@ -494,6 +501,9 @@ func (p *page) resolve(attr, v string) string {
 		return v
 	}
 	if u, ok := fastResolve(p.prefix, v); ok {
+		return u
+	}
+	if u, ok := fastFragment(p.fragBase, v); ok {
 		return u
 	}
 	u, err := base.Parse(strings.TrimSpace(v))
