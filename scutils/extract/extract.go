@@ -26,8 +26,11 @@
 //
 // Rules are compiled once (Compile, CompileJSON; Cache keeps a crawl's) and
 // every error names the rule: `extract.title: css "a[": ...`. The page is
-// parsed once, and only when a css or xpath rule applies to its URL; that
-// one tree serves both kinds.
+// parsed once, and only when a css, xpath or jsonld rule applies to its
+// URL; that one tree serves every kind. A Doc shares that parse with another
+// reader of the page: Doc.Scan hands a TokenSink the tokens the tree is
+// built from (the crawler's link extraction reads its links from them), and
+// Rules.ApplyDoc then uses the tree.
 //
 // # Cost
 //

@@ -13,6 +13,12 @@
 // several links to one URL is kept. A link's text is the text inside the
 // element, whitespace runs collapsed to one space.
 //
+// A page with a Doc (spider.Response.ShareParse: a crawl whose extract
+// rules read the page's tree) has its links read from the tokens that tree
+// is built from (extract.Doc.Scan), the same tokens the tokenizer gives, so
+// that the page is read once; pages the tree's fast builder gives up on,
+// and pages with long inert runs (below), are tokenized as others are.
+//
 // Follow applies a Filter built from the crawl request (allowed_domains,
 // allow_regex, deny_regex, deny_extensions), which sees the resolved URL,
 // and returns the links in canonical form (fingerprint.Canonicalize), because
