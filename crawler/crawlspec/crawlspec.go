@@ -54,8 +54,8 @@ func (x *Extractor) Rules(r *crawlrequest.Request) (*extract.Rules, error) {
 
 // Apply gives each page the extracted field: rules' values on the page's
 // final URL and text ({} when no rule applies there), read from the page's
-// Doc (which it releases) when it has one. Pages of requests without rules
-// are left as they are.
+// Doc when it has one of that URL and text. Pages of requests without
+// rules are left as they are. Either way the pages' Docs are released.
 func Apply(rules *extract.Rules, pages []*spider.Page) {
 	for _, p := range pages {
 		if rules == nil {
@@ -63,12 +63,12 @@ func Apply(rules *extract.Rules, pages []*spider.Page) {
 			continue
 		}
 		var got map[string]any
-		if p.Doc != nil {
+		if p.Doc != nil && p.Doc.Of(p.ResponseURL, p.Body) {
 			got = rules.ApplyDoc(p.Doc)
-			release(p)
 		} else {
 			got = rules.Apply(p.ResponseURL, p.Body)
 		}
+		release(p)
 		if got == nil {
 			got = map[string]any{}
 		}

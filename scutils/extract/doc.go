@@ -30,6 +30,10 @@ func NewDoc(pageURL, text string) *Doc {
 	return &Doc{p: page{url: pageURL, text: text}}
 }
 
+// Of reports whether d is the page of pageURL with the text (a reader
+// whose page was changed since the Doc was made reads it on its own).
+func (d *Doc) Of(pageURL, text string) bool { return d.p.url == pageURL && d.p.text == text }
+
 // Scan builds the page's tree, sink seeing its tokens as they are read,
 // and reports whether sink saw every token of the page. It is false, and
 // what sink saw is to be thrown away, when the tree is already built or

@@ -163,7 +163,7 @@ func extractPage(page *spider.Page) []found {
 // fromDoc is extractPage from the tokens of the page's Doc; false when
 // they are not to be read.
 func fromDoc(page *spider.Page) ([]found, bool) {
-	if page.Doc == nil || inertMiddles(page.Body) != nil {
+	if page.Doc == nil || !page.Doc.Of(page.ResponseURL, page.Body) || inertMiddles(page.Body) != nil {
 		return nil, false
 	}
 	s := scanner{hrefs: &hrefs{}, top: true}

@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
 // sharedPage is a page whose Doc shares its parse (spider.Response.ShareParse).
@@ -183,4 +184,19 @@ func FuzzLinksFromTheTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		bothWays(t, pageURL, src, "text/html")
 	})
+}
+
+// TestAPageChangedSinceItsDocIsReadAsItIs: a spider that changes a page's
+// body after NewPage gets the links of the body as it is, not of its Doc.
+func TestAPageChangedSinceItsDocIsReadAsItIs(t *testing.T) {
+	page := sharedPage(pageURL, `<a href="/before">before</a>`, "text/html")
+	defer page.Doc.Release()
+	page.Body = `<a href="/after">after</a>`
+	if got, fromTree := links.FromDoc(page); fromTree {
+		t.Fatalf("links %v read from the Doc of the page before its change", got)
+	}
+	got, _, err := links.Follow(page, &crawlrequest.Request{MaxDepth: 1})
+	if err != nil || len(got) != 1 || got[0].URL != "http://example.com/after" {
+		t.Fatalf("links %v (%v), want /after's", got, err)
+	}
 }
