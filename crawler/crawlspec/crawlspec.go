@@ -53,14 +53,22 @@ func (x *Extractor) Rules(r *crawlrequest.Request) (*extract.Rules, error) {
 }
 
 // Apply gives each page the extracted field: rules' values on the page's
-// final URL and text ({} when no rule applies there). Pages of requests
-// without rules are left as they are.
+// final URL and text ({} when no rule applies there), read from the page's
+// Doc when it has one of that URL and text. Pages of requests without
+// rules are left as they are. Either way the pages' Docs are released.
 func Apply(rules *extract.Rules, pages []*spider.Page) {
-	if rules == nil {
-		return
-	}
 	for _, p := range pages {
-		got := rules.Apply(p.ResponseURL, p.Body)
+		if rules == nil {
+			release(p)
+			continue
+		}
+		var got map[string]any
+		if p.Doc != nil && p.Doc.Of(p.ResponseURL, p.Body) {
+			got = rules.ApplyDoc(p.Doc)
+		} else {
+			got = rules.Apply(p.ResponseURL, p.Body)
+		}
+		release(p)
 		if got == nil {
 			got = map[string]any{}
 		}
@@ -69,4 +77,21 @@ func Apply(rules *extract.Rules, pages []*spider.Page) {
 		}
 		p.Extra[ExtractedField] = got
 	}
+}
+
+// release gives the memory of the page's Doc back: its links and values
+// are read.
+func release(p *spider.Page) {
+	if p.Doc != nil {
+		p.Doc.Release()
+		p.Doc = nil
+	}
+}
+
+// ShareParse reports whether a response to r fetched from finalURL is to
+// be parsed once for its links and its rules (spider.Response.ShareParse):
+// when r's rules read the tree of that page.
+func (x *Extractor) ShareParse(r *crawlrequest.Request, finalURL string) bool {
+	rules, err := x.Rules(r)
+	return err == nil && rules.ReadsTree(finalURL)
 }

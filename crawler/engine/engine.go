@@ -363,6 +363,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	resp := &spider.Response{
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
+		ShareParse: e.extract.ShareParse(req, res.URL),
 	}
 	var out spider.Output
 	if fr.notModified(res) { // unchanged: its remembered links stand for its body

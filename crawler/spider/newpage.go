@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 )
 
 // NewPage returns the crawl result of a response, filled as the original's
@@ -30,6 +32,9 @@ func NewPage(resp *Response) *Page {
 		Encoding:        enc,
 		Links:           []Link{},
 		RawBody:         resp.Body,
+	}
+	if resp.ShareParse {
+		p.Doc = extract.NewDoc(p.ResponseURL, body)
 	}
 	for k, v := range resp.Header {
 		p.ResponseHeaders[k] = slices.Clone(v)

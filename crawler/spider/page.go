@@ -1,6 +1,10 @@
 package spider
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
+)
 
 // Page is one crawl result, published to <prefix>.crawled_firehose as the
 // spec's crawl result JSON. The crawler's pipeline sets Timestamp and
@@ -25,6 +29,10 @@ type Page struct {
 	// Extra are fields a custom spider adds to its results; they cannot
 	// replace the standard fields.
 	Extra map[string]any `json:"-"`
+	// Doc, when set (NewPage of a Response with ShareParse), is the Body
+	// parsed once for both the links (package links) and the crawl's
+	// extract rules, which release it.
+	Doc *extract.Doc `json:"-"`
 }
 
 // Link is a link found on a page.

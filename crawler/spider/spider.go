@@ -49,6 +49,10 @@ type Response struct {
 	Body []byte
 	// Truncated reports that Body was cut at the maximum body size.
 	Truncated bool
+	// ShareParse asks NewPage for a Page whose Doc shares one parse of
+	// the text between its links and the crawl's extract rules (set by the
+	// engine when the rules read the page's tree).
+	ShareParse bool
 }
 
 // Output is what a spider makes of a response.

@@ -9,6 +9,7 @@ var (
 	InnerText     = innerText
 	ResolvePrefix = resolvePrefix
 	FastResolve   = fastResolve
+	FastFragment  = fastFragment
 )
 
 // ApplyParsed is Rules.Apply on html.Parse's tree of the page.

@@ -26,8 +26,11 @@
 //
 // Rules are compiled once (Compile, CompileJSON; Cache keeps a crawl's) and
 // every error names the rule: `extract.title: css "a[": ...`. The page is
-// parsed once, and only when a css or xpath rule applies to its URL; that
-// one tree serves both kinds.
+// parsed once, and only when a css, xpath or jsonld rule applies to its
+// URL; that one tree serves every kind. A Doc shares that parse with another
+// reader of the page: Doc.Scan hands a TokenSink the tokens the tree is
+// built from (the crawler's link extraction reads its links from them), and
+// Rules.ApplyDoc then uses the tree.
 //
 // # Cost
 //
@@ -105,7 +108,7 @@ type rule struct {
 // has no rules.
 type Rules struct {
 	rules []rule
-	tree  bool // some rule needs the parsed page
+	tree  bool // some rule reads the page's tree
 }
 
 // Len is the number of rules.
@@ -135,7 +138,7 @@ func Compile(spec any) (*Rules, error) {
 			errs = append(errs, fmt.Sprintf("extract.%s: %v", name, err))
 			continue
 		}
-		rs.tree = rs.tree || r.kind == kindCSS || r.kind == kindXPath
+		rs.tree = rs.tree || r.kind != kindRegex
 		rs.rules = append(rs.rules, r)
 	}
 	if len(errs) > 0 {
@@ -272,33 +275,37 @@ func (rs *Rules) Apply(pageURL, text string) map[string]any {
 	return rs.apply(pageURL, text, false)
 }
 
+// ApplyDoc is Apply on a Doc, whose tree (if Scan built it) it reads
+// instead of parsing the page again. The Doc is not released.
+func (rs *Rules) ApplyDoc(d *Doc) map[string]any {
+	return rs.applyPage(&d.p)
+}
+
 // apply is Apply, on html.Parse's tree when parseOnly (for the tests that
 // compare buildTree's with it).
 func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
-	if rs.Len() == 0 {
-		return nil
+	p := &page{url: pageURL, text: text}
+	if parseOnly {
+		p.root, p.parsed = parse(text), true
 	}
-	var doc *page
-	out := map[string]any{}
-	for i := range rs.rules {
+	defer p.release()
+	return rs.applyPage(p)
+}
+
+func (rs *Rules) applyPage(p *page) map[string]any {
+	var out map[string]any
+	for i := range rs.Len() {
 		r := &rs.rules[i]
-		if r.onURL != nil && !r.onURL.MatchString(pageURL) {
+		if r.onURL != nil && !r.onURL.MatchString(p.url) {
 			continue
 		}
-		if doc == nil {
-			doc = &page{url: pageURL, text: text, parsed: parseOnly}
-			if parseOnly {
-				doc.root = parse(text)
-			}
+		if out == nil {
+			out = map[string]any{}
 		}
-		if v, ok := r.apply(doc); ok {
+		if v, ok := r.apply(p); ok {
 			out[r.name] = v
 		}
 	}
-	if doc == nil {
-		return nil
-	}
-	doc.release()
 	return out
 }
 
@@ -310,22 +317,31 @@ type page struct {
 	found  *treeIndex // nil: the tree is html.Parse's
 	base   *url.URL
 	prefix string // base's scheme and host, when fastResolve may use it
-	parsed bool
-	based  bool // base is known
+	// fragBase is base without its fragment, when fastFragment may use it
+	fragBase string
+	parsed   bool
+	based    bool // base is known
 }
 
 // tree parses the page once, for every css and xpath rule: buildTree's
 // tree, or html.Parse's when buildTree gives up.
 func (p *page) tree() *html.Node {
 	if !p.parsed {
-		p.parsed = true
-		root, found, err := buildIndexedTree(p.text)
-		if err != nil {
-			root = parse(p.text)
-		}
-		p.root, p.found = root, found
+		p.build(nil)
 	}
 	return p.root
+}
+
+// build parses the page, sink (unless nil) seeing the tokens buildTree
+// reads; false when buildTree gave up and html.Parse parsed it.
+func (p *page) build(sink TokenSink) bool {
+	p.parsed = true
+	root, found, err := buildIndexedTree(p.text, sink)
+	if err != nil {
+		root = parse(p.text)
+	}
+	p.root, p.found = root, found
+	return err == nil
 }
 
 // parse is html.Parse's tree of text; an empty document when text is
@@ -353,6 +369,11 @@ func (p *page) baseURL() *url.URL {
 			}
 		}
 		p.prefix = resolvePrefix(p.base)
+		if p.prefix != "" {
+			b := *p.base
+			b.Fragment, b.RawFragment = "", ""
+			p.fragBase = b.String()
+		}
 	}
 	return p.base
 }
@@ -483,6 +504,9 @@ func (p *page) resolve(attr, v string) string {
 		return v
 	}
 	if u, ok := fastResolve(p.prefix, v); ok {
+		return u
+	}
+	if u, ok := fastFragment(p.fragBase, v); ok {
 		return u
 	}
 	u, err := base.Parse(strings.TrimSpace(v))

@@ -60,20 +60,82 @@ func resolvePrefix(base *url.URL) string {
 // and a query's '?', '=' and '&'.
 var plainPath = bytesOf("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/?=&")
 
+// plainFragment are the bytes a fragment fastResolve resolves may hold.
+var plainFragment = bytesOf("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/")
+
 // fastResolve is url.URL.Parse's resolution of v against a base whose
 // prefix is given (resolvePrefix), for the hrefs most pages hold: a path
 // from the root of plain characters ("/product/12?p=2"), without dot
-// segments or a fragment. ok is false for any other v.
+// segments or a fragment, or an absolute http(s) URL of such a path and a
+// plain host ("http://shop.example:8080/a"), which resolves to itself. ok
+// is false for any other v.
 func fastResolve(prefix, v string) (string, bool) {
-	if prefix == "" || len(v) < 1 || v[0] != '/' || len(v) > 1 && v[1] == '/' || strings.Contains(v, "/.") {
+	if prefix == "" || len(v) < 1 {
 		return "", false
 	}
+	if v[0] != '/' {
+		return v, isPlainAbsolute(v)
+	}
+	if len(v) > 1 && v[1] == '/' || !isPlainPath(v) {
+		return "", false
+	}
+	return prefix + v, true
+}
+
+// isPlainPath is whether v is of plainPath bytes, without dot segments.
+func isPlainPath(v string) bool {
 	for i := 0; i < len(v); i++ {
 		if !plainPath[v[i]] {
+			return false
+		}
+	}
+	return !strings.Contains(v, "/.")
+}
+
+// isPlainAbsolute is whether v is "http://" or "https://", a host of
+// letters, digits, dots and dashes with an optional port, and nothing or a
+// plain path (isPlainPath) without "//".
+func isPlainAbsolute(v string) bool {
+	rest, ok := strings.CutPrefix(v, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(v, "https://"); !ok {
+			return false
+		}
+	}
+	host, path := rest, ""
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		host, path = rest[:i], rest[i:]
+	}
+	name, port, hasPort := strings.Cut(host, ":")
+	if name == "" || hasPort && port == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(isLetter(c) || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	for i := 0; i < len(port); i++ {
+		if port[i] < '0' || port[i] > '9' {
+			return false
+		}
+	}
+	return isPlainPath(path) && !strings.Contains(path, "//")
+}
+
+// fastFragment is url.URL.Parse's resolution of a fragment of plain
+// characters ("#top") against a base written fragBase without its
+// fragment; ok is false for any other v.
+func fastFragment(fragBase, v string) (string, bool) {
+	if fragBase == "" || len(v) < 2 || v[0] != '#' {
+		return "", false
+	}
+	for i := 1; i < len(v); i++ {
+		if !plainFragment[v[i]] {
 			return "", false
 		}
 	}
-	return prefix + v, true
+	return fragBase + v, true
 }
 
 // xpathExprs hands out copies of an xpath rule's compiled expression, one

@@ -18,7 +18,9 @@ var resolveBases = []string{"http://shop.example/list", "https://a.example:8443/
 
 // FuzzFastResolve: what fastResolve resolves is what url.URL.Parse does.
 func FuzzFastResolve(f *testing.F) {
-	for _, v := range []string{"/product/12", "/a?b=1&c=2", "/", "/a/../b", "//host/x", "/a b", "/a#f", "/a?", "/a//b", "/%41", "/a/./b", "/a/.", "/x?y=/z"} {
+	for _, v := range []string{"/product/12", "/a?b=1&c=2", "/", "/a/../b", "//host/x", "/a b", "/a#f", "/a?", "/a//b", "/%41", "/a/./b", "/a/.", "/x?y=/z",
+		"http://127.0.0.1:8080/", "https://H.example", "http://a:/x", "http://a:8/b/../c", "http://a//b", "http://a?q=1", "HTTP://a/", "http://a.b-c:99999/x?y",
+		"#top", "#", "#a/b", "#a b", "#a#b", "#%41"} {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
@@ -27,7 +29,13 @@ func FuzzFastResolve(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := extract.FastResolve(extract.ResolvePrefix(base), v)
+			prefix := extract.ResolvePrefix(base)
+			got, ok := extract.FastResolve(prefix, v)
+			if !ok && prefix != "" {
+				b := *base
+				b.Fragment, b.RawFragment = "", ""
+				got, ok = extract.FastFragment(b.String(), v)
+			}
 			if !ok {
 				continue
 			}
@@ -50,7 +58,15 @@ func TestFastResolveTakesPlainPaths(t *testing.T) {
 			t.Errorf("%q: %q %v, want the fast path", v, got, ok)
 		}
 	}
-	for _, v := range []string{"relative", "/a/../b", "//other/x", "/a b", "/a#f", "/%41"} {
+	for _, v := range []string{"http://127.0.0.1:8080/page/1", "https://shop.example/a?b=c"} {
+		if got, ok := extract.FastResolve(prefix, v); !ok || got != v {
+			t.Errorf("%q: %q %v, want the fast path", v, got, ok)
+		}
+	}
+	if got, ok := extract.FastFragment("http://shop.example/list", "#top"); !ok || got != "http://shop.example/list#top" {
+		t.Errorf("#top: %q %v, want the fast path", got, ok)
+	}
+	for _, v := range []string{"relative", "/a/../b", "//other/x", "/a b", "/a#f", "/%41", "http://a/b/../c", "http://a//b", "ftp://a/", "http://a b/", "http://[::1]/"} {
 		if _, ok := extract.FastResolve(prefix, v); ok {
 			t.Errorf("%q: took the fast path", v)
 		}

@@ -64,10 +64,11 @@ const (
 
 // token is one token of the page, as the x/net/html tokenizer gives it.
 type token struct {
-	typ  tokenType
-	atom a.Atom
-	data string // tag name (lower case), text, comment
-	attr []html.Attribute
+	typ         tokenType
+	atom        a.Atom
+	data        string // tag name (lower case), text, comment
+	attr        []html.Attribute
+	selfClosing bool // a start tag written <name/>
 }
 
 // treeBuilder is buildTree's state: html.Parse's parser, reduced.
@@ -84,6 +85,7 @@ type treeBuilder struct {
 	found      treeIndex
 	joined     *html.Node // the text node whose text is being joined
 	joinedText []byte     // its text so far
+	sink       TokenSink  // nil: the tokens are for the tree only
 }
 
 // treeIndex are elements buildTree notes on its way, in document order,
@@ -130,14 +132,15 @@ func (x *treeIndex) release() {
 
 // buildTree builds html.Parse's tree of src, or fails with errUnsure.
 func buildTree(src string) (*html.Node, error) {
-	root, _, err := buildIndexedTree(src)
+	root, _, err := buildIndexedTree(src, nil)
 	return root, err
 }
 
-// buildIndexedTree is buildTree, and the elements it noted.
-func buildIndexedTree(src string) (root *html.Node, found *treeIndex, err error) {
+// buildIndexedTree is buildTree, and the elements it noted; sink, unless
+// nil, sees the tokens it reads (until it gives up).
+func buildIndexedTree(src string, sink TokenSink) (root *html.Node, found *treeIndex, err error) {
 	b := builders.Get().(*treeBuilder)
-	b.src, b.found.builder = src, b
+	b.src, b.found.builder, b.sink = src, b, sink
 	defer func() {
 		if r := recover(); r != nil {
 			if r != errUnsure {
@@ -153,6 +156,9 @@ func buildIndexedTree(src string) (root *html.Node, found *treeIndex, err error)
 	b.doc = b.newNode(html.DocumentNode, 0, "", nil)
 	for {
 		t := b.next()
+		if b.sink != nil {
+			b.emit(&t)
+		}
 		b.process(t)
 		if t.typ == tokEOF {
 			b.join(nil)

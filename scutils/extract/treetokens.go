@@ -196,7 +196,7 @@ func (b *treeBuilder) startTag() token {
 				unsure()
 			}
 			b.pos += 1 + i + 2 // self-closing: the same to HTML elements
-			return token{typ: tokStart, atom: at, data: name, attr: b.keepAttrs()}
+			return token{typ: tokStart, atom: at, data: name, attr: b.keepAttrs(), selfClosing: true}
 		case i > n && !spaceSet[s[i-1]]:
 			unsure() // attributes not apart
 		}
@@ -304,7 +304,14 @@ func (b *treeBuilder) rawText(at a.Atom, name string) string {
 				unsure() // escaped script data
 			}
 			b.pos += i + 2 + end
-			return textOf(text, at == a.Title || at == a.Textarea)
+			text = textOf(text, at == a.Title || at == a.Textarea)
+			if b.sink != nil {
+				if text != "" {
+					b.sink.Text(text) // the tokenizer's raw text token
+				}
+				b.sink.EndTag(name)
+			}
+			return text
 		}
 		i += 2
 	}

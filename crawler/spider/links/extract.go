@@ -13,6 +13,12 @@
 // several links to one URL is kept. A link's text is the text inside the
 // element, whitespace runs collapsed to one space.
 //
+// A page with a Doc (spider.Response.ShareParse: a crawl whose extract
+// rules read the page's tree) has its links read from the tokens that tree
+// is built from (extract.Doc.Scan), the same tokens the tokenizer gives, so
+// that the page is read once; pages the tree's fast builder gives up on,
+// and pages with long inert runs (below), are tokenized as others are.
+//
 // Follow applies a Filter built from the crawl request (allowed_domains,
 // allow_regex, deny_regex, deny_extensions), which sees the resolved URL,
 // and returns the links in canonical form (fingerprint.Canonicalize), because
@@ -83,8 +89,34 @@ func (l *rawLink) addText(s string) {
 	l.text.WriteString(s)
 }
 
-// scanner collects the hrefs and the base of a document.
+// scanner collects the hrefs and the base of a document, from its tokens
+// as golang.org/x/net/html's tokenizer gives them: read by scan, or seen
+// while the page's tree is built (extract.Doc.Scan; scanner is its
+// extract.TokenSink).
 type scanner struct {
+	*hrefs
+	open     *rawLink // the <a> whose text is being collected
+	skipText bool     // the next token is a script's or style's text
+	top      bool     // not inside an inert element's text
+	inert    bool     // the next token is an inert element's text
+}
+
+// Text, StartTag and EndTag make a scanner an extract.TokenSink.
+func (s *scanner) Text(t string)      { onText(s, t) }
+func (s *scanner) EndTag(name string) { onEndTag(s, name) }
+func (s *scanner) StartTag(name string, attr []html.Attribute, selfClosing bool) {
+	s.startTag(kindOf(name), selfClosing, func(key string) (string, bool) {
+		for _, a := range attr {
+			if a.Key == key {
+				return a.Val, true
+			}
+		}
+		return "", false
+	})
+}
+
+// hrefs are what a document's scanners found.
+type hrefs struct {
 	links   []*rawLink
 	base    string
 	hasBase bool
@@ -93,8 +125,9 @@ type scanner struct {
 // Extract returns the links of an HTML document fetched from pageURL, in
 // document order, resolved, without fragments or duplicates (see the
 // package doc). It never fails; a document without links gives none.
-func Extract(pageURL, doc string) []spider.Link {
-	links := extract(pageURL, doc)
+func Extract(pageURL, doc string) []spider.Link { return linksOf(extract(pageURL, doc)) }
+
+func linksOf(links []found) []spider.Link {
 	out := make([]spider.Link, len(links))
 	for i, l := range links {
 		out[i] = l.Link
@@ -109,12 +142,50 @@ type found struct {
 }
 
 func extract(pageURL, doc string) []found {
+	s := scanner{hrefs: &hrefs{}, top: true}
+	s.scan(doc)
+	return resolveAll(baseOf(pageURL), s.hrefs)
+}
+
+// extractPage is extract of the page's body; from the tokens its Doc's
+// tree is built from, when it has a Doc whose tree is not built yet and
+// which the tree's fast builder reads to its end (the same tokens as the
+// tokenizer's, TestLinksFromTheTreeAreTheTokenizers, FuzzLinksFromTheTree).
+// A page with long inert runs (which scan reads without their middles) is
+// left to scan.
+func extractPage(page *spider.Page) []found {
+	if got, ok := fromDoc(page); ok {
+		return got
+	}
+	return extract(page.ResponseURL, page.Body)
+}
+
+// fromDoc is extractPage from the tokens of the page's Doc; false when
+// they are not to be read.
+func fromDoc(page *spider.Page) ([]found, bool) {
+	if page.Doc == nil || !page.Doc.Of(page.ResponseURL, page.Body) || inertMiddles(page.Body) != nil {
+		return nil, false
+	}
+	s := scanner{hrefs: &hrefs{}, top: true}
+	if !page.Doc.Scan(&s) {
+		return nil, false
+	}
+	return resolveAll(baseOf(page.ResponseURL), s.hrefs), true
+}
+
+// baseOf is the URL links resolve against, but for a <base href>: the
+// page's, when it is absolute; nil (only absolute links) otherwise.
+func baseOf(pageURL string) *url.URL {
 	base, err := url.Parse(pageURL)
 	if err != nil || !isHTTP(base) {
-		base = nil // only absolute links can be resolved
+		return nil
 	}
-	var s scanner
-	s.scan(doc, true)
+	return base
+}
+
+// resolveAll resolves what a document's scan found, against its base or
+// base.
+func resolveAll(base *url.URL, s *hrefs) []found {
 	if s.hasBase {
 		if b, ok := resolve(base, s.base); ok {
 			base = b
@@ -140,55 +211,101 @@ func extract(pageURL, doc string) []found {
 	return out
 }
 
+// tagKind is what a tag is to links.
+type tagKind int
+
+const (
+	tagOther  tagKind = iota
+	tagA              // <a>
+	tagArea           // <area>
+	tagBase           // <base>
+	tagScript         // <script>, <style>: their text is no link text
+	tagInert          // <noscript>, <noframes>, <noembed>: their text is markup
+)
+
+// kindOf is the kind of a tag named name (as written: any case).
+func kindOf[S ~string | ~[]byte](name S) tagKind {
+	switch {
+	case equalFold(name, "a"):
+		return tagA
+	case equalFold(name, "area"):
+		return tagArea
+	case equalFold(name, "base"):
+		return tagBase
+	case equalFold(name, "script"), equalFold(name, "style"):
+		return tagScript
+	case equalFold(name, "noscript"), equalFold(name, "noframes"), equalFold(name, "noembed"):
+		return tagInert
+	}
+	return tagOther
+}
+
 // scan tokenizes doc. The raw text of <noscript>, <noframes> and <noembed>
 // is markup to a parser without scripting (lxml); it is scanned once more
 // (top level only: such elements do not nest as raw text).
-func (s *scanner) scan(doc string, top bool) {
+func (s *scanner) scan(doc string) {
 	z := html.NewTokenizer(withoutInertMiddles(doc))
-	var open *rawLink // the <a> whose text is being collected
-	skipText := false
 	for {
-		tt := z.Next()
-		switch tt {
+		switch tt := z.Next(); tt {
 		case html.ErrorToken:
 			return
 		case html.TextToken:
-			if open != nil && !skipText {
-				open.addText(string(z.Text()))
-			}
+			onText(s, z.Text())
 		case html.StartTagToken, html.SelfClosingTagToken:
 			// Most tags are of no interest: look at the name as written
 			// before asking the tokenizer, which copies it.
-			switch name := rawTagName(z.Raw()); {
-			case equalFold(name, "a"), equalFold(name, "area"):
-				open = nil // an <a> ends at the next one, as HTML parsers do
-				if href, ok := attr(z, "href"); ok {
-					l := &rawLink{href: href}
-					s.links = append(s.links, l)
-					if len(name) == 1 { // <a/> opens an <a> too, in HTML
-						open = l
-					}
-				}
-			case equalFold(name, "base"):
-				if href, ok := attr(z, "href"); ok && !s.hasBase {
-					s.base, s.hasBase = href, true
-				}
-			case equalFold(name, "script"), equalFold(name, "style"):
-				if tt == html.StartTagToken {
-					skipText = true
-					continue
-				}
-			case equalFold(name, "noscript"), equalFold(name, "noframes"), equalFold(name, "noembed"):
-				if tt == html.StartTagToken && top && z.Next() == html.TextToken {
-					s.scan(string(z.Text()), false)
-				}
-			}
+			s.startTag(kindOf(rawTagName(z.Raw())), tt == html.SelfClosingTagToken, func(name string) (string, bool) { return attr(z, name) })
 		case html.EndTagToken:
-			if equalFold(rawTagName(z.Raw()), "a") {
-				open = nil
+			onEndTag(s, rawTagName(z.Raw()))
+		default:
+			s.skipText, s.inert = false, false
+		}
+	}
+}
+
+// onText is a text token.
+func onText[S ~string | ~[]byte](s *scanner, t S) {
+	skip, inert := s.skipText, s.inert
+	s.skipText, s.inert = false, false
+	switch {
+	case inert:
+		nested := scanner{hrefs: s.hrefs}
+		nested.scan(string(t))
+	case s.open != nil && !skip:
+		s.open.addText(string(t))
+	}
+}
+
+// startTag is a start tag of kind k; attr gives its attributes' values.
+func (s *scanner) startTag(k tagKind, selfClosing bool, attr func(name string) (string, bool)) {
+	s.skipText, s.inert = false, false
+	switch k {
+	case tagA, tagArea:
+		s.open = nil // an <a> ends at the next one, as HTML parsers do
+		if href, ok := attr("href"); ok {
+			l := &rawLink{href: href}
+			s.links = append(s.links, l)
+			if k == tagA { // <a/> opens an <a> too, in HTML
+				s.open = l
 			}
 		}
-		skipText = false
+	case tagBase:
+		if href, ok := attr("href"); ok && !s.hasBase {
+			s.base, s.hasBase = href, true
+		}
+	case tagScript:
+		s.skipText = !selfClosing
+	case tagInert:
+		s.inert = !selfClosing && s.top
+	}
+}
+
+// onEndTag is an end tag named name (as written).
+func onEndTag[S ~string | ~[]byte](s *scanner, name S) {
+	inert := s.inert
+	s.skipText, s.inert = false, false
+	if !inert && equalFold(name, "a") { // an inert element's empty text: its end tag is skipped
+		s.open = nil
 	}
 }
 
@@ -213,22 +330,34 @@ var structural = [256]bool{'<': true, '>': true, '"': true, '\'': true, '=': tru
 
 // withoutInertMiddles reads doc without the middles of its long inert runs.
 func withoutInertMiddles(doc string) io.Reader {
-	var parts []io.Reader
-	at, start := 0, 0
+	cuts := inertMiddles(doc)
+	if cuts == nil {
+		return strings.NewReader(doc)
+	}
+	parts := make([]io.Reader, 0, len(cuts)+1)
+	at := 0
+	for _, c := range cuts {
+		parts = append(parts, strings.NewReader(doc[at:c[0]]))
+		at = c[1]
+	}
+	return io.MultiReader(append(parts, strings.NewReader(doc[at:]))...)
+}
+
+// inertMiddles are the spans [from, to) of doc's long inert runs that
+// withoutInertMiddles leaves out, in order; nil when it reads all of doc.
+func inertMiddles(doc string) [][2]int {
+	var cuts [][2]int
+	start := 0
 	for i := 0; i <= len(doc); i++ {
 		if i < len(doc) && !structural[doc[i]] {
 			continue
 		}
 		if i-start > inertRunMax {
-			parts = append(parts, strings.NewReader(doc[at:start+inertRunKeep]))
-			at = i - inertRunKeep
+			cuts = append(cuts, [2]int{start + inertRunKeep, i - inertRunKeep})
 		}
 		start = i + 1
 	}
-	if parts == nil {
-		return strings.NewReader(doc)
-	}
-	return io.MultiReader(append(parts, strings.NewReader(doc[at:]))...)
+	return cuts
 }
 
 // rawTagName is the name of a tag token as written: after "<" or "</", up
@@ -250,7 +379,7 @@ func rawTagName(raw []byte) []byte {
 }
 
 // equalFold compares an ASCII tag name case-insensitively.
-func equalFold(name []byte, lower string) bool {
+func equalFold[S ~string | ~[]byte](name S, lower string) bool {
 	if len(name) != len(lower) {
 		return false
 	}

@@ -267,7 +267,7 @@ func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledg
 	if !isMarkup(page) {
 		return []spider.Link{}, nil, nil
 	}
-	out, refused := f.selectFound(extract(page.ResponseURL, page.Body))
+	out, refused := f.selectFound(extractPage(page))
 	return out, refused, nil
 }
 

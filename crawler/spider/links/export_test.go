@@ -1,0 +1,17 @@
+package links
+
+import "github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+
+// FromDoc is the links of the tokens of the page's Doc (Follow's first
+// way), false when they are not read, for the test that compares them with
+// Extract's.
+func FromDoc(page *spider.Page) ([]spider.Link, bool) {
+	got, ok := fromDoc(page)
+	if !ok {
+		return nil, false
+	}
+	return linksOf(got), true
+}
+
+// InertRunMax is the longest inert run read whole.
+const InertRunMax = inertRunMax
