@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -11,11 +12,12 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 )
 
-// renderBenchDepth is the depth of the script-page tree a rendering
-// benchmark crawls from /js/0 (2^(depth+1)-1 pages), unless
-// RENDER_BENCH_DEPTH says otherwise (a short check).
+// renderBenchDepth is the depth of the script-page trees a rendering
+// benchmark crawls (each of 2^(depth+1)-1 pages), unless RENDER_BENCH_DEPTH
+// says otherwise (a short check).
 func renderBenchDepth(tb testing.TB, def int) int {
 	if s := os.Getenv("RENDER_BENCH_DEPTH"); s != "" {
 		d, err := strconv.Atoi(s)
@@ -27,15 +29,30 @@ func renderBenchDepth(tb testing.TB, def int) int {
 	return def
 }
 
-// renderBench crawls the script-page tree of depth from /js/0 with one
-// rendering crawler (default RENDER_* settings), calling each with the
-// crawler's pid and how many results have come, after each result.
-func renderBench(b *testing.B, depth int, each func(pid, results int)) (pages int, elapsed time.Duration) {
+// renderBenchRoots is how many script-page trees a rendering benchmark
+// crawls at once: enough pages from the start to keep RENDER_CONCURRENCY
+// pages rendering (a single binary tree has 1, 2, 4, 8 pages at its first
+// levels, fewer than a pool renders at once, so that would time the
+// crawl's round trips, not rendering).
+const renderBenchRoots = 16
+
+// renderBench crawls renderBenchRoots disjoint script-page trees of depth
+// (from the script pages /js/15 to /js/30, the fifth level of the site's
+// binary tree) with one rendering crawler (default RENDER_* settings),
+// calling each with the crawler's pid and how many results have come, after
+// each result. It returns the pages after the first and the time from the
+// first result to the last.
+func renderBench(b *testing.B, depth int, each func(pid, results, total int)) (pages int, elapsed time.Duration) {
 	c := newCluster(b)
 	site := testsite.Start(b)
 	cr := c.startCrawler(b, "rendering", with(renderEnv, "SC_LOG_LEVEL", "WARNING"))
-	tree := scriptTree(site, 0, depth)
-	c.seed(b, renderCrawl(b, site.URL("/js/0"), "bench", depth))
+	tree := map[string]int{}
+	var seeds []*crawlrequest.Request
+	for root := renderBenchRoots - 1; root < 2*renderBenchRoots-1; root++ {
+		maps.Copy(tree, scriptTree(site, root, depth))
+		seeds = append(seeds, renderCrawl(b, site.URL(testsite.ScriptPrefix+strconv.Itoa(root)), "bench", depth))
+	}
+	c.seed(b, seeds...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	var start time.Time
@@ -54,7 +71,7 @@ func renderBench(b *testing.B, depth int, each func(pid, results int)) (pages in
 		}
 		seen[u] = true
 		if each != nil {
-			each(cr.pid(), len(seen))
+			each(cr.pid(), len(seen), len(tree))
 		}
 	}
 	return len(tree) - 1, time.Since(start)
@@ -71,10 +88,10 @@ func resultURL(value []byte) string {
 }
 
 // BenchmarkRenderedPagesPerSecond: one rendering crawler with the default
-// RENDER_CONCURRENCY renders the test site's script pages (a tree of 1,023
-// by default), counted from its first result to its last.
+// RENDER_CONCURRENCY renders the test site's script pages (16 trees of 63,
+// 1,008 pages, by default), counted from its first result to its last.
 func BenchmarkRenderedPagesPerSecond(b *testing.B) {
-	depth := renderBenchDepth(b, 9)
+	depth := renderBenchDepth(b, 5)
 	for range b.N {
 		pages, elapsed := renderBench(b, depth, nil)
 		b.ReportMetric(float64(pages)/elapsed.Seconds(), "rendered-pages/s")
@@ -84,19 +101,15 @@ func BenchmarkRenderedPagesPerSecond(b *testing.B) {
 // BenchmarkRenderRSS: the resident memory of a rendering crawler and its
 // browsers (the sum over the crawler and every process below it: VmRSS,
 // which counts memory the browser's processes share once per process, and
-// Pss, which shares it out) while it renders 2,047 script pages (about
-// 2,000 renders): the mean over the first 500 results and over the last
-// 500, and the peak.
+// Pss, which shares it out) while it renders 2,032 script pages (16 trees
+// of 127; about 2,000 renders): the mean over the first 500 results and
+// over the last 500, and the peak.
 func BenchmarkRenderRSS(b *testing.B) {
-	depth := renderBenchDepth(b, 10)
+	depth := renderBenchDepth(b, 6)
 	for range b.N {
 		var first, last, firstPss, lastPss, peak, peakPss float64
 		var nFirst, nLast float64
-		var total int
-		renderBench(b, depth, func(pid, results int) {
-			if total == 0 {
-				total = 1<<(depth+1) - 1
-			}
+		renderBench(b, depth, func(pid, results, total int) {
 			rss, pss := treeMemory(pid)
 			peak, peakPss = max(peak, rss), max(peakPss, pss)
 			switch window := min(500, total/4); {

@@ -11,7 +11,7 @@
 // so the kernel's parent-death signal (Pdeathsig) is reliable, and on
 // close it kills the helpers still using the browser's temporary profile
 // and removes the profile; and its contexts map onto what the pool needs
-// (a browser per allocator, a new browser context per page, deadlines as
+// (a browser per allocator, a browser context per tab, deadlines as
 // context deadlines). go-rod's launcher downloads a browser by default and
 // leaves process clean-up to its own leakless helper binary, which we
 // would have to ship and trust.
@@ -37,9 +37,11 @@
 // Each browser runs in its own process group, as the crawler's child,
 // killed by the kernel when the crawler dies (Pdeathsig SIGKILL) and, with
 // its whole group, when the pool closes or replaces it. Each page is
-// rendered in its own browser context, closed (its memory freed) when the
-// page is done; a browser is replaced after RENDER_RECYCLE pages, and as
-// soon as it crashes or stops answering after a failed page. A render that
+// rendered in a tab of its own browser context, kept for the browser's
+// next pages (opening one costs more than most renders) and wiped between
+// them (tab.wipe: cookies, storage, history), closed when its page failed;
+// a browser is replaced after RENDER_RECYCLE pages, and as soon as it
+// crashes or stops answering after a failed page. A render that
 // hits its timeout fails alone: the pool checks that the browser still
 // answers and replaces it if not.
 package render

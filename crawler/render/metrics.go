@@ -14,6 +14,7 @@ type Metrics struct {
 	restarts prometheus.Counter
 	inUse    prometheus.Gauge
 	blocked  prometheus.Counter
+	tabs     prometheus.Counter
 
 	refusedDesc *prometheus.Desc
 	mu          sync.Mutex
@@ -35,6 +36,8 @@ func newMetrics(labels prometheus.Labels) *Metrics {
 			Help: "Pages being rendered right now (at most RENDER_CONCURRENCY)."}),
 		blocked: prometheus.NewCounter(prometheus.CounterOpts{Name: "scrapy_crawler_render_blocked_total", ConstLabels: labels,
 			Help: "Requests of rendered pages for the resource types of RENDER_BLOCK, failed before they were sent."}),
+		tabs: prometheus.NewCounter(prometheus.CounterOpts{Name: "scrapy_crawler_render_tabs_opened_total", ConstLabels: labels,
+			Help: "Tabs opened, each in its own browser context; a tab renders page after page, wiped between them, until its browser is replaced or a page in it fails."}),
 		refusedDesc: prometheus.NewDesc("scrapy_crawler_render_refused_total",
 			"Requests of rendered pages (the page, its scripts, XHR, frames, redirects) the crawler's guard refused, by reason.",
 			[]string{"reason"}, labels),
@@ -65,7 +68,7 @@ func (m *Metrics) Refused(reason string) int64 {
 
 // Collectors are the metrics, for the crawler's admin endpoint.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.duration, m.rendered, m.restarts, m.inUse, m.blocked, refusedCollector{m}}
+	return []prometheus.Collector{m.duration, m.rendered, m.restarts, m.inUse, m.blocked, m.tabs, refusedCollector{m}}
 }
 
 type refusedCollector struct{ m *Metrics }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
-	cdpfetch "github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
@@ -30,35 +28,42 @@ func (m *mainDocument) get() *network.Response {
 	return m.response
 }
 
-// renderIn renders req in a new browser context of b, within ctx's
-// deadline: wait_for and wait_ms end a reserve before it, so that the DOM
-// is read in time.
+// renderIn renders req in a tab of b (an idle one, wiped, or a new one),
+// within ctx's deadline: wait_for and wait_ms end a reserve before it, so
+// that the DOM is read in time. The tab is kept for b's next page when the
+// page succeeded, closed when it failed.
 func (p *Pool) renderIn(ctx context.Context, b *browserProc, req Request, maxSize int) (*fetch.Result, error) {
-	deadline, _ := ctx.Deadline()
-	reserve := min(time.Second, time.Until(deadline)/5)
-	pctx, stop := context.WithDeadline(b.ctx, deadline)
-	defer stop()
-	stopCaller := context.AfterFunc(ctx, stop) // the caller's end ends the page too
-	defer stopCaller()
-	tab, cancelTab := chromedp.NewContext(pctx, chromedp.WithNewBrowserContext())
-	defer func() {
-		cancelTab()
-		_ = chromedp.Cancel(tab) // closes the page and disposes of its context, bounded
-	}()
-	doc := &mainDocument{}
-	if err := p.setup(tab, req, doc); err != nil {
+	t, err := p.takeTab(ctx, b)
+	if err != nil {
 		return nil, fmt.Errorf("open a page: %w", err)
 	}
-	if err := chromedp.Do(tab, chromedp.Navigate(req.URL)); err != nil {
-		if r := doc.get(); r != nil && r.Headers[refusedHeader] != nil {
+	res, err := p.renderOn(ctx, t, req, maxSize)
+	p.returnTab(b, t, err != nil)
+	return res, err
+}
+
+// renderOn renders req in t, every step within ctx's deadline (the
+// caller's end ends the page too).
+func (p *Pool) renderOn(ctx context.Context, t *tab, req Request, maxSize int) (*fetch.Result, error) {
+	deadline, _ := ctx.Deadline()
+	reserve := min(time.Second, time.Until(deadline)/5)
+	pctx, stop := context.WithDeadline(t.ctx, deadline)
+	defer stop()
+	stopCaller := context.AfterFunc(ctx, stop)
+	defer stopCaller()
+	if err := t.userAgent(pctx, req.UserAgent); err != nil {
+		return nil, fmt.Errorf("set the user agent: %w", err)
+	}
+	if err := chromedp.Do(pctx, chromedp.Navigate(req.URL)); err != nil {
+		if r := t.doc.get(); r != nil && r.Headers[refusedHeader] != nil {
 			return nil, fmt.Errorf("%w: %s", fetch.ErrForbiddenAddress, req.URL)
 		}
 		return nil, fmt.Errorf("load %s: %w", req.URL, err)
 	}
-	if r := doc.get(); r != nil && r.Headers[refusedHeader] != nil {
+	if r := t.doc.get(); r != nil && r.Headers[refusedHeader] != nil {
 		return nil, fmt.Errorf("%w: %s (or a redirect from it)", fetch.ErrForbiddenAddress, req.URL)
 	}
-	waitCtx, cancelWait := context.WithDeadline(tab, deadline.Add(-reserve))
+	waitCtx, cancelWait := context.WithDeadline(pctx, deadline.Add(-reserve))
 	if req.Spec.WaitFor != "" {
 		// Not there by the deadline: the page is published as it is.
 		_ = chromedp.Do(waitCtx, chromedp.WaitReady(chromedp.CSS(req.Spec.WaitFor)))
@@ -67,56 +72,15 @@ func (p *Pool) renderIn(ctx context.Context, b *browserProc, req Request, maxSiz
 		_ = chromedp.Do(waitCtx, chromedp.Sleep(req.Spec.Wait))
 	}
 	cancelWait()
-	html, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
+	html, err := chromedp.Run(pctx, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
 	if err != nil {
 		return nil, fmt.Errorf("read the DOM of %s: %w", req.URL, err)
 	}
-	location, err := chromedp.Run(tab, chromedp.Location())
+	location, err := chromedp.Run(pctx, chromedp.Location())
 	if err != nil {
 		return nil, fmt.Errorf("read the location of %s: %w", req.URL, err)
 	}
-	return result(req, doc.get(), location, html, maxSize), nil
-}
-
-// setup opens the page and listens to it: the main frame's responses, and
-// the blocked resource types, failed before they are sent; and sets its
-// user agent.
-func (p *Pool) setup(tab context.Context, req Request, doc *mainDocument) error {
-	err := chromedp.Listen(tab, func(ev any) {
-		switch ev := ev.(type) {
-		case *network.EventResponseReceived:
-			if ev.Type == network.ResourceTypeDocument && ev.FrameID == doc.frame {
-				doc.mu.Lock()
-				doc.response = ev.Response
-				doc.mu.Unlock()
-			}
-		case *cdpfetch.EventRequestPaused:
-			p.metrics.blocked.Inc()
-			go func() {
-				_, _ = chromedp.Call(tab, cdpfetch.FailRequest,
-					cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
-			}()
-		}
-	})
-	if err != nil {
-		return err
-	}
-	doc.mu.Lock()
-	doc.frame = cdp.FrameID(chromedp.FromContext(tab).Target.TargetID)
-	doc.mu.Unlock()
-	if _, err := chromedp.Call(tab, network.Enable, network.EnableParams{}); err != nil {
-		return err
-	}
-	if len(p.cfg.Block) > 0 {
-		if _, err := chromedp.Call(tab, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: blockPatterns(p.cfg.Block)}); err != nil {
-			return err
-		}
-	}
-	if req.UserAgent != "" {
-		_, err := chromedp.Call(tab, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: req.UserAgent})
-		return err
-	}
-	return nil
+	return result(req, t.doc.get(), location, html, maxSize), nil
 }
 
 // result is the crawl result of a rendered page: the DOM as its body (cut

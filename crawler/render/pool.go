@@ -34,9 +34,9 @@ type Request struct {
 }
 
 // Pool renders pages in headless Chromium: up to Config.Concurrency at
-// once, each in its own browser context (an incognito profile) closed when
-// its page is done, in a browser replaced after Config.Recycle pages or as
-// soon as it crashes or stops answering. Browsers start when first needed.
+// once, each in a tab of its own browser context (an incognito profile),
+// wiped between pages (tab), in a browser replaced after Config.Recycle
+// pages or as soon as it crashes or stops answering. Browsers start when first needed.
 // It is safe for concurrent use.
 type Pool struct {
 	cfg     Config
@@ -63,6 +63,7 @@ type browserProc struct {
 	active      int  // pages rendering in it now
 	retired     bool // takes no more pages: closed when the last ends
 	broken      bool
+	idle        []*tab // tabs kept for its next pages (p.mu)
 }
 
 // New starts a pool's guard proxy; its browsers start when needed. Every
@@ -142,7 +143,7 @@ func (p *Pool) Probe(context.Context) error {
 	return nil
 }
 
-// Render loads req.URL in a new browser context and returns the rendered
+// Render loads req.URL in a wiped tab and returns the rendered
 // DOM as the body, with the main document's final URL, status and headers.
 // req.Spec.Timeout bounds everything (waiting for a browser included):
 // past it the render fails with fetch.ErrTimeout, except that a wait_for
@@ -264,6 +265,7 @@ func (p *Pool) closeLocked(b *browserProc) {
 		return
 	}
 	delete(p.all, b)
+	b.idle = nil // closed with the browser
 	p.closing.Go(func() {
 		if b.pid > 0 {
 			_ = syscall.Kill(-b.pid, syscall.SIGKILL) // its own group (Setpgid)
@@ -286,7 +288,14 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 		// Chromium sends loopback addresses past the proxy unless told.
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider"),
+		// Not for a headless crawler: the back-forward cache (a page left
+		// stays alive), each window's WebUI omnibox popups (two renderers
+		// per tab), and site isolation (a renderer per site a page
+		// reaches, swapped at each navigation; a tab holds one page of a
+		// context without cookies at a time).
+		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,BackForwardCache,"+
+			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,IsolateOrigins,site-per-process,SpareRendererForSitePerProcess"),
+		chromedp.Flag("disable-site-isolation-trials", true),
 		chromedp.Flag("js-flags", "--max-old-space-size=256"),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

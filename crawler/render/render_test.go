@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,7 +22,7 @@ import (
 
 // newPool is a pool whose browsers may reach 127.0.0.1 only (the test
 // site), through a fetcher as the crawler's.
-func newPool(t *testing.T, cfg render.Config) *render.Pool {
+func newPool(t testing.TB, cfg render.Config) *render.Pool {
 	t.Helper()
 	browser, err := render.FindBrowser("")
 	if err != nil {
@@ -212,4 +213,48 @@ func counterValue(t *testing.T, p *render.Pool, name string) float64 {
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// Pages share tabs (one at a time), and nothing a page leaves — cookies
+// from its script or its server, local and session storage — reaches the
+// next page in the same tab, whatever its crawl.
+func TestAReusedTabKeepsNothingOfTheEarlierPage(t *testing.T) {
+	site := testsite.Start(t)
+	p := newPool(t, render.Config{Concurrency: 1, Block: render.DefaultBlock})
+	render1 := func(path string) string {
+		t.Helper()
+		res, err := p.Render(context.Background(), render.Request{URL: site.URL(path), UserAgent: "wipe-test/1", Spec: defaultSpec}, 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return string(res.Body)
+	}
+	const nothing = `<pre id="remembered">cookie=;local=null;session=null</pre>`
+	for i, word := range []string{"first", "second", "third"} {
+		body := render1("/js/" + strconv.Itoa(i) + "?remember=" + word)
+		if !strings.Contains(body, nothing) {
+			t.Errorf("page %d found what an earlier page left:\n%s", i, body)
+		}
+		// The page could store: what the next one finds is not for want
+		// of storing.
+		if want := `<pre id="stored">cookie=remember=` + word + `;local=` + word + `;session=` + word + `</pre>`; !strings.Contains(body, want) {
+			t.Errorf("page %d did not store its word (want %s):\n%s", i, want, body)
+		}
+		render1("/set-cookie?name=server" + strconv.Itoa(i) + "&value=" + word)
+	}
+	pages := 0
+	for _, h := range site.Hits() {
+		if strings.HasPrefix(h.Path, testsite.ScriptPrefix) || h.Path == "/set-cookie" {
+			pages++
+			if h.Cookie != "" {
+				t.Errorf("%s?%s was sent the cookie %q", h.Path, h.Query, h.Cookie)
+			}
+		}
+	}
+	if pages != 6 {
+		t.Errorf("%d pages fetched, want 6", pages)
+	}
+	if n := counterValue(t, p, "scrapy_crawler_render_tabs_opened_total"); n != 1 {
+		t.Errorf("tabs opened for 6 pages one at a time: %v, want 1 (reused)", n)
+	}
 }

@@ -36,13 +36,16 @@ func ScriptLinks(n int) []string {
 // scriptPage answers /js/<n>: an HTML page with no links whose script
 // writes ScriptText(n), links to ScriptLinks(n), an image, a video and
 // text in a web font; with ?fetch=<url>, it also fetches url (a request an
-// address guard may refuse) and writes what came back into #fetched.
+// address guard may refuse) and writes what came back into #fetched; with
+// ?remember=<word>, it writes what an earlier page left (its cookie, local
+// and session storage) into #remembered, then leaves word in all three and
+// writes what it reads back into #stored.
 func (s *Site) scriptPage(w http.ResponseWriter, r *http.Request) bool {
 	n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, ScriptPrefix))
 	if !strings.HasPrefix(r.URL.Path, ScriptPrefix) || err != nil || n < 0 || n > 1<<30 {
 		return false
 	}
-	fetchURL := r.URL.Query().Get("fetch")
+	fetchURL, remember := r.URL.Query().Get("fetch"), r.URL.Query().Get("remember")
 	w.Header().Set("Content-Type", htmlType)
 	w.Header().Set("X-Script-Page", strconv.Itoa(n))
 	fmt.Fprintf(w, `<!DOCTYPE html>
@@ -78,12 +81,30 @@ func (s *Site) scriptPage(w http.ResponseWriter, r *http.Request) bool {
     fetch(to).then(function (r) { return r.text(); }).then(function (t) { out.textContent = "got: " + t; },
       function (e) { out.textContent = "failed: " + e; });
   }
+  var word = %q;
+  if (word) {
+    var found = function () {
+      return "cookie=" + document.cookie + ";local=" + localStorage.getItem("remember") +
+        ";session=" + sessionStorage.getItem("remember");
+    };
+    var before = document.createElement("pre");
+    before.id = "remembered";
+    before.textContent = found();
+    app.appendChild(before);
+    document.cookie = "remember=" + word + "; path=/";
+    localStorage.setItem("remember", word);
+    sessionStorage.setItem("remember", word);
+    var after = document.createElement("pre");
+    after.id = "stored";
+    after.textContent = found();
+    app.appendChild(after);
+  }
   var done = document.createElement("span");
   done.id = "done";
   app.appendChild(done);
 })();
 </script></body></html>
-`, n, ScriptFont, n, jsArray(ScriptLinks(n)), ScriptImage, ScriptMedia, fetchURL)
+`, n, ScriptFont, n, jsArray(ScriptLinks(n)), ScriptImage, ScriptMedia, fetchURL, remember)
 	return true
 }
 

@@ -83,7 +83,10 @@
 // and a web font (ScriptImage, ScriptMedia, ScriptFont; their paths answer
 // 404, a hit shows they were requested). With ?fetch=<url> the script also
 // fetches url and writes the answer (or the failure) into pre#fetched.
-// span#done is written last.
+// With ?remember=<word> it writes what an earlier page left in its cookies,
+// local and session storage into pre#remembered ("cookie=...;local=...;
+// session=...", null for nothing), then leaves word in all three (cookie
+// "remember") and writes what it reads back into pre#stored. span#done is written last.
 //
 // # Hit log
 //

@@ -1,0 +1,197 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdpfetch "github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/chromedp"
+)
+
+// A tab is a page of a browser kept open between renders (opening one — a
+// browser context, a target, its renderer — costs more than most renders):
+// in a browser context of its own, with its listeners and domains set up
+// once. One render at a time uses it. Between renders it is wiped
+// (wipe): back to about:blank, the cookies of its browser context and the
+// storage of every origin it reached cleared, its history reset, so that
+// no page sees what an earlier one left, whatever its crawl. Its HTTP cache
+// is off and service workers bypassed, so nothing is served from a
+// previous page. A tab whose render failed, or whose wipe did, is closed
+// (its browser context disposed of), never reused.
+type tab struct {
+	ctx    context.Context // the tab's chromedp context
+	cancel context.CancelFunc
+	ua     string // its user agent override ("": the browser's)
+	doc    mainDocument
+
+	mu      sync.Mutex
+	origins []string // the origins the current page made requests to
+}
+
+// wipeTimeout bounds a tab's wipe; past it the tab is closed instead.
+const wipeTimeout = 10 * time.Second
+
+// openTab opens a tab in b, within ctx's deadline (its end closes the tab
+// being opened).
+func (p *Pool) openTab(ctx context.Context, b *browserProc) (*tab, error) {
+	tctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
+	t := &tab{ctx: tctx, cancel: cancel}
+	// The target lives as long as the context of its first Run: tctx, not
+	// ctx; ctx's end cancels it while it opens.
+	stop := context.AfterFunc(ctx, cancel)
+	err := p.setup(t)
+	if !stop() || err != nil {
+		t.close()
+		return nil, errors.Join(err, context.Cause(ctx))
+	}
+	return t, nil
+}
+
+// setup opens t's target and listens to it: the main frame's responses,
+// the origins of its requests, and the blocked resource types, failed
+// before they are sent; its cache off, service workers bypassed.
+func (p *Pool) setup(t *tab) error {
+	if err := chromedp.Do(t.ctx); err != nil { // opens the target
+		return err
+	}
+	t.doc.frame = cdp.FrameID(chromedp.FromContext(t.ctx).Target.TargetID)
+	err := chromedp.Listen(t.ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			t.reached(ev.Request.URL)
+		case *network.EventResponseReceived:
+			if ev.Type == network.ResourceTypeDocument && ev.FrameID == t.doc.frame {
+				t.doc.mu.Lock()
+				t.doc.response = ev.Response
+				t.doc.mu.Unlock()
+			}
+		case *cdpfetch.EventRequestPaused:
+			p.metrics.blocked.Inc()
+			go func() {
+				_, _ = chromedp.Call(t.ctx, cdpfetch.FailRequest,
+					cdpfetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+			}()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := chromedp.Call(t.ctx, network.Enable, network.EnableParams{}); err != nil {
+		return err
+	}
+	if _, err := chromedp.Call(t.ctx, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true}); err != nil {
+		return err
+	}
+	if _, err := chromedp.Call(t.ctx, network.SetBypassServiceWorker, network.SetBypassServiceWorkerParams{Bypass: true}); err != nil {
+		return err
+	}
+	if len(p.cfg.Block) > 0 {
+		if _, err := chromedp.Call(t.ctx, cdpfetch.Enable, cdpfetch.EnableParams{Patterns: blockPatterns(p.cfg.Block)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reached notes the origin of a request of t's page, for its wipe.
+func (t *tab) reached(rawURL string) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return
+	}
+	origin := u.Scheme + "://" + u.Host
+	t.mu.Lock()
+	if !slices.Contains(t.origins, origin) {
+		t.origins = append(t.origins, origin)
+	}
+	t.mu.Unlock()
+}
+
+// userAgent sets the user agent of t's next page, when it changes.
+func (t *tab) userAgent(ctx context.Context, ua string) error {
+	if ua == t.ua {
+		return nil
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetUserAgentOverride, emulation.SetUserAgentOverrideParams{UserAgent: ua}); err != nil {
+		return err
+	}
+	t.ua = ua
+	return nil
+}
+
+// wipe readies t for a page of any crawl: the page left for about:blank
+// (its scripts end), then the cookies of its browser context, the storage
+// (local and session storage, IndexedDB, cache storage, service workers,
+// ...) of every origin it reached and its history cleared.
+func (t *tab) wipe() error {
+	ctx, cancel := context.WithTimeout(t.ctx, wipeTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		return fmt.Errorf("leave the page: %w", err)
+	}
+	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+		return fmt.Errorf("clear the cookies: %w", err)
+	}
+	t.mu.Lock()
+	origins := t.origins
+	t.origins = nil
+	t.mu.Unlock()
+	for _, o := range origins {
+		if _, err := chromedp.Call(ctx, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: o, StorageTypes: "all"}); err != nil {
+			return fmt.Errorf("clear the storage of %s: %w", o, err)
+		}
+	}
+	if _, err := chromedp.Call(ctx, page.ResetNavigationHistory, cdp.Empty{}); err != nil {
+		return fmt.Errorf("reset the history: %w", err)
+	}
+	t.doc.mu.Lock()
+	t.doc.response = nil
+	t.doc.mu.Unlock()
+	return nil
+}
+
+// close closes t's target and disposes of its browser context, bounded.
+func (t *tab) close() {
+	t.cancel()
+}
+
+// takeTab is an idle tab of b, or a new one opened within ctx's deadline.
+func (p *Pool) takeTab(ctx context.Context, b *browserProc) (*tab, error) {
+	p.mu.Lock()
+	if n := len(b.idle); n > 0 {
+		t := b.idle[n-1]
+		b.idle = b.idle[:n-1]
+		p.mu.Unlock()
+		return t, nil
+	}
+	p.mu.Unlock()
+	p.metrics.tabs.Inc()
+	return p.openTab(ctx, b)
+}
+
+// returnTab wipes t and keeps it for b's next page, or closes it when the
+// page failed, the wipe did or b takes no more pages.
+func (p *Pool) returnTab(b *browserProc, t *tab, failed bool) {
+	if !failed && t.wipe() == nil {
+		p.mu.Lock()
+		keep := !b.retired && !b.broken && p.all[b]
+		if keep {
+			b.idle = append(b.idle, t)
+		}
+		p.mu.Unlock()
+		if keep {
+			return
+		}
+	}
+	t.close()
+}
