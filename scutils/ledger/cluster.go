@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
@@ -47,37 +48,41 @@ func (s Shares) LastWork(c Crawl) float64 {
 // node's SCAN is the cluster's). An entry that is no crawl's is skipped.
 func ActiveShares(ctx context.Context, rdb *redis.ClusterClient) (Shares, error) {
 	l := rediskeys.Cluster
-	out := Shares{}
 	var mu sync.Mutex
-	err := rdb.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		iter := m.Scan(ctx, 0, l.LedgerActivePattern(), 1000).Iterator()
-		for iter.Next(ctx) {
-			domain, ok := l.ParseLedgerActive(iter.Val())
-			if !ok {
-				continue
-			}
-			zs, err := m.ZRangeWithScores(ctx, iter.Val(), 0, -1).Result()
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for _, z := range zs {
-				member, _ := z.Member.(string)
-				c, err := ParseMember(member)
-				if err != nil {
-					continue
-				}
-				if out[c] == nil {
-					out[c] = map[string]float64{}
-				}
-				out[c][domain] = z.Score
-			}
-			mu.Unlock()
-		}
-		return iter.Err()
+	var keys []string
+	err := redisconn.ScanMasters(ctx, rdb, l.LedgerActivePattern(), 1000, func(batch []string) {
+		mu.Lock()
+		keys = append(keys, batch...)
+		mu.Unlock()
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger's active crawls on every master: %w", err)
+	}
+	pipe := rdb.Pipeline()
+	domains := make([]string, 0, len(keys))
+	cmds := make([]*redis.ZSliceCmd, 0, len(keys))
+	for _, k := range keys {
+		if d, ok := l.ParseLedgerActive(k); ok {
+			domains = append(domains, d)
+			cmds = append(cmds, pipe.ZRangeWithScores(ctx, k, 0, -1))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("read the ledger's active crawls: %w", err)
+	}
+	out := Shares{}
+	for i, cmd := range cmds {
+		for _, z := range cmd.Val() {
+			member, _ := z.Member.(string)
+			c, err := ParseMember(member)
+			if err != nil {
+				continue
+			}
+			if out[c] == nil {
+				out[c] = map[string]float64{}
+			}
+			out[c][domains[i]] = z.Score
+		}
 	}
 	return out, nil
 }

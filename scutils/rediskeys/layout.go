@@ -98,6 +98,37 @@ func (l Layout) QueuePattern(spiderID string) string {
 	return QueuePattern(spiderID)
 }
 
+// RenderQueuePattern is the SCAN MATCH pattern of a spider's render
+// queues in l (QueueFor with render).
+func (l Layout) RenderQueuePattern(spiderID string) string {
+	if l.cluster {
+		return "cluster:{*}:renderqueue:" + GlobEscape(spiderID)
+	}
+	return RenderQueuePattern(spiderID)
+}
+
+// ParseAnyQueue splits a queue or render queue key of l (QueueFor) into
+// its spider and domain; render says which kind it is.
+func (l Layout) ParseAnyQueue(key string) (spiderID, domain string, render, ok bool) {
+	if !l.cluster {
+		return ParseAnyQueueKey(key)
+	}
+	rest, found := strings.CutPrefix(key, "cluster:{")
+	if !found {
+		return "", "", false, false
+	}
+	domain, rest, found = strings.Cut(rest, "}:")
+	if !found || domain == "" || strings.ContainsAny(domain, "{}") {
+		return "", "", false, false
+	}
+	if spiderID, found = strings.CutPrefix(rest, "renderqueue:"); found {
+		render = true
+	} else if spiderID, found = strings.CutPrefix(rest, "queue:"); !found {
+		return "", "", false, false
+	}
+	return spiderID, domain, render, spiderID != ""
+}
+
 // Throttle is the prefix of domain's throttle keys (ThrottleKey): in
 // Cluster "cluster:{<domain>}:throttle", then ":<spiderid>" with type
 // throttling and ":<ip>" with IP throttling.

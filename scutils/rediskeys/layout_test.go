@@ -172,3 +172,29 @@ func TestLayoutRenderQueueAndLedgerIndex(t *testing.T) {
 		t.Error("the single layout parses a cluster key")
 	}
 }
+
+// The queue patterns and parsers of both layouts read back what QueueFor
+// builds, and nothing else.
+func TestLayoutParsesItsQueueKeys(t *testing.T) {
+	for _, l := range []rediskeys.Layout{rediskeys.Single, rediskeys.Cluster} {
+		for _, render := range []bool{false, true} {
+			key := l.QueueFor("link", "a.com", render)
+			spider, domain, r, ok := l.ParseAnyQueue(key)
+			if !ok || spider != "link" || domain != "a.com" || r != render {
+				t.Errorf("cluster %v: ParseAnyQueue(%q) = %q %q %v %v", l.IsCluster(), key, spider, domain, r, ok)
+			}
+		}
+	}
+	if got := rediskeys.Cluster.RenderQueuePattern("link"); got != "cluster:{*}:renderqueue:link" {
+		t.Errorf("RenderQueuePattern = %q", got)
+	}
+	if got := rediskeys.Single.RenderQueuePattern("link"); got != "link:*:renderqueue" {
+		t.Errorf("RenderQueuePattern = %q", got)
+	}
+	for _, bad := range []string{"link:a.com:queue", "cluster:{a.com}:queue:", "cluster:{a.com}:seen:link:c1", "cluster:{}:queue:link",
+		"cluster:{a.com}:ledger:link:app:c1"} {
+		if _, _, _, ok := rediskeys.Cluster.ParseAnyQueue(bad); ok {
+			t.Errorf("ParseAnyQueue(%q) ok", bad)
+		}
+	}
+}
