@@ -9,7 +9,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
@@ -101,45 +101,35 @@ func (s *Scheduler) addDomain(key string) {
 	s.signal()
 }
 
-// domainOf is the domain part of one of this spider's queue keys: its
-// domain queues, and its render queues when it renders.
+// domainOf is the domain part of one of this spider's queue keys (in the
+// key layout of the Redis mode): its domain queues, and its render queues
+// when it renders.
 func (s *Scheduler) domainOf(key string) (string, bool) {
-	spider, domain, render, ok := rediskeys.ParseAnyQueueKey(key)
+	spider, domain, render, ok := s.cfg.Layout.ParseAnyQueue(key)
 	return domain, ok && spider == s.cfg.SpiderID && (!render || s.cfg.Render)
 }
 
 // queuePatterns are the SCAN patterns of the queues this scheduler pops.
 func (s *Scheduler) queuePatterns() []string {
+	l := s.cfg.Layout
 	if s.cfg.Render {
-		return []string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.RenderQueuePattern(s.cfg.SpiderID)}
+		return []string{l.QueuePattern(s.cfg.SpiderID), l.RenderQueuePattern(s.cfg.SpiderID)}
 	}
-	return []string{rediskeys.QueuePattern(s.cfg.SpiderID)}
+	return []string{l.QueuePattern(s.cfg.SpiderID)}
 }
 
-// scan adds every queue of the spider found in Redis.
+// scan adds every queue of the spider found in Redis: on every master of
+// a Redis Cluster (redisconn.ScanMasters).
 func (s *Scheduler) scan(ctx context.Context) {
 	for _, pattern := range s.queuePatterns() {
-		s.scanPattern(ctx, pattern)
-	}
-}
-
-func (s *Scheduler) scanPattern(ctx context.Context, pattern string) {
-	var cursor uint64
-	for {
-		keys, next, err := s.rdb.Scan(ctx, cursor, pattern, 1000).Result()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Warning("Failed to scan for domain queues", logfactory.Extra{"error": err.Error()})
+		err := redisconn.ScanMasters(ctx, s.rdb, pattern, 1000, func(keys []string) {
+			for _, k := range keys {
+				s.addDomain(k)
 			}
-			return
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Warning("Failed to scan for domain queues", logfactory.Extra{"error": err.Error()})
 		}
-		for _, k := range keys {
-			s.addDomain(k)
-		}
-		if next == 0 {
-			return
-		}
-		cursor = next
 	}
 }
 

@@ -62,6 +62,10 @@ func Settings() settings.Group {
 type Config struct {
 	// SpiderID is the spider type whose queues this scheduler serves.
 	SpiderID string
+	// Layout is the key layout of the Redis mode, the caller's
+	// redisconn.KeyLayout (the zero value is the one Redis's): the
+	// queues it finds and pops.
+	Layout rediskeys.Layout
 	// Hits per Window, Moderated: the default domain throttle.
 	Hits      int
 	Window    time.Duration

@@ -42,6 +42,7 @@ type Finished struct {
 	Crawl    Crawl
 	Progress *Progress
 	claim    string
+	domains  []string // in cluster mode, the crawl's shares (ClusterCompleter)
 }
 
 // Claim claims the finished crawls among the active ones

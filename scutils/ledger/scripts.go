@@ -18,21 +18,55 @@ func (c Crawl) Ledger() redisscripts.Ledger {
 		AppCrawls: rediskeys.LedgerAppCrawlsKey(c.AppID), Member: c.Member()}
 }
 
+// LedgerIn is c's ledger for its work in domain under layout l: Ledger()
+// in Single; in Cluster the domain's share of the crawl (its counts and
+// index sets hash-tagged by domain, rediskeys.Layout.LedgerCounts and
+// LedgerActive), written in the step that writes the domain's queue. The
+// crawl's totals are the sum of its shares (Sum).
+func (c Crawl) LedgerIn(l rediskeys.Layout, domain string) redisscripts.Ledger {
+	if !l.IsCluster() {
+		return c.Ledger()
+	}
+	return redisscripts.Ledger{Hash: l.LedgerCounts(c.SpiderID, c.AppID, c.CrawlID, domain),
+		Active: l.LedgerActive(domain), Crawls: l.LedgerCrawls(domain),
+		AppCrawls: l.LedgerAppCrawls(c.AppID, domain), Member: c.Member()}
+}
+
 // Ledgers remembers crawls' Ledger, for callers naming the same few crawls
 // many times (a batch of acknowledgements, a page's follow-ups). The zero
-// value is ready; it is not safe for concurrent use.
-type Ledgers struct{ m map[Crawl]redisscripts.Ledger }
+// value is ready (the Single layout); it is not safe for concurrent use.
+type Ledgers struct {
+	// Layout is the key layout In builds for.
+	Layout rediskeys.Layout
+	m      map[crawlIn]redisscripts.Ledger
+}
+
+// crawlIn is a crawl's share in a domain (domain "" in Single: one share).
+type crawlIn struct {
+	Crawl
+	domain string
+}
 
 // Of is c.Ledger(), made once per crawl.
-func (l *Ledgers) Of(c Crawl) redisscripts.Ledger {
-	if v, ok := l.m[c]; ok {
+func (l *Ledgers) Of(c Crawl) redisscripts.Ledger { return l.at(crawlIn{Crawl: c}, rediskeys.Single) }
+
+// In is c.LedgerIn(l.Layout, domain), made once per crawl and domain.
+func (l *Ledgers) In(c Crawl, domain string) redisscripts.Ledger {
+	if !l.Layout.IsCluster() {
+		domain = ""
+	}
+	return l.at(crawlIn{Crawl: c, domain: domain}, l.Layout)
+}
+
+func (l *Ledgers) at(k crawlIn, layout rediskeys.Layout) redisscripts.Ledger {
+	if v, ok := l.m[k]; ok {
 		return v
 	}
 	if l.m == nil {
-		l.m = map[Crawl]redisscripts.Ledger{}
+		l.m = map[crawlIn]redisscripts.Ledger{}
 	}
-	v := c.Ledger()
-	l.m[c] = v
+	v := k.LedgerIn(layout, k.domain)
+	l.m[k] = v
 	return v
 }
 
@@ -58,12 +92,14 @@ func QueueSeed(ctx context.Context, pipe redis.Pipeliner, queue string, score fl
 }
 
 // Seed is one seed request for QueueSeeds: its member, queued at Score in
-// Queue, and the crawl it counts for.
+// Queue, and the crawl it counts for; Domain is its URL's domain (the
+// domain of Queue), which names the crawl's ledger share in Cluster.
 type Seed struct {
 	Queue  string
 	Score  float64
 	Member string
 	Crawl  Crawl
+	Domain string
 }
 
 // maxSeedsPerScript bounds one run of ledger_seeds.lua, so that Redis,
@@ -77,25 +113,61 @@ const maxSeedsPerScript = 1000
 // counted in the same step as its queue write, and one whose member its
 // queue held already (fed twice, or a batch stored again) is neither
 // queued nor counted. Each command's result is how many of its seeds were
-// queued.
+// queued. It is QueueSeedsIn with the Single layout.
 //
 // The script is sent whole (EVAL, not EVALSHA): it runs once per many
 // seeds, and so never fails with NOSCRIPT on a Redis restarted without its
 // script cache while the pipeline's other writes succeed.
 func QueueSeeds(ctx context.Context, pipe redis.Pipeliner, seeds []Seed, now time.Time, ttl time.Duration) []*redis.Cmd {
+	return QueueSeedsIn(ctx, pipe, rediskeys.Single, seeds, now, ttl)
+}
+
+// QueueSeedsIn is QueueSeeds for the key layout l, whose queue keys the
+// seeds name. In Cluster each script touches one slot: the seeds are
+// split by the slot of their domain (rediskeys.Layout.GroupBySlot, the
+// batch's order kept within a slot) and counted in their crawl's ledger
+// share of their domain (Crawl.LedgerIn); a cluster client's pipeline
+// sends each master its scripts in one round trip.
+func QueueSeedsIn(ctx context.Context, pipe redis.Pipeliner, l rediskeys.Layout, seeds []Seed, now time.Time, ttl time.Duration) []*redis.Cmd {
 	var cmds []*redis.Cmd
 	stamp := Stamp(now)
-	var ledgers Ledgers
-	for len(seeds) > 0 {
-		chunk := seeds[:min(len(seeds), maxSeedsPerScript)]
-		seeds = seeds[len(chunk):]
-		reqs := make([]redisscripts.SeedRequest, len(chunk))
-		for i, s := range chunk {
-			reqs[i] = redisscripts.SeedRequest{Queue: s.Queue, Score: s.Score, Member: s.Member, Ledger: ledgers.Of(s.Crawl)}
+	ledgers := Ledgers{Layout: l}
+	for _, group := range seedsBySlot(l, seeds) {
+		for len(group) > 0 {
+			chunk := group[:min(len(group), maxSeedsPerScript)]
+			group = group[len(chunk):]
+			reqs := make([]redisscripts.SeedRequest, len(chunk))
+			for i, s := range chunk {
+				reqs[i] = redisscripts.SeedRequest{Queue: s.Queue, Score: s.Score, Member: s.Member, Ledger: ledgers.In(s.Crawl, s.Domain)}
+			}
+			cmds = append(cmds, redisscripts.Eval(ctx, pipe, redisscripts.Seeds{Requests: reqs, Stamp: stamp, TTL: ttl}))
 		}
-		cmds = append(cmds, redisscripts.Eval(ctx, pipe, redisscripts.Seeds{Requests: reqs, Stamp: stamp, TTL: ttl}))
 	}
 	return cmds
+}
+
+// seedsBySlot splits seeds into the groups of l.GroupBySlot over their
+// domains, each in the seeds' order: one group in Single.
+func seedsBySlot(l rediskeys.Layout, seeds []Seed) [][]Seed {
+	if !l.IsCluster() || len(seeds) == 0 {
+		return [][]Seed{seeds}
+	}
+	domains := make([]string, len(seeds))
+	for i, s := range seeds {
+		domains[i] = s.Domain
+	}
+	group := map[string]int{}
+	slots := l.GroupBySlot(domains)
+	for g, ds := range slots {
+		for _, d := range ds {
+			group[d] = g
+		}
+	}
+	out := make([][]Seed, len(slots))
+	for _, s := range seeds {
+		out[group[s.Domain]] = append(out[group[s.Domain]], s)
+	}
+	return out
 }
 
 // maxPurgeMembers bounds one purge script call (Lua's unpack has a limit).

@@ -99,6 +99,40 @@ func New(s *settings.Settings) redis.UniversalClient {
 	return redis.NewClient(Options(s))
 }
 
+// ScanMasters calls fn with each batch of the keys matching pattern (SCAN
+// MATCH, count per call) in c: the one Redis of a *redis.Client, every
+// master of a *redis.ClusterClient (ForEachMaster, concurrently, so fn
+// must be safe for concurrent use). A cluster's keys are spread over its
+// masters, and a SCAN sent through the cluster client reaches one node:
+// never take one node's SCAN for the cluster's.
+func ScanMasters(ctx context.Context, c redis.UniversalClient, pattern string, count int64, fn func(keys []string)) error {
+	scan := func(ctx context.Context, n redis.Cmdable) error {
+		var cursor uint64
+		for {
+			keys, next, err := n.Scan(ctx, cursor, pattern, count).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				fn(keys)
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			if err := scan(ctx, m); err != nil {
+				return fmt.Errorf("scan master %s: %w", m.Options().Addr, err)
+			}
+			return nil
+		})
+	}
+	return scan(ctx, c)
+}
+
 // Ping reports whether Redis answers, naming the address when it does not:
 // for a cluster client, whether every master answers, naming the seeds.
 func Ping(ctx context.Context, c redis.UniversalClient) error {

@@ -60,6 +60,19 @@ func (l Layout) Queue(spiderID, domain string) string {
 	return QueueKey(spiderID, domain)
 }
 
+// QueueFor is the queue a spider's request for domain waits in: Queue, or
+// with render the domain's render queue (RenderQueueKey in Single,
+// "cluster:{<domain>}:renderqueue:<spiderid>" in Cluster), as QueueKeyFor.
+func (l Layout) QueueFor(spiderID, domain string, render bool) string {
+	if !l.cluster {
+		return QueueKeyFor(spiderID, domain, render)
+	}
+	if render {
+		return clusterKey(domain, "renderqueue", spiderID)
+	}
+	return clusterKey(domain, "queue", spiderID)
+}
+
 // ParseQueue splits a queue key of l (Queue) into its spider and domain.
 func (l Layout) ParseQueue(key string) (spiderID, domain string, ok bool) {
 	if !l.cluster {
@@ -83,6 +96,37 @@ func (l Layout) QueuePattern(spiderID string) string {
 		return "cluster:{*}:queue:" + GlobEscape(spiderID)
 	}
 	return QueuePattern(spiderID)
+}
+
+// RenderQueuePattern is the SCAN MATCH pattern of a spider's render
+// queues in l (QueueFor with render).
+func (l Layout) RenderQueuePattern(spiderID string) string {
+	if l.cluster {
+		return "cluster:{*}:renderqueue:" + GlobEscape(spiderID)
+	}
+	return RenderQueuePattern(spiderID)
+}
+
+// ParseAnyQueue splits a queue or render queue key of l (QueueFor) into
+// its spider and domain; render says which kind it is.
+func (l Layout) ParseAnyQueue(key string) (spiderID, domain string, render, ok bool) {
+	if !l.cluster {
+		return ParseAnyQueueKey(key)
+	}
+	rest, found := strings.CutPrefix(key, "cluster:{")
+	if !found {
+		return "", "", false, false
+	}
+	domain, rest, found = strings.Cut(rest, "}:")
+	if !found || domain == "" || strings.ContainsAny(domain, "{}") {
+		return "", "", false, false
+	}
+	if spiderID, found = strings.CutPrefix(rest, "renderqueue:"); found {
+		render = true
+	} else if spiderID, found = strings.CutPrefix(rest, "queue:"); !found {
+		return "", "", false, false
+	}
+	return spiderID, domain, render, spiderID != ""
 }
 
 // Throttle is the prefix of domain's throttle keys (ThrottleKey): in
@@ -153,6 +197,71 @@ func (l Layout) LedgerCounts(spiderID, appID, crawlID, domain string) string {
 		return clusterKey(domain, "ledger", spiderID, appID, crawlID)
 	}
 	return LedgerKey(spiderID, appID, crawlID)
+}
+
+// LedgerActive, LedgerCrawls and LedgerAppCrawls are the ledger's index
+// sorted sets (members: a crawl's index entry) that a crawl's new work
+// for domain writes in the step that counts it: the crawl-wide
+// LedgerActiveKey, LedgerCrawlsKey and LedgerAppCrawlsKey in Single; in
+// Cluster the domain's own, "cluster:{<domain>}:ledger-active",
+// "cluster:{<domain>}:ledger-crawls" and
+// "cluster:{<domain>}:ledger-app-crawls:<appid>", in the slot of the
+// domain's ledger counts, so that the index entry and the counts are
+// written together. A crawl's domains are the domains whose index holds
+// it: readers find them on every master (docs/redis-cluster.md).
+func (l Layout) LedgerActive(domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "ledger-active")
+	}
+	return LedgerActiveKey
+}
+
+// LedgerCrawls: see LedgerActive.
+func (l Layout) LedgerCrawls(domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "ledger-crawls")
+	}
+	return LedgerCrawlsKey
+}
+
+// LedgerAppCrawls: see LedgerActive.
+func (l Layout) LedgerAppCrawls(appID, domain string) string {
+	if l.cluster {
+		return clusterKey(domain, "ledger-app-crawls", appID)
+	}
+	return LedgerAppCrawlsKey(appID)
+}
+
+// LedgerActivePattern is the SCAN MATCH pattern of the Cluster layout's
+// per-domain LedgerActive sets (to be scanned on every master); in Single
+// the one LedgerActiveKey.
+func (l Layout) LedgerActivePattern() string {
+	if l.cluster {
+		return "cluster:{*}:ledger-active"
+	}
+	return LedgerActiveKey
+}
+
+// ParseLedgerActive is the domain of a Cluster LedgerActive key.
+func (l Layout) ParseLedgerActive(key string) (domain string, ok bool) {
+	rest, found := strings.CutPrefix(key, "cluster:{")
+	if !l.cluster || !found {
+		return "", false
+	}
+	domain, found = strings.CutSuffix(rest, "}:ledger-active")
+	if !found || domain == "" || strings.ContainsAny(domain, "{}") {
+		return "", false
+	}
+	return domain, true
+}
+
+// Completed is the marker a crawl's crawl-complete is claimed with in
+// Cluster, once across every shard (SET NX):
+// "cluster:{ledger}:completed:<spiderid>:<appid>:<crawlid>". Every
+// marker is in the slot of the tag "ledger". Single has none: there the
+// crawl's one ledger hash records its completion.
+func (l Layout) Completed(spiderID, appID, crawlID string) string {
+	return "cluster:{ledger}:completed:" + spiderID + ":" + appID + ":" + crawlID
 }
 
 // GroupBySlot splits domains into groups whose keys (in Cluster) share a

@@ -136,3 +136,65 @@ func TestClusterLayoutOnARealCluster(t *testing.T) {
 		t.Fatalf("groups hold %q, want each domain once", flat)
 	}
 }
+
+// The render queue and the ledger's index sets: the original's (and our
+// one-Redis) keys in Single, the domain's tag in Cluster; the completion
+// marker is one slot's.
+func TestLayoutRenderQueueAndLedgerIndex(t *testing.T) {
+	s, c := rediskeys.Single, rediskeys.Cluster
+	for _, tt := range []struct{ got, want string }{
+		{s.QueueFor("link", "a.com", false), "link:a.com:queue"},
+		{s.QueueFor("link", "a.com", true), "link:a.com:renderqueue"},
+		{s.LedgerActive("a.com"), "ledger:active"},
+		{s.LedgerCrawls("a.com"), "ledger:crawls"},
+		{s.LedgerAppCrawls("app", "a.com"), "ledger:app:app:crawls"},
+		{c.QueueFor("link", "a.com", false), "cluster:{a.com}:queue:link"},
+		{c.QueueFor("link", "a.com", true), "cluster:{a.com}:renderqueue:link"},
+		{c.LedgerActive("a.com"), "cluster:{a.com}:ledger-active"},
+		{c.LedgerCrawls("a.com"), "cluster:{a.com}:ledger-crawls"},
+		{c.LedgerAppCrawls("app", "a.com"), "cluster:{a.com}:ledger-app-crawls:app"},
+		{c.LedgerActivePattern(), "cluster:{*}:ledger-active"},
+		{c.Completed("link", "app", "c1"), "cluster:{ledger}:completed:link:app:c1"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	if d, ok := c.ParseLedgerActive(c.LedgerActive("a.com")); !ok || d != "a.com" {
+		t.Errorf("ParseLedgerActive = %q, %v", d, ok)
+	}
+	for _, bad := range []string{"ledger:active", "cluster:{}:ledger-active", "cluster:{a.com}:queue:link"} {
+		if _, ok := c.ParseLedgerActive(bad); ok {
+			t.Errorf("ParseLedgerActive(%q) ok", bad)
+		}
+	}
+	if _, ok := s.ParseLedgerActive(c.LedgerActive("a.com")); ok {
+		t.Error("the single layout parses a cluster key")
+	}
+}
+
+// The queue patterns and parsers of both layouts read back what QueueFor
+// builds, and nothing else.
+func TestLayoutParsesItsQueueKeys(t *testing.T) {
+	for _, l := range []rediskeys.Layout{rediskeys.Single, rediskeys.Cluster} {
+		for _, render := range []bool{false, true} {
+			key := l.QueueFor("link", "a.com", render)
+			spider, domain, r, ok := l.ParseAnyQueue(key)
+			if !ok || spider != "link" || domain != "a.com" || r != render {
+				t.Errorf("cluster %v: ParseAnyQueue(%q) = %q %q %v %v", l.IsCluster(), key, spider, domain, r, ok)
+			}
+		}
+	}
+	if got := rediskeys.Cluster.RenderQueuePattern("link"); got != "cluster:{*}:renderqueue:link" {
+		t.Errorf("RenderQueuePattern = %q", got)
+	}
+	if got := rediskeys.Single.RenderQueuePattern("link"); got != "link:*:renderqueue" {
+		t.Errorf("RenderQueuePattern = %q", got)
+	}
+	for _, bad := range []string{"link:a.com:queue", "cluster:{a.com}:queue:", "cluster:{a.com}:seen:link:c1", "cluster:{}:queue:link",
+		"cluster:{a.com}:ledger:link:app:c1"} {
+		if _, _, _, ok := rediskeys.Cluster.ParseAnyQueue(bad); ok {
+			t.Errorf("ParseAnyQueue(%q) ok", bad)
+		}
+	}
+}

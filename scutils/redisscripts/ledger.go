@@ -187,3 +187,27 @@ func (Complete) Script() *Script { return ledgerComplete }
 func (a Complete) encode() ([]string, []any) {
 	return []string{a.Ledger.Hash, a.Ledger.Active}, []any{a.Ledger.Member, a.Claim, a.Stamp, ttlSeconds(a.TTL)}
 }
+
+// Mark is ledger_mark.lua's keys and arguments: a crawl's completion
+// claimed (Done false) or marked done (Done true) in Redis Cluster mode,
+// once across every shard.
+type Mark struct {
+	// Marker is the crawl's completion marker (rediskeys.Layout.Completed).
+	Marker string
+	Done   bool
+	// Claim is "<owner>|<deadline>"; Now epoch seconds (ledger.Stamp).
+	Claim, Now string
+	// TTL is the marker's (LEDGER_TTL).
+	TTL time.Duration
+}
+
+// Script is ledger_mark.lua.
+func (Mark) Script() *Script { return ledgerMark }
+
+func (a Mark) encode() ([]string, []any) {
+	op := "claim"
+	if a.Done {
+		op = "done"
+	}
+	return []string{a.Marker}, []any{op, a.Claim, a.Now, ttlSeconds(a.TTL)}
+}

@@ -19,7 +19,9 @@
 // The scripts, by what they keep:
 //
 //	the crawl ledger   ledger_seed, ledger_seeds, ledger_purge, ledger_end,
-//	                   ledger_release, ledger_claim, ledger_complete
+//	                   ledger_release, ledger_claim, ledger_complete,
+//	                   ledger_mark (a completion once across a Redis
+//	                   Cluster's shards)
 //	                   (lib/ledger_new_work: new work counted, the crawl
 //	                   active and indexed)
 //	the throttle       throttle_pop (a throttled, leased pop)
@@ -58,6 +60,7 @@ var (
 	ledgerRelease  = mustScript("ledger_release")
 	ledgerClaim    = mustScript("ledger_claim")
 	ledgerComplete = mustScript("ledger_complete")
+	ledgerMark     = mustScript("ledger_mark")
 	throttlePop    = mustScript("throttle_pop")
 	leaseOwner     = mustScript("lease_owner")
 	leaseRequeue   = mustScript("lease_requeue")

@@ -21,6 +21,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -45,7 +46,8 @@ type Handler struct {
 	announced map[string]time.Time // queue key -> when its announcement was stored
 	pending   map[string]bool      // announced on a pipeline not stored yet
 
-	ttl time.Duration // LEDGER_TTL
+	ttl    time.Duration    // LEDGER_TTL
+	layout rediskeys.Layout // the keys of the Redis mode (REDIS_CLUSTER_NODES)
 }
 
 // Name is the stats name.
@@ -54,13 +56,14 @@ func (h *Handler) Name() string { return "ScraperHandler" }
 // Schema is the crawl request schema.
 func (h *Handler) Schema() []byte { return schema }
 
-// Setup reads LEDGER_TTL.
+// Setup reads LEDGER_TTL and the key layout of the Redis mode.
 func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
 	ttl, err := ledger.TTLFromSettings(env.Settings)
 	if err != nil {
 		return err
 	}
 	h.ttl = ttl
+	h.layout = redisconn.KeyLayout(env.Settings)
 	return nil
 }
 
@@ -101,7 +104,7 @@ type batch struct {
 
 // Handle notes the request's writes.
 func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner) (string, error) {
-	e, err := entryOf(req)
+	e, err := b.h.entryOf(req)
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +112,7 @@ func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner)
 		b.scheduled = append(b.scheduled, recrawl.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl,
 			URL: e.url, Spec: *e.schedule, Expires: e.expiresAt})
 	} else {
-		b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl})
+		b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl, Domain: e.domain})
 	}
 	if e.timeout {
 		b.timeouts = append(b.timeouts, [2]string{rediskeys.TimeoutKey(e.crawl.SpiderID, e.crawl.AppID, e.crawl.CrawlID), e.expires})
@@ -123,7 +126,7 @@ func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner)
 // Flush queues the noted writes on tx.
 func (b *batch) Flush(ctx context.Context, tx redis.Pipeliner) error {
 	now := time.Now()
-	ledger.QueueSeeds(ctx, tx, b.seeds, now, b.h.ttl)
+	ledger.QueueSeedsIn(ctx, tx, b.h.layout, b.seeds, now, b.h.ttl)
 	for _, s := range b.scheduled {
 		recrawl.Feed(ctx, tx, s, now, b.h.ttl)
 	}
@@ -139,6 +142,7 @@ func (b *batch) Flush(ctx context.Context, tx redis.Pipeliner) error {
 // entry is what Handle writes for one request.
 type entry struct {
 	queue  string // the queue key
+	domain string // the URL's domain
 	member string
 	score  float64
 	crawl  ledger.Crawl // the spider is the one fed
@@ -155,14 +159,17 @@ type entry struct {
 
 // entryOf is what Handle writes for req, or the Reject saying why it
 // cannot be queued. The member is crawlrequest's stored form of req.
-func entryOf(req plugin.Request) (entry, error) {
-	key, spider, err := queueKey(req)
+func (h *Handler) entryOf(req plugin.Request) (entry, error) {
+	key, spider, domain, err := h.queueKey(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
 	}
 	spec, scheduled, err := recrawl.FromFed(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
+	}
+	if scheduled && h.layout.IsCluster() {
+		return entry{}, plugin.Reject("%s: a crawl with a recrawl schedule cannot run on Redis Cluster yet (docs/redis-cluster.md)", recrawl.FieldRecrawl)
 	}
 	if scheduled { // stored with "run": 1 beside the fields as fed
 		req = maps.Clone(req)
@@ -174,7 +181,7 @@ func entryOf(req plugin.Request) (entry, error) {
 	}
 	expires, _ := req[crawlrequest.FieldExpires].(json.Number)
 	e := entry{
-		queue: key, member: member, score: r.Score(),
+		queue: key, domain: domain, member: member, score: r.Score(),
 		crawl:   ledger.Crawl{SpiderID: spider, AppID: r.AppID, CrawlID: r.CrawlID},
 		timeout: r.Expires != 0, expires: string(expires),
 	}
@@ -184,18 +191,19 @@ func entryOf(req plugin.Request) (entry, error) {
 	return e, nil
 }
 
-// queueKey is the request's queue key and spider. The spider is the one
-// fed: an empty spiderid names the spider "", as the original keys it. A
-// request to be rendered waits in its domain's render queue, which only
-// rendering crawlers pop (rediskeys.QueueKeyFor).
-func queueKey(req plugin.Request) (key, spider string, err error) {
+// queueKey is the request's queue key (in the handler's key layout),
+// spider and domain. The spider is the one fed: an empty spiderid names
+// the spider "", as the original keys it. A request to be rendered waits
+// in its domain's render queue, which only rendering crawlers pop
+// (rediskeys.Layout.QueueFor).
+func (h *Handler) queueKey(req plugin.Request) (key, spider, domain string, err error) {
 	url, _ := req[crawlrequest.FieldURL].(string)
 	spider, _ = req[crawlrequest.FieldSpiderID].(string)
-	domain, err := rediskeys.DomainOfURL(url)
+	domain, err = rediskeys.DomainOfURL(url)
 	if err != nil {
-		return "", spider, err
+		return "", spider, "", err
 	}
-	return rediskeys.QueueKeyFor(spider, domain, crawlrequest.WantsRender(req)), spider, nil
+	return h.layout.QueueFor(spider, domain, crawlrequest.WantsRender(req)), spider, domain, nil
 }
 
 // announceDue reports whether key needs announcing: not announced within
@@ -235,7 +243,7 @@ func (h *Handler) pendingKey(req plugin.Request) (string, bool) {
 	if none {
 		return "", false
 	}
-	key, _, err := queueKey(req)
+	key, _, _, err := h.queueKey(req)
 	return key, err == nil
 }
 
