@@ -3,10 +3,10 @@
 # - `docker-compose config -q` accepts docker-compose.yml and
 #   elk/docker-compose.elk.yml;
 # - the Go tests of ops/opscheck that parse both compose files and run
-#   every docker/<component>/Dockerfile's build steps outside Docker (the RUN
-#   lines as the Dockerfile has them, in a copy of the build context that
-#   .dockerignore leaves), then check the final images' files, user,
-#   entrypoint and settings file.
+#   docker/Dockerfile's build steps outside Docker (the RUN lines as the
+#   Dockerfile has them, in a copy of the build context that .dockerignore
+#   leaves), then check each target image's files, user, entrypoint and
+#   settings file.
 # Run from anywhere; needs go and docker-compose (Debian's package).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -144,31 +144,26 @@ func DefaultConfig() Config {
 
 // withDefaults fills the zero fields that have defaults.
 func (c Config) withDefaults() Config {
-	if c.Timeout <= 0 {
-		c.Timeout = defaultTimeout
-	}
-	if c.MaxSize <= 0 {
-		c.MaxSize = defaultMaxSize
-	}
-	if c.MaxRedirects <= 0 {
-		c.MaxRedirects = defaultMaxRedirects
-	}
+	positiveOr(&c.Timeout, defaultTimeout)
+	positiveOr(&c.MaxSize, defaultMaxSize)
+	positiveOr(&c.MaxRedirects, defaultMaxRedirects)
+	positiveOr(&c.RobotsCacheTTL, defaultRobotsTTL)
+	positiveOr(&c.MaxConns, defaultConcurrency)
+	positiveOr(&c.MaxConnsPerHost, defaultPerDomain)
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
 	}
 	if c.DefaultHeaders == nil {
 		c.DefaultHeaders = defaultHeaders()
 	}
-	if c.RobotsCacheTTL <= 0 {
-		c.RobotsCacheTTL = defaultRobotsTTL
-	}
-	if c.MaxConns <= 0 {
-		c.MaxConns = defaultConcurrency
-	}
-	if c.MaxConnsPerHost <= 0 {
-		c.MaxConnsPerHost = defaultPerDomain
-	}
 	return c
+}
+
+// positiveOr sets *v to def unless it is positive.
+func positiveOr[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // ConfigFromSettings reads the download settings (Settings). It fails

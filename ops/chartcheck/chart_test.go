@@ -253,7 +253,7 @@ var breakages = []struct {
 	{"probes on a port the binary does not serve", "templates/_helpers.tpl", `"crawler" 9412`, `"crawler" 9413`, "the binary serves /healthz on 9412"},
 	{"an image name docker/ does not build", "templates/_helpers.tpl", `printf "%s:%s-%s" $repo`, `printf "%s:%s_%s" $repo`, "docker/ builds no such image"},
 	{"crawlers on another component's image", "templates/crawlers.yaml", `(list $ "crawler") }}`, `(list $ "rest") }}`, "a crawler pod runs the rest image"},
-	{"a test running a program its image lacks", "templates/tests/test-crawl.yaml", `"/busybox/busybox", "sh"`, `"/bin/sh", "sh"`, "runs /bin/sh, which docker/rest/Dockerfile does not put in the image"},
+	{"a test running a program its image lacks", "templates/tests/test-crawl.yaml", `"/busybox/busybox", "sh"`, `"/bin/sh", "sh"`, "runs /bin/sh, which the rest target of docker/Dockerfile does not put in the image"},
 	{"pods without runAsNonRoot", "templates/_helpers.tpl", "runAsNonRoot: true\n", "", "restricted: runAsNonRoot != true"},
 	{"containers that may escalate privileges", "templates/_helpers.tpl", "allowPrivilegeEscalation: false\n", "", "restricted: allowPrivilegeEscalation != false"},
 	{"containers keeping their capabilities", "templates/_helpers.tpl", "capabilities:\n  drop: [\"ALL\"]\n", "", "restricted: unrestricted capabilities"},

@@ -3,6 +3,7 @@ package chartcheck
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,13 +13,13 @@ import (
 )
 
 // Image is what the chart needs to know of an image docker/ builds: read
-// from the last stage of docker/<component>/Dockerfile.
+// from its target in docker/Dockerfile and the stages that target builds on.
 type Image struct {
-	// Component is its folder under docker/ and the tag's prefix.
+	// Component is its target and the tag's prefix.
 	Component string
 	// Entrypoint is the ENTRYPOINT (exec form).
 	Entrypoint []string
-	// Files maps each file the last stage copies in (by its path in the
+	// Files maps each file the image's stages copy in (by its path in the
 	// image) to its source: a path in the build context (the repository
 	// root), or "" for a file from another stage.
 	Files map[string]string
@@ -33,61 +34,99 @@ type Image struct {
 // tiniInit is the init an image may run its program under: Debian's tini.
 var tiniInit = []string{"/usr/bin/tini", "--"}
 
-// Images reads every docker/<component>/Dockerfile under root.
+// dockerfile is the Dockerfile of every image, from the repository root.
+const dockerfile = "docker/Dockerfile"
+
+// stage is what one stage of the Dockerfile says of the image: FROM (an
+// image, or the stage it builds on) and what it adds.
+type stage struct {
+	from   string
+	img    Image
+	hasUID bool
+}
+
+// Images reads the images docker/Dockerfile under root builds: its stages
+// that have an ENTRYPOINT, or build on one that has, by name.
 func Images(root string) (map[string]Image, error) {
-	dockerfiles, err := filepath.Glob(filepath.Join(root, "docker", "*", "Dockerfile"))
-	if err != nil || len(dockerfiles) == 0 {
-		return nil, fmt.Errorf("no docker/*/Dockerfile under %s (%v)", root, err)
+	file := filepath.Join(root, filepath.FromSlash(dockerfile))
+	stages, order, err := readStages(file)
+	if err != nil {
+		return nil, err
 	}
 	out := map[string]Image{}
-	for _, f := range dockerfiles {
-		img, err := readDockerfile(f)
-		if err != nil {
-			return nil, err
+	for _, name := range order {
+		img := Image{Component: name, Files: map[string]string{}}
+		// The stages it builds on, the one FROM an image first.
+		var chain []*stage
+		for st := stages[name]; st != nil && len(chain) <= len(order); st = stages[st.from] {
+			chain = append([]*stage{st}, chain...)
 		}
-		out[img.Component] = img
+		for _, st := range chain {
+			maps.Copy(img.Files, st.img.Files)
+			if st.img.Entrypoint != nil {
+				img.Entrypoint = st.img.Entrypoint
+			}
+			if st.hasUID {
+				img.UID = st.img.UID
+			}
+		}
+		if len(img.Entrypoint) == 0 {
+			continue // a stage copied from, or one the images build on
+		}
+		if len(img.Entrypoint) > len(tiniInit) && slices.Equal(img.Entrypoint[:len(tiniInit)], tiniInit) {
+			img.Init, img.Entrypoint = tiniInit, img.Entrypoint[len(tiniInit):]
+		}
+		out[name] = img
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no stage with an ENTRYPOINT", file)
 	}
 	return out, nil
 }
 
-// readDockerfile reads the instructions of a Dockerfile's last stage that
-// say what the image holds and runs.
-func readDockerfile(file string) (Image, error) {
+// readStages reads the instructions of a Dockerfile's named stages that say
+// what an image holds and runs, and the stages' names in order.
+func readStages(file string) (map[string]*stage, []string, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return Image{}, err
+		return nil, nil, err
 	}
-	img := Image{Component: filepath.Base(filepath.Dir(file))}
+	stages := map[string]*stage{}
+	var order []string
+	cur := &stage{}
 	// Join continued lines, drop comments.
 	text := strings.ReplaceAll(string(b), "\\\n", " ")
 	for n, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		instr, args, _ := strings.Cut(line, " ")
 		switch strings.ToUpper(instr) {
-		case "FROM": // a new stage: only the last one's instructions count
-			img = Image{Component: img.Component, Files: map[string]string{}}
+		case "FROM":
+			fields := slices.DeleteFunc(strings.Fields(args), func(f string) bool { return strings.HasPrefix(f, "--") })
+			if len(fields) == 0 {
+				return nil, nil, fmt.Errorf("%s:%d: FROM without an image", file, n+1)
+			}
+			cur = &stage{from: fields[0], img: Image{Files: map[string]string{}}}
+			if len(fields) == 3 && strings.EqualFold(fields[1], "AS") {
+				stages[fields[2]] = cur
+				order = append(order, fields[2])
+			}
 		case "COPY":
-			if err := img.copyInto(args); err != nil {
-				return Image{}, fmt.Errorf("%s:%d: %w", file, n+1, err)
+			if err := cur.img.copyInto(args); err != nil {
+				return nil, nil, fmt.Errorf("%s:%d: %w", file, n+1, err)
 			}
 		case "ENTRYPOINT":
-			if err := json.Unmarshal([]byte(args), &img.Entrypoint); err != nil {
-				return Image{}, fmt.Errorf("%s:%d: ENTRYPOINT not in exec form: %s", file, n+1, args)
+			if err := json.Unmarshal([]byte(args), &cur.img.Entrypoint); err != nil {
+				return nil, nil, fmt.Errorf("%s:%d: ENTRYPOINT not in exec form: %s", file, n+1, args)
 			}
 		case "USER":
 			user, _, _ := strings.Cut(strings.TrimSpace(args), ":")
-			if img.UID, err = strconv.ParseInt(user, 10, 64); err != nil {
-				return Image{}, fmt.Errorf("%s:%d: USER %s is not a numeric uid (Kubernetes' runAsNonRoot cannot check a name)", file, n+1, args)
+			if cur.img.UID, err = strconv.ParseInt(user, 10, 64); err != nil {
+				return nil, nil, fmt.Errorf("%s:%d: USER %s is not a numeric uid (Kubernetes' runAsNonRoot cannot check a name)", file, n+1, args)
 			}
+			cur.hasUID = true
 		}
 	}
-	if len(img.Entrypoint) > len(tiniInit) && slices.Equal(img.Entrypoint[:len(tiniInit)], tiniInit) {
-		img.Init, img.Entrypoint = tiniInit, img.Entrypoint[len(tiniInit):]
-	}
-	if len(img.Entrypoint) == 0 {
-		return Image{}, fmt.Errorf("%s: no ENTRYPOINT in the last stage", file)
-	}
-	return img, nil
+	return stages, order, nil
 }
 
 // copyInto records the files a COPY puts into the image.
@@ -156,7 +195,7 @@ func CheckImages(p Pod, images map[string]Image, rules ImageRules) error {
 			program = c.Command[0]
 		}
 		if _, ok := img.Files[program]; !ok {
-			errs = append(errs, fmt.Errorf("container %s: runs %s, which docker/%s/Dockerfile does not put in the image", c.Name, program, img.Component))
+			errs = append(errs, fmt.Errorf("container %s: runs %s, which the %s target of %s does not put in the image", c.Name, program, img.Component, dockerfile))
 		}
 		if uid := runAsUser(p, c.Name); uid == nil || *uid != img.UID {
 			errs = append(errs, fmt.Errorf("container %s: runs as uid %v, the image's files belong to its USER %d", c.Name, deref(uid), img.UID))

@@ -65,7 +65,7 @@ func loadCompose(t *testing.T, file string) map[string]map[string]any {
 
 // TestComposeServices checks what docker-compose config cannot: the
 // infrastructure, the four components and the rendering crawlers are
-// there, the components build from their Dockerfiles, have fixed host names
+// there, the components build from their targets of docker/Dockerfile, have fixed host names
 // (stats keys carry them) and environment variables that are settings of
 // their binaries, and the crawlers can be scaled (no container name, no
 // published port).
@@ -86,8 +86,8 @@ func TestComposeServices(t *testing.T) {
 			t.Errorf("%s: no hostname: Docker's random names would multiply the stats keys in Redis", name)
 		}
 		build, _ := svc["build"].(map[string]any)
-		if df, _ := build["dockerfile"].(string); df != filepath.ToSlash(filepath.Join("docker", name, "Dockerfile")) {
-			t.Errorf("%s: builds from %q, not docker/%s/Dockerfile", name, df, name)
+		if df, target := build["dockerfile"], build["target"]; df != "docker/Dockerfile" || target != name {
+			t.Errorf("%s: builds target %v of %v, not target %s of docker/Dockerfile", name, target, df, name)
 		}
 		known := settingNames(run(t, time.Minute, nil, binary(t, bin), "settings"))
 		env, _ := svc["environment"].(map[string]any)

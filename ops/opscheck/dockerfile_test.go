@@ -21,9 +21,13 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
-// components are the images, by their folder under docker/: the four
+// components are the images, by their targets in docker/Dockerfile (and
+// their folders under docker/, which hold their settings files): the four
 // components and the rendering crawler (the crawler with Chromium).
 var components = []string{"kafka-monitor", "redis-monitor", "crawler", "crawler-render", "rest"}
+
+// dockerfilePath is the Dockerfile of every image, from the repository root.
+const dockerfilePath = "docker/Dockerfile"
 
 // instruction is one Dockerfile instruction, continuation lines joined.
 type instruction struct {
@@ -355,96 +359,122 @@ func goWorkVersion(t *testing.T) string {
 	return string(m[1])
 }
 
-// TestDockerfilesBuildOutsideDocker runs the build stage of every
-// docker/<component>/Dockerfile outside Docker, in a copy of the build
-// context as .dockerignore leaves it, and then checks the final stage
-// against what was built: every file it copies exists, it runs as a
-// non-root user, and its ENTRYPOINT, run with the files it copies and the
-// `settings` sub-command, loads the image's settings file, every key of
-// which is a setting of that binary.
+// TestDockerfilesBuildOutsideDocker runs the build stages of
+// docker/Dockerfile outside Docker, in a copy of the build context as
+// .dockerignore leaves it, and then checks each component's target, with
+// the stages it builds on, against what was built: every file it copies
+// exists, it runs as a non-root user, and its ENTRYPOINT, run with the files
+// it copies and the `settings` sub-command, loads the image's settings file,
+// every key of which is a setting of that binary.
 func TestDockerfilesBuildOutsideDocker(t *testing.T) {
 	root := harness.Root(t)
 	ctxDir := buildContext(t)
 	goVersion := goWorkVersion(t)
+	df := parseDockerfile(t, filepath.Join(root, dockerfilePath))
+	stages := map[string]string{} // stage name -> emulated file system
+	for _, st := range df.stages {
+		if !strings.HasPrefix(st.image, "golang:") {
+			continue // a stage of the images, or only copied from (busybox)
+		}
+		if v := strings.TrimPrefix(st.image, "golang:"); !strings.HasPrefix(v, goVersion) {
+			t.Errorf("build image %s: go.work wants Go %s", st.image, goVersion)
+		}
+		stages[st.name] = emulateBuildStage(t, df, st, ctxDir)
+	}
+	if len(stages) == 0 {
+		t.Fatal("no golang build stage")
+	}
 	for _, c := range components {
 		t.Run(c, func(t *testing.T) {
-			df := parseDockerfile(t, filepath.Join(root, "docker", c, "Dockerfile"))
-			stages := map[string]string{} // stage name -> emulated file system
-			for _, st := range df.stages[:len(df.stages)-1] {
-				if !strings.HasPrefix(st.image, "golang:") {
-					continue // a stage only copied from (busybox)
-				}
-				if v := strings.TrimPrefix(st.image, "golang:"); !strings.HasPrefix(v, goVersion) {
-					t.Errorf("build image %s: go.work wants Go %s", st.image, goVersion)
-				}
-				stages[st.name] = emulateBuildStage(t, df, st, ctxDir)
-			}
-			if len(stages) == 0 {
-				t.Fatal("no golang build stage")
-			}
-			checkFinalStage(t, df, df.stages[len(df.stages)-1], stages, ctxDir, c)
+			checkFinalStage(t, df, df.image(t, c), stages, ctxDir, c)
 		})
 	}
 }
 
-func checkFinalStage(t *testing.T, df *dockerfile, st *stage, stages map[string]string, ctxDir, component string) {
+// image is the target stage name and the stages of df it builds on (FROM
+// another stage), the one FROM an image first, the target last.
+func (df *dockerfile) image(t *testing.T, name string) []*stage {
+	t.Helper()
+	var chain []*stage
+	for st := stageNamed(df, name); st != nil; st = stageNamed(df, st.image) {
+		if len(chain) > len(df.stages) {
+			t.Fatalf("%s: stage %s builds on itself", df.path, name)
+		}
+		chain = append([]*stage{st}, chain...)
+	}
+	if len(chain) == 0 {
+		t.Fatalf("%s: no target %s", df.path, name)
+	}
+	return chain
+}
+
+// checkFinalStage checks the image a target builds (chain: df.image): the
+// steps of the stages it builds on count as its own. Only a base stage FROM
+// an image with a shell and a package manager (the rendering crawler's
+// Debian) may RUN: the target itself and the distroless stages run nothing.
+func checkFinalStage(t *testing.T, df *dockerfile, chain []*stage, stages map[string]string, ctxDir, component string) {
 	t.Helper()
 	image := map[string]string{} // path in the image -> file here
 	var user string
 	var entrypoint, cmd []string
 	healthcheck := false
-	for _, in := range st.steps {
-		where := fmt.Sprintf("%s:%d", df.path, in.line)
-		switch in.cmd {
-		case "COPY":
-			flags, srcs, dest := copyArgs(df.expand(in.args, nil))
-			from, hasFrom := flags["from"]
-			fsRoot, emulated := stages[from]
-			if hasFrom && !emulated {
-				continue // from an image or a stage that is not emulated
+	distroless := strings.Contains(chain[0].image, "distroless") // no shell to RUN
+	for i, st := range chain {
+		for _, in := range st.steps {
+			where := fmt.Sprintf("%s:%d", df.path, in.line)
+			switch in.cmd {
+			case "COPY":
+				flags, srcs, dest := copyArgs(df.expand(in.args, nil))
+				from, hasFrom := flags["from"]
+				fsRoot, emulated := stages[from]
+				if hasFrom && !emulated {
+					continue // from an image or a stage that is not emulated
+				}
+				for _, src := range srcs {
+					var here string
+					if hasFrom {
+						here = filepath.Join(fsRoot, src)
+					} else {
+						here = filepath.Join(ctxDir, src)
+					}
+					if _, err := os.Stat(here); err != nil {
+						t.Errorf("%s: COPY %s: the build did not produce it: %v", where, src, err)
+						continue
+					}
+					if hasFrom {
+						checkStatic(t, where, here)
+					}
+					to := dest
+					if strings.HasSuffix(dest, "/") {
+						to = path.Join(dest, path.Base(src))
+					}
+					image[to] = here
+				}
+			case "USER":
+				user = in.args
+			case "ENTRYPOINT":
+				entrypoint = jsonArgs(t, where, in.args)
+			case "CMD":
+				cmd = jsonArgs(t, where, in.args)
+			case "HEALTHCHECK":
+				healthcheck = true
+				if !strings.Contains(in.args, "CMD") {
+					t.Errorf("%s: HEALTHCHECK without a command", where)
+				}
+			case "RUN":
+				if i == len(chain)-1 || distroless {
+					t.Errorf("%s: RUN in the image of %s: run it in a stage the image copies from", where, component)
+				}
 			}
-			for _, src := range srcs {
-				var here string
-				if hasFrom {
-					here = filepath.Join(fsRoot, src)
-				} else {
-					here = filepath.Join(ctxDir, src)
-				}
-				if _, err := os.Stat(here); err != nil {
-					t.Errorf("%s: COPY %s: the build did not produce it: %v", where, src, err)
-					continue
-				}
-				if hasFrom {
-					checkStatic(t, where, here)
-				}
-				to := dest
-				if strings.HasSuffix(dest, "/") {
-					to = path.Join(dest, path.Base(src))
-				}
-				image[to] = here
-			}
-		case "USER":
-			user = in.args
-		case "ENTRYPOINT":
-			entrypoint = jsonArgs(t, where, in.args)
-		case "CMD":
-			cmd = jsonArgs(t, where, in.args)
-		case "HEALTHCHECK":
-			healthcheck = true
-			if !strings.Contains(in.args, "CMD") {
-				t.Errorf("%s: HEALTHCHECK without a command", where)
-			}
-		case "RUN":
-			t.Errorf("%s: RUN in the final stage: the final image has no shell", where)
 		}
 	}
 	if name, _, _ := strings.Cut(user, ":"); name == "" || name == "0" || name == "root" {
-		t.Errorf("the final stage runs as %q: it must name a non-root user", user)
+		t.Errorf("the image runs as %q: it must name a non-root user", user)
 	}
 	if component == "rest" && !healthcheck {
 		t.Error("the rest image has no HEALTHCHECK")
 	}
-	entrypoint = withoutInit(t, df, entrypoint)
+	entrypoint = withoutInit(t, chain, entrypoint)
 	if len(entrypoint) == 0 {
 		t.Fatal("no ENTRYPOINT")
 	}

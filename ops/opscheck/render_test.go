@@ -18,12 +18,12 @@ const tini = "/usr/bin/tini"
 // withoutInit is entrypoint without a leading `/usr/bin/tini --`, which an
 // image may run its binary under when one of its stages installs Debian's
 // tini package (the check runs the binary itself).
-func withoutInit(t *testing.T, df *dockerfile, entrypoint []string) []string {
+func withoutInit(t *testing.T, chain []*stage, entrypoint []string) []string {
 	t.Helper()
 	if len(entrypoint) == 0 || entrypoint[0] != tini {
 		return entrypoint
 	}
-	if !slices.Contains(aptPackages(df), "tini") {
+	if !slices.Contains(aptPackages(chain), "tini") {
 		t.Errorf("the ENTRYPOINT runs %s, which no stage installs (apt-get install tini)", tini)
 	}
 	if len(entrypoint) < 2 || entrypoint[1] != "--" {
@@ -33,10 +33,10 @@ func withoutInit(t *testing.T, df *dockerfile, entrypoint []string) []string {
 	return entrypoint[2:]
 }
 
-// aptPackages are the packages the RUN steps of df install with apt-get.
-func aptPackages(df *dockerfile) []string {
+// aptPackages are the packages the RUN steps of stages install with apt-get.
+func aptPackages(stages []*stage) []string {
 	var pkgs []string
-	for _, st := range df.stages {
+	for _, st := range stages {
 		for _, in := range st.steps {
 			if in.cmd != "RUN" {
 				continue
@@ -77,17 +77,16 @@ func stageNamed(df *dockerfile, name string) *stage {
 // on with Debian's chromium.
 func TestTheRenderingImageRunsChromiumAsNonRoot(t *testing.T) {
 	root := harness.Root(t)
-	df := parseDockerfile(t, filepath.Join(root, "docker", "crawler-render", "Dockerfile"))
-	plain := parseDockerfile(t, filepath.Join(root, "docker", "crawler", "Dockerfile"))
-	final := df.stages[len(df.stages)-1]
-	base := stageNamed(df, final.image)
-	if base == nil {
-		t.Fatalf("the final stage is FROM %s, not a stage of this file that installs Chromium", final.image)
+	df := parseDockerfile(t, filepath.Join(root, dockerfilePath))
+	chain := df.image(t, "crawler-render")
+	final, base := chain[len(chain)-1], chain[0]
+	if len(chain) != 2 {
+		t.Fatalf("the crawler-render target is FROM %s, not a stage that installs Chromium FROM an image", final.image)
 	}
-	if p := plain.stages[len(plain.stages)-1].image; !strings.Contains(p, "debian12") || !strings.HasPrefix(base.image, "debian:bookworm") {
+	if p := df.image(t, "crawler")[0].image; !strings.Contains(p, "debian12") || !strings.HasPrefix(base.image, "debian:bookworm") {
 		t.Errorf("the rendering image is based on %s, the plain crawler image on %s: want Debian 12 (bookworm) for both", base.image, p)
 	}
-	pkgs := aptPackages(df)
+	pkgs := aptPackages(chain)
 	for _, want := range []string{"chromium", "ca-certificates", "tini"} {
 		if !slices.Contains(pkgs, want) {
 			t.Errorf("the image does not install %s (installs %v)", want, pkgs)

@@ -228,20 +228,15 @@ func (svc *Service) sendFailed(w http.ResponseWriter, r *http.Request, err error
 
 // poll returns the stored answer for a poll_id, once.
 func (svc *Service) poll(w http.ResponseWriter, r *http.Request) {
-	_, v, ok := svc.readJSON(w, r)
+	v, ok := svc.readValid(w, r, svc.pollSchema, "poll")
 	if !ok {
 		return
 	}
-	if err := svc.pollSchema.Validate(v); err != nil {
-		svc.badSchema(w, err.Error())
-		return
-	}
-	svc.log.Info("'poll' endpoint called", logfactory.Extra{"content": v})
 	if !svc.RedisConnected() {
 		writeFailure(w, http.StatusInternalServerError, msgNoRedis, "")
 		return
 	}
-	pollID := v.(map[string]any)["poll_id"].(string)
+	pollID := v["poll_id"].(string)
 	answer, err := svc.store.Take(r.Context(), pollID)
 	switch {
 	case errors.Is(err, answers.ErrNotFound):
@@ -262,6 +257,22 @@ func (svc *Service) poll(w http.ResponseWriter, r *http.Request) {
 func (svc *Service) badSchema(w http.ResponseWriter, cause string) {
 	svc.log.Error("Invalid Schema", logfactory.Extra{"status": statusFailure, "error": map[string]any{"message": msgBadSchema, "cause": cause}})
 	writeFailure(w, http.StatusBadRequest, msgBadSchema, cause)
+}
+
+// readValid reads a JSON body valid against schema, answering the client
+// itself when it is not (readJSON, badSchema), and logs the endpoint's call.
+func (svc *Service) readValid(w http.ResponseWriter, r *http.Request, schema *plugin.Schema, endpoint string) (map[string]any, bool) {
+	_, v, ok := svc.readJSON(w, r)
+	if !ok {
+		return nil, false
+	}
+	if err := schema.Validate(v); err != nil {
+		svc.badSchema(w, err.Error())
+		return nil, false
+	}
+	svc.log.Info("'"+endpoint+"' endpoint called", logfactory.Extra{"content": v})
+	obj, _ := v.(map[string]any) // the schemas want an object
+	return obj, true
 }
 
 // readJSON reads a JSON request body (see readBody) of UTF-8 holding one

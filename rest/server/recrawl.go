@@ -30,16 +30,10 @@ type cancelAnswer struct {
 // crawl-complete; no later run starts. 404 for a crawl the cluster does
 // not know, 409 for one without a schedule or whose schedule has ended.
 func (svc *Service) recrawlCancel(w http.ResponseWriter, r *http.Request) {
-	_, v, ok := svc.readJSON(w, r)
+	obj, ok := svc.readValid(w, r, svc.cancelSchema, "recrawl/cancel")
 	if !ok {
 		return
 	}
-	if err := svc.cancelSchema.Validate(v); err != nil {
-		svc.badSchema(w, err.Error())
-		return
-	}
-	svc.log.Info("'recrawl/cancel' endpoint called", logfactory.Extra{"content": v})
-	obj := v.(map[string]any)
 	c := ledger.Crawl{SpiderID: "link", AppID: obj["appid"].(string), CrawlID: obj["crawlid"].(string)}
 	if s, ok := obj["spiderid"].(string); ok {
 		c.SpiderID = s

@@ -158,15 +158,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.SessionTimeout <= 0 {
-		c.SessionTimeout = DefaultSessionTimeout
-	}
-	if c.ConnectTimeout <= 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
-	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = DefaultMaxBackoff
-	}
+	positiveOr(&c.SessionTimeout, DefaultSessionTimeout)
+	positiveOr(&c.ConnectTimeout, DefaultConnectTimeout)
+	positiveOr(&c.MaxBackoff, DefaultMaxBackoff)
 	if c.ResyncInterval == 0 {
 		c.ResyncInterval = DefaultResyncInterval
 	}
@@ -174,6 +168,13 @@ func (c Config) withDefaults() Config {
 		c.Logger = discardLogger{}
 	}
 	return c
+}
+
+// positiveOr sets *d to def unless it is positive.
+func positiveOr(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
 }
 
 // Watcher watches one configuration node (two in pointer mode). Its methods

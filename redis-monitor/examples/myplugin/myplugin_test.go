@@ -14,9 +14,8 @@ import (
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestClearDeletesTheQueueAndAnswers(t *testing.T) {
-	rdb := plugintest.Redis(t)
+	f, rdb := plugintest.Start(t, &myplugin.ClearMonitor{})
 	ctx := context.Background()
-	f := plugintest.Setup(t, &myplugin.ClearMonitor{}, rdb, nil, nil)
 	for _, m := range []string{`{"url":"http://ebay.com/1"}`, `{"url":"http://ebay.com/2"}`} {
 		rdb.ZAdd(ctx, "link:ebay.com:queue", redis.Z{Score: -1, Member: m})
 	}

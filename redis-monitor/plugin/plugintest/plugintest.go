@@ -50,6 +50,15 @@ func Setup(t testing.TB, p plugin.Plugin, rdb redis.UniversalClient, declared se
 	return f
 }
 
+// Start is a plugin test's prologue: it empties the shared Redis (see
+// EmptyRedis) and sets p up on it with no extra settings (see Setup). It
+// returns the fixture and the Redis client, for the test to arrange keys.
+func Start(t testing.TB, p plugin.Plugin) (*Fixture, *redis.Client) {
+	t.Helper()
+	rdb := EmptyRedis(t)
+	return Setup(t, p, rdb, nil, nil), rdb
+}
+
 // record keeps a JSON round trip of answer (numbers as float64), as a
 // consumer of the outbound topic reads it.
 func (f *Fixture) record(_ context.Context, answer map[string]any) error {

@@ -12,42 +12,59 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/expire"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
+// An expire waits for the crawl's deadline, then purges its requests from
+// the spider's queues, ordinary and render queues alike, blacklists it and
+// notifies.
 func TestExpireWaitsForTheDeadlineThenPurgesAndNotifies(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t)
-	ctx := context.Background()
-	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
-	deadline := f.Clock.Add(time.Minute)
-	for i := range 84 {
-		b, _ := json.Marshal(map[string]any{"url": "http://a.com/" + string(rune('a'+i%26)) + string(rune('a'+i/26)), "appid": "testapp", "crawlid": "ist234", "priority": 1, "expires": deadline.Unix()})
-		rdb.ZAdd(ctx, "link:a.com:queue", redis.Z{Score: -1, Member: string(b)})
-	}
-	rdb.ZAdd(ctx, "link:a.com:queue", redis.Z{Score: -1, Member: `{"url":"http://a.com/x","appid":"testapp","crawlid":"other","priority":1}`})
-	key := "timeout:link:testapp:ist234"
-	rdb.Set(ctx, key, deadline.Unix(), 0)
+	for _, tc := range []struct {
+		name, queue string
+		render      bool
+	}{
+		{"queue", rediskeys.QueueKey("link", "a.com"), false},
+		{"render queue", rediskeys.RenderQueueKey("link", "a.com"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, rdb := plugintest.Start(t, &expire.Monitor{})
+			ctx := context.Background()
+			deadline := f.Clock.Add(time.Minute)
+			for i := range 84 {
+				req := map[string]any{"url": fmt.Sprintf("http://a.com/%d", i), "appid": "testapp", "crawlid": "ist234", "priority": 1, "expires": deadline.Unix()}
+				if tc.render {
+					req["render"] = true
+				}
+				b, _ := json.Marshal(req)
+				rdb.ZAdd(ctx, tc.queue, redis.Z{Score: -1, Member: string(b)})
+			}
+			rdb.ZAdd(ctx, tc.queue, redis.Z{Score: -1, Member: `{"url":"http://a.com/x","appid":"testapp","crawlid":"other","priority":1}`})
+			key := "timeout:link:testapp:ist234"
+			rdb.Set(ctx, key, deadline.Unix(), 0)
 
-	// Before the deadline nothing happens and the key stays.
-	if handled, err := f.Process(ctx, key); handled || err != nil {
-		t.Fatalf("handled %v, %v before the deadline", handled, err)
-	}
-	if rdb.Exists(ctx, key).Val() != 1 || rdb.ZCard(ctx, "link:a.com:queue").Val() != 85 || len(f.Published()) != 0 {
-		t.Fatal("acted before the deadline")
-	}
+			// Before the deadline nothing happens and the key stays.
+			if handled, err := f.Process(ctx, key); handled || err != nil {
+				t.Fatalf("handled %v, %v before the deadline", handled, err)
+			}
+			if rdb.Exists(ctx, key).Val() != 1 || rdb.ZCard(ctx, tc.queue).Val() != 85 || len(f.Published()) != 0 {
+				t.Fatal("acted before the deadline")
+			}
 
-	f.Clock = deadline.Add(time.Second)
-	if handled, err := f.Process(ctx, key); !handled || err != nil {
-		t.Fatalf("handled %v, %v after the deadline", handled, err)
-	}
-	f.ExpectOnlyAnswer(t, `{"total_expired": 84, "server_time": 1767323106, "crawlid": "ist234",
-		"spiderid": "link", "appid": "testapp", "action": "expired"}`)
-	if n := rdb.ZCard(ctx, "link:a.com:queue").Val(); n != 1 {
-		t.Fatalf("%d requests left, want the other crawl's 1", n)
-	}
-	if !rdb.SIsMember(ctx, "link:blacklist", "testapp||ist234").Val() || rdb.Exists(ctx, key).Val() != 0 {
-		t.Fatal("not blacklisted, or timeout key left")
+			f.Clock = deadline.Add(time.Second)
+			if handled, err := f.Process(ctx, key); !handled || err != nil {
+				t.Fatalf("handled %v, %v after the deadline", handled, err)
+			}
+			f.ExpectOnlyAnswer(t, `{"total_expired": 84, "server_time": 1767323106, "crawlid": "ist234",
+				"spiderid": "link", "appid": "testapp", "action": "expired"}`)
+			if n := rdb.ZCard(ctx, tc.queue).Val(); n != 1 {
+				t.Fatalf("%d requests left, want the other crawl's 1", n)
+			}
+			if !rdb.SIsMember(ctx, "link:blacklist", "testapp||ist234").Val() || rdb.Exists(ctx, key).Val() != 0 {
+				t.Fatal("not blacklisted, or timeout key left")
+			}
+		})
 	}
 }
 
@@ -64,12 +81,11 @@ func TestExpireRejectsAValueThatIsNoTime(t *testing.T) {
 // counts the purged requests (purged:expire) and records the expire, so the
 // crawl-complete that follows says "expired".
 func TestExpireOfACrawlWithALedgerCountsThePurgeAndEndsIt(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t)
+	f, rdb := plugintest.Start(t, &expire.Monitor{})
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
 	}
-	f := plugintest.Setup(t, &expire.Monitor{}, rdb, nil, nil)
 	deadline := f.Clock.Add(time.Minute)
 	crawl := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ist234"}
 	pipe := rdb.Pipeline()

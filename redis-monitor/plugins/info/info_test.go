@@ -20,12 +20,6 @@ import (
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
-func setup(t *testing.T) (*plugintest.Fixture, *redis.Client) {
-	t.Helper()
-	rdb := plugintest.EmptyRedis(t)
-	return plugintest.Setup(t, &info.Monitor{}, rdb, nil, nil), rdb
-}
-
 // queue adds n requests of a crawl to a domain queue, with a priority and
 // optional expires, as the Kafka Monitor queues them (score -priority).
 func queue(t *testing.T, rdb *redis.Client, domain, appid, crawlid string, priority, n int, expires int64) {
@@ -83,7 +77,7 @@ func assertAnswer(t *testing.T, got map[string]any, want string) {
 }
 
 func TestAppInfoHasTheSpecsShape(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	ctx := context.Background()
 	// The spec's example, smaller: crawl ist234 with an expiry, crawl ABC123
 	// spread over domains with several priorities; another app's crawl and
@@ -127,7 +121,7 @@ func TestAppInfoHasTheSpecsShape(t *testing.T) {
 }
 
 func TestCrawlInfoHasTheSpecsShape(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	queue(t, rdb, "duckduckgo.com", "testapp", "ABC123", -19, 2, 0)
 	queue(t, rdb, "wikipedia.org", "testapp", "ABC123", -19, 1, 0)
 	queue(t, rdb, "wikipedia.org", "testapp", "other", -19, 5, 0)
@@ -145,7 +139,7 @@ func TestCrawlInfoHasTheSpecsShape(t *testing.T) {
 }
 
 func TestCrawlInfoReportsTheCrawlsExpiry(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	ctx := context.Background()
 	rdb.Set(ctx, "timeout:link:testapp:ABC123", "1452094703", 0)
 	got := ask(t, f, rdb, "info:link:testapp:ABC123", "u1")
@@ -155,7 +149,7 @@ func TestCrawlInfoReportsTheCrawlsExpiry(t *testing.T) {
 }
 
 func TestBadKeyIsAnError(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	rdb.Set(context.Background(), "info:link:a:b:c", "u1", 0)
 	if _, err := f.Process(context.Background(), "info:link:a:b:c"); err == nil {
 		t.Fatal("no error for a five-part key")
@@ -215,7 +209,7 @@ func lease(t *testing.T, rdb *redis.Client, domain string, c ledger.Crawl) {
 // its progress: what was queued, what is left in the queues and leased,
 // what became of the rest.
 func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "ABC123"}
 	seed(t, rdb, "duckduckgo.com", c, 4, 19)
 	seed(t, rdb, "wikipedia.org", c, 2, 19)
@@ -245,7 +239,7 @@ func TestCrawlInfoOfACrawlWithALedgerAddsItsProgress(t *testing.T) {
 // pending requests, ledger or not); the app's crawls of the spider with a
 // ledger get their progress in "progress", finished ones too.
 func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	running := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "running"}
 	finished := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "finished"}
 	seed(t, rdb, "a.com", running, 2, 5)
@@ -283,7 +277,7 @@ func TestAppInfoAddsTheProgressOfTheAppsCrawlsWithALedger(t *testing.T) {
 // An app with more crawls than MaxAppProgress gets the progress of its
 // newest ones only, so that the answer fits a Kafka message.
 func TestAppInfoGivesTheProgressOfTheNewestCrawlsOnly(t *testing.T) {
-	f, rdb := setup(t)
+	f, rdb := plugintest.Start(t, &info.Monitor{})
 	ctx := context.Background()
 	n := info.MaxAppProgress + 5
 	pipe := rdb.TxPipeline()
@@ -308,5 +302,65 @@ func TestAppInfoGivesTheProgressOfTheNewestCrawlsOnly(t *testing.T) {
 	}
 	if progress[fmt.Sprintf("c%d", n-1)] == nil {
 		t.Error("the newest crawl is missing")
+	}
+}
+
+// renderQueue adds n render requests of a crawl to a domain's render
+// queue, as the Kafka Monitor queues them.
+func renderQueue(t *testing.T, rdb *redis.Client, domain, appid, crawlid string, priority, n int) {
+	t.Helper()
+	for i := range n {
+		member := fmt.Sprintf(`{"appid":%q,"crawlid":%q,"priority":%d,"render":true,"spiderid":"link","url":"http://%s/r/%d"}`,
+			appid, crawlid, priority, domain, i)
+		if err := rdb.ZAdd(context.Background(), rediskeys.RenderQueueKey("link", domain), redis.Z{Score: float64(-priority), Member: member}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Render requests wait for a rendering crawler: info counts them in
+// total_pending and in their domain's entry, beside the domain's ordinary
+// requests, in a crawl's answer and in an app's.
+func TestInfoCountsTheRenderRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		queue     func(t *testing.T, rdb *redis.Client)
+		key, want string
+	}{
+		{"crawl", func(t *testing.T, rdb *redis.Client) {
+			queue(t, rdb, "spa.example", "testapp", "ABC123", 5, 1, 0)
+			renderQueue(t, rdb, "spa.example", "testapp", "ABC123", 7, 2)
+			renderQueue(t, rdb, "app.example", "testapp", "ABC123", 1, 3)
+			renderQueue(t, rdb, "app.example", "testapp", "other", 1, 4)
+		}, "info:link:testapp:ABC123", `{
+			"server_time": 1767323045, "crawlid": "ABC123",
+			"total_pending": 6, "total_domains": 2,
+			"spiderid": "link", "appid": "testapp",
+			"domains": {
+				"spa.example": {"low_priority": 5, "high_priority": 7, "total": 3},
+				"app.example": {"low_priority": 1, "high_priority": 1, "total": 3}
+			},
+			"uuid": "u1"
+		}`},
+		{"app", func(t *testing.T, rdb *redis.Client) {
+			queue(t, rdb, "spa.example", "testapp", "c1", 5, 1, 0)
+			renderQueue(t, rdb, "spa.example", "testapp", "c1", 5, 2)
+			renderQueue(t, rdb, "app.example", "testapp", "c2", 1, 3)
+			renderQueue(t, rdb, "app.example", "otherapp", "c2", 1, 4)
+		}, "info:link:testapp", `{
+			"server_time": 1767323045, "uuid": "u1",
+			"total_pending": 6, "total_domains": 2, "total_crawlids": 2,
+			"spiderid": "link", "appid": "testapp",
+			"crawlids": {
+				"c1": {"domains": {"spa.example": {"low_priority": 5, "high_priority": 5, "total": 3}}, "distinct_domains": 1, "total": 3},
+				"c2": {"domains": {"app.example": {"low_priority": 1, "high_priority": 1, "total": 3}}, "distinct_domains": 1, "total": 3}
+			}
+		}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, rdb := plugintest.Start(t, &info.Monitor{})
+			tc.queue(t, rdb)
+			assertAnswer(t, ask(t, f, rdb, tc.key, "u1"), tc.want)
+		})
 	}
 }

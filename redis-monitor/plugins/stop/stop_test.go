@@ -3,6 +3,7 @@ package stop_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -11,14 +12,14 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
 
 func TestStopPurgesBlacklistsAndAnswersAsTheSpec(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t)
+	f, rdb := plugintest.Start(t, &stop.Monitor{})
 	ctx := context.Background()
-	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	for d := range 20 {
 		key := fmt.Sprintf("link:d%d.com:queue", d)
 		for i := range 5 {
@@ -73,7 +74,7 @@ func TestStopNeedsACrawlID(t *testing.T) {
 // stop; no completer claims the crawl before the answer is out, and then its
 // crawl-complete says "stopped".
 func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing.T) {
-	rdb := plugintest.EmptyRedis(t)
+	f, rdb := plugintest.Start(t, &stop.Monitor{})
 	ctx := context.Background()
 	if err := ledger.LoadScripts(ctx, rdb); err != nil {
 		t.Fatal(err)
@@ -91,7 +92,6 @@ func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing
 
 	completer := ledger.NewCompleter(rdb, "another monitor", time.Hour)
 	claimedDuringAnswer := -1
-	f := plugintest.Setup(t, &stop.Monitor{}, rdb, nil, nil)
 	env := f.Env
 	env.Now = time.Now
 	env.Publish = func(ctx context.Context, answer map[string]any) error {
@@ -119,5 +119,31 @@ func TestStopOfACrawlWithALedgerCountsThePurgeAndEndsItAfterItsAnswer(t *testing
 	fs, err := completer.Claim(ctx)
 	if err != nil || len(fs) != 1 || fs[0].Progress.Reason() != "stopped" {
 		t.Fatalf("after the answer the completer claimed %+v (%v), want the crawl, stopped", fs, err)
+	}
+}
+
+// A stop purges the crawl's render requests with its others: none is
+// left for a rendering crawler to fetch.
+func TestStopPurgesTheCrawlsRenderRequests(t *testing.T) {
+	f, rdb := plugintest.Start(t, &stop.Monitor{})
+	ctx := context.Background()
+	keep := `{"appid":"testapp","crawlid":"keep","priority":1,"render":true,"url":"http://spa.example/k"}`
+	for i := range 3 {
+		rdb.ZAdd(ctx, rediskeys.RenderQueueKey("link", "spa.example"), redis.Z{Score: -1,
+			Member: fmt.Sprintf(`{"appid":"testapp","crawlid":"ABC123","priority":1,"render":{"timeout":5},"url":"http://spa.example/%d"}`, i)})
+	}
+	rdb.ZAdd(ctx, rediskeys.RenderQueueKey("link", "spa.example"), redis.Z{Score: -1, Member: keep})
+	rdb.ZAdd(ctx, rediskeys.QueueKey("link", "spa.example"), redis.Z{Score: -1, Member: `{"appid":"testapp","crawlid":"ABC123","priority":1,"url":"http://spa.example/plain"}`})
+	rdb.Set(ctx, "stop:link:testapp:ABC123", "u1", 0)
+	if _, err := f.Process(ctx, "stop:link:testapp:ABC123"); err != nil {
+		t.Fatal(err)
+	}
+	f.ExpectOnlyAnswer(t, `{"total_purged": 4, "server_time": 1767323045, "crawlid": "ABC123",
+		"uuid": "u1", "spiderid": "link", "appid": "testapp", "action": "stop"}`)
+	if got := rdb.ZRange(ctx, rediskeys.RenderQueueKey("link", "spa.example"), 0, -1).Val(); !reflect.DeepEqual(got, []string{keep}) {
+		t.Errorf("the render queue holds %v, want only the other crawl's %s", got, keep)
+	}
+	if n := rdb.Exists(ctx, rediskeys.QueueKey("link", "spa.example")).Val(); n != 0 {
+		t.Error("the crawl's ordinary request is left")
 	}
 }
