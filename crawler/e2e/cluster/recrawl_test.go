@@ -357,18 +357,25 @@ func TestEachRunStartsOnceWithTwoMonitorsOneKilled(t *testing.T) {
 	crawled := c.watch("crawled_firehose")
 	outbound := c.watch("outbound_firehose")
 	feedScheduled(c, site, "twice-watched", map[string]any{"every": 2, "runs": 4})
+	startLines := func() (n int) {
+		for _, p := range []*harness.Process{c.proc("redis-monitor"), victim} {
+			n += strings.Count(p.Output().String(), "Started a re-crawl run")
+		}
+		return n
+	}
 	outbound.await(t, "the crawl-complete of run 2", 60*time.Second, completeOfRun("twice-watched", 2))
+	// Lines below WARNING reach the output up to 100 ms after they are
+	// logged (logfactory gathers them): the kill waits for run 2's start
+	// line, or a run 2 that ended within 100 ms of its start would lose it
+	// with the victim and the count below would be of lost lines.
+	waitFor(t, "run 2's start in a monitor's log", 30*time.Second, func() bool { return startLines() >= 1 })
 	victim.Kill()
 	outbound.await(t, "the crawl-complete of run 4", 60*time.Second, completeOfRun("twice-watched", 4))
 	// A marker crawl completing after run 4 lets every monitor look again.
 	c.feed(map[string]any{"url": site.url("/a/0"), "appid": appID, "crawlid": "marker", "maxdepth": 0})
 	outbound.await(t, "the crawl-complete of the marker", 60*time.Second, completeOf("marker"))
-	startLines := 0
-	for _, p := range []*harness.Process{c.proc("redis-monitor"), victim} {
-		startLines += strings.Count(p.Output().String(), "Started a re-crawl run")
-	}
-	if startLines != 3 {
-		t.Errorf("the monitors logged %d run starts, want 3 (runs 2 to 4)", startLines)
+	if n := startLines(); n != 3 {
+		t.Errorf("the monitors logged %d run starts, want 3 (runs 2 to 4)", n)
 	}
 	for n := 1; n <= 4; n++ {
 		if k := len(outbound.all(completeOfRun("twice-watched", n))); k != 1 {
