@@ -66,8 +66,11 @@ type Monitor struct {
 	dumpEvery    time.Duration // STATS_DUMP; 0 never
 
 	processed atomic.Int64 // messages handled (stored, failed or skipped as stored before), for tests and benchmarks
-	marks     *storedMarks
-	reports   chan outcome // while Run runs: the stored batches for reportLoop
+	launched  struct {     // batches (and their messages) launched into Redis, landed or not, for tests
+		batches, messages atomic.Int64
+	}
+	marks   *storedMarks
+	reports chan outcome // while Run runs: the stored batches for reportLoop
 
 	statsCh   chan statsDelta
 	statsDone chan struct{}
@@ -421,6 +424,8 @@ func (m *Monitor) launch(ctx context.Context, batch []kafka.Message) (*flight, e
 		f.err = errors.Join(errs...)
 		close(f.done)
 	}()
+	m.launched.messages.Add(int64(len(batch)))
+	m.launched.batches.Add(1)
 	return f, nil
 }
 

@@ -337,15 +337,15 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	stop0()
 
 	// The next 200 wait in Kafka. Redis answers reads but holds writes, so
-	// that the monitor has two batches in flight; then Redis goes down and
-	// every write fails.
+	// that the monitor launches a batch, launches the next one while the
+	// first waits, and waits; then Redis goes down and every write fails.
 	c.produce(t, reqs[100:]...)
 	ctx := context.Background()
-	if err := c.rdb.Do(ctx, "CLIENT", "PAUSE", "10000", "WRITE").Err(); err != nil {
+	if err := c.rdb.Do(ctx, "CLIENT", "PAUSE", "120000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
 	m1, stop1 := c.start(t)
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, "two batches in flight", func() bool { b, _ := m1.Launched(); return b == 2 })
 	c.redis.Kill()
 	waitFor(t, "a logged Redis failure", func() bool {
 		return strings.Contains(c.logs.String(), "Failed to store requests in Redis; retrying")
@@ -357,6 +357,10 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	if got := m1.Processed(); got != 0 {
 		t.Fatalf("the stopped monitor reported %d requests, want none", got)
 	}
+	if b, _ := m1.Launched(); b != 2 {
+		t.Fatalf("the stopped monitor launched %d batches, want the two it had in flight", b)
+	}
+	_, inFlight := m1.Launched()
 	var notStored float64
 	for line := range strings.Lines(c.logs.String()) {
 		var l map[string]any
@@ -364,8 +368,8 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 			notStored, _ = l["messages"].(float64)
 		}
 	}
-	if notStored <= batchSize {
-		t.Fatalf("the stopped monitor had %v messages in flight, want two batches (more than %d):\n%s", notStored, batchSize, c.logs)
+	if int64(notStored) != inFlight {
+		t.Fatalf("the stopped monitor logged %v messages not stored, want the %d of its two batches in flight:\n%s", notStored, inFlight, c.logs)
 	}
 
 	m2, _ := c.start(t)
