@@ -69,6 +69,7 @@ type Monitor struct {
 	launched  struct {     // batches (and their messages) launched into Redis, landed or not, for tests
 		batches, messages atomic.Int64
 	}
+	budget  atomic.Pointer[readAhead] // while Run runs: its read-ahead budget, for tests
 	marks   *storedMarks
 	reports chan outcome // while Run runs: the stored batches for reportLoop
 
@@ -169,6 +170,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 	m.log.Info("Kafka Monitor running", logfactory.Extra{"topic": topic, "group": m.group, "id": m.id})
 
 	budget := newReadAhead(m.readAhead)
+	m.budget.Store(budget)
 	defer m.startReports(budget)()
 	msgs := make(chan kafka.Message, m.batchSize)
 	go m.fetchLoop(ctx, reader, budget, msgs)

@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/monitor"
+	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	_ "github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/all"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -60,8 +61,14 @@ func newCluster(t testing.TB, redisOpts harness.RedisOptions, extra ...string) *
 // start runs a monitor until the test ends; stop cancels it and waits.
 func (c *cluster) start(t testing.TB) (m *monitor.Monitor, stop func()) {
 	t.Helper()
+	return c.startOn(t, c.rdb)
+}
+
+// startOn is start with the monitor writing through rdb.
+func (c *cluster) startOn(t testing.TB, rdb redis.UniversalClient) (m *monitor.Monitor, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	m, err := monitor.New(ctx, c.s, c.log, c.rdb)
+	m, err := monitor.New(ctx, c.s, c.log, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +94,7 @@ func (c *cluster) produce(t testing.TB, values ...string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kcfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: "demo.incoming", Partitions: 2}); err != nil {
+	if err := kcfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: "demo.incoming", Partitions: plugin.IncomingPartitions.From(c.s)}); err != nil {
 		t.Fatal(err)
 	}
 	w := kcfg.NewWriter("demo.incoming")
@@ -325,7 +332,9 @@ func (c *cluster) wantOneSeedEach(t *testing.T, n int) {
 // neither, and the next monitor stores each request once.
 func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	const batchSize = 50
-	c := newCluster(t, harness.RedisOptions{AppendOnly: true}, "BATCH_SIZE="+strconv.Itoa(batchSize))
+	// One partition: a batch with a partition the batch before did not
+	// have looks its marks up, and lands the batch before first.
+	c := newCluster(t, harness.RedisOptions{AppendOnly: true}, "BATCH_SIZE="+strconv.Itoa(batchSize), "KAFKA_INCOMING_PARTITIONS=1")
 	const n = 300
 	reqs := make([]string, n)
 	for i := range reqs {
@@ -336,15 +345,27 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	waitFor(t, "the first 100", func() bool { return m0.Processed() >= 100 })
 	stop0()
 
-	// The next 200 wait in Kafka. Redis answers reads but holds writes, so
-	// that the monitor launches a batch, launches the next one while the
-	// first waits, and waits; then Redis goes down and every write fails.
+	// The next 200 wait in Kafka. Redis answers reads but holds writes.
+	// The monitor's first read of its marks waits until it holds more than
+	// a batch of messages and the one the fetcher may have in hand, so
+	// that it launches a batch, finds the next one waiting and launches it
+	// while the first waits for Redis. Then Redis
+	// goes down and every write fails.
 	c.produce(t, reqs[100:]...)
 	ctx := context.Background()
 	if err := c.rdb.Do(ctx, "CLIENT", "PAUSE", "120000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	m1, stop1 := c.start(t)
+	marksRead := make(chan struct{})
+	rdb1 := c.redis.TestClient(t)
+	rdb1.AddHook(holdMarksReads{until: marksRead})
+	m1, stop1 := c.startOn(t, rdb1)
+	longest := 0
+	for _, r := range reqs {
+		longest = max(longest, len(r))
+	}
+	waitFor(t, "more than a batch read ahead", func() bool { return m1.HeldBytes() > (batchSize+1)*monitor.HeldCost(longest) })
+	close(marksRead)
 	waitFor(t, "two batches in flight", func() bool { b, _ := m1.Launched(); return b == 2 })
 	c.redis.Kill()
 	waitFor(t, "a logged Redis failure", func() bool {
@@ -376,6 +397,27 @@ func TestAMonitorStoppedWithTwoBatchesInFlightCommitsNeither(t *testing.T) {
 	waitFor(t, "every request in Redis", func() bool { return c.rdb.ZCard(ctx, "link:inflight.com:queue").Val() == n })
 	waitFor(t, "the second monitor's 200", func() bool { return m2.Processed() >= 200 })
 	c.wantOneSeedEach(t, n)
+}
+
+// holdMarksReads holds a client's pipelines that read sorted sets by score
+// (the Kafka Monitor's read of its stored marks) until until is closed.
+type holdMarksReads struct{ until <-chan struct{} }
+
+func (holdMarksReads) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (holdMarksReads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+
+func (h holdMarksReads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if cmd.Name() == "zrangebyscore" {
+				<-h.until
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // READ_AHEAD_BYTES bounds what a monitor holds, not what it can store: with

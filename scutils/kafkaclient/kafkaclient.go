@@ -284,7 +284,7 @@ func (c Config) EnsureTopicsWith(ctx context.Context, client *kafka.Client, topi
 		}
 		req.Topics = append(req.Topics, tc)
 	}
-	resp, err := client.CreateTopics(ctx, req)
+	resp, err := createTopics(ctx, client, req)
 	if err != nil {
 		return fmt.Errorf("create topics on %s: %w", strings.Join(c.Brokers, ","), err)
 	}
@@ -295,6 +295,27 @@ func (c Config) EnsureTopicsWith(ctx context.Context, client *kafka.Client, topi
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// createTopics sends req, again while the client does not know the
+// controller yet (kafka-go's BrokerNotAvailable before its first metadata,
+// seen on a loaded machine) or the broker answers with a temporary error,
+// until ctx is done.
+func createTopics(ctx context.Context, client *kafka.Client, req *kafka.CreateTopicsRequest) (*kafka.CreateTopicsResponse, error) {
+	backoff := 50 * time.Millisecond
+	for {
+		resp, err := client.CreateTopics(ctx, req)
+		var kerr kafka.Error
+		if err == nil || !errors.As(err, &kerr) || (kerr != kafka.BrokerNotAvailable && !kerr.Temporary()) {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
 }
 
 // TopicInfo is a topic and its partition count.
