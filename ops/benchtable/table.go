@@ -140,6 +140,7 @@ func clusterBenches() []Bench {
 				{Label: "crawler CPU over the test site's", Result: "BenchmarkCrawlCost", Unit: "crawler-cpu-per-site-cpu", Target: AtMost(1.3)},
 				{Label: "broker CPU over the test site's", Result: "BenchmarkCrawlCost", Unit: "broker-cpu-per-site-cpu"},
 				{Label: "redis-server CPU over the test site's", Result: "BenchmarkCrawlCost", Unit: "redis-server-cpu-per-site-cpu"},
+				{Label: "bytes the broker's log grew by per page (KAFKA_PRODUCER_COMPRESSION)", Result: "BenchmarkCrawlCost", Unit: "broker-log-bytes/page"},
 				{Label: "Redis socket reads per page (round trips, INFO stats)", Result: "BenchmarkCrawlCost", Unit: "redis-reads/page"},
 				{Label: "Redis commands per page (INFO commandstats)", Result: "BenchmarkCrawlCost", Unit: "redis-cmds/page"},
 				{Label: "  %s", Result: "BenchmarkCrawlCost", Unit: "redis-cmd-*/page"},

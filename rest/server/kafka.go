@@ -80,6 +80,7 @@ func (k *kafkaSide) check(ctx context.Context) error {
 			Senders:       max(parts[k.incoming], 2),
 			MaxBatchBytes: k.cfg.MaxRequestBytes,
 			Timeout:       k.sendTimeout,
+			Compression:   k.cfg.Compression,
 		}))
 	}
 	return nil

@@ -35,6 +35,7 @@ var (
 	ConnTimeout     = settings.Seconds("KAFKA_CONN_TIMEOUT", 5, "seconds to connect to a broker")
 	BatchLinger     = settings.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS", 25, "ms a batching producer (`kafka-monitor feed`) waits to fill a batch; the services send at once with group commit (what arrives while two sends are out goes in the next)")
 	SendBuffer      = settings.Int("KAFKA_PRODUCER_BUFFER_BYTES", 4<<20, "TCP send buffer of the producers' connections")
+	Compression     = settings.String("KAFKA_PRODUCER_COMPRESSION", "none", "codec of the message batches every producer sends: `none`, `gzip`, `snappy`, `lz4` or `zstd` ([Kafka compression](production.md#kafka-compression)); every consumer of the topics must read it").Ours()
 	MaxRequestBytes = settings.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE", 1<<20, "largest produce request, so the largest message sent: larger crawl results are cut or reduced ([crawl results](crawler.md#crawl-results))").Ours()
 	AutoOffsetReset = settings.String("KAFKA_CONSUMER_AUTO_OFFSET_RESET", "earliest", "where a reader without committed offsets starts: `earliest` or `latest`")
 	FetchMaxBytes   = settings.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES", 10<<20, "largest fetch, so the largest message read")
@@ -47,7 +48,7 @@ var (
 
 // Settings are the Kafka settings, for a component's settings.Group.
 func Settings() settings.Group {
-	return settings.Declare(Hosts, TopicPrefix, ConnTimeout, BatchLinger, SendBuffer, MaxRequestBytes, AutoOffsetReset,
+	return settings.Declare(Hosts, TopicPrefix, ConnTimeout, BatchLinger, SendBuffer, Compression, MaxRequestBytes, AutoOffsetReset,
 		FetchMaxBytes, FetchMaxWait, CommitInterval, AutoCommit, Partitions, Replication)
 }
 
@@ -72,6 +73,9 @@ type Config struct {
 	// MaxRequestBytes bounds one produce request, and so the largest
 	// message written (KAFKA_PRODUCER_MAX_REQUEST_SIZE).
 	MaxRequestBytes int
+	// Compression is the codec of the batches producers send
+	// (KAFKA_PRODUCER_COMPRESSION; 0: none).
+	Compression kafka.Compression
 	// StartAtEarliest: a consumer group without committed offsets starts at
 	// the oldest message (true) or only new ones (KAFKA_CONSUMER_AUTO_OFFSET_RESET).
 	StartAtEarliest bool
@@ -115,6 +119,10 @@ func ConfigFromSettings(s *settings.Settings) (Config, error) {
 	if AutoCommit.From(s) {
 		cfg.CommitInterval = CommitInterval.From(s)
 	}
+	var err error
+	if cfg.Compression, err = compressionNamed(Compression.From(s)); err != nil {
+		return cfg, err
+	}
 	switch reset := strings.ToLower(AutoOffsetReset.From(s)); reset {
 	case "earliest", "smallest":
 		cfg.StartAtEarliest = true
@@ -123,6 +131,23 @@ func ConfigFromSettings(s *settings.Settings) (Config, error) {
 		return cfg, fmt.Errorf("setting KAFKA_CONSUMER_AUTO_OFFSET_RESET: want 'earliest' or 'latest', got %q", reset)
 	}
 	return cfg, cfg.Validate()
+}
+
+// compressionNamed is the codec KAFKA_PRODUCER_COMPRESSION names.
+func compressionNamed(name string) (kafka.Compression, error) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "none", "":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("setting KAFKA_PRODUCER_COMPRESSION: want none, gzip, snappy, lz4 or zstd, got %q", name)
 }
 
 // Validate reports the first unusable field.
@@ -195,6 +220,7 @@ func (c Config) NewWriter(topic string) *kafka.Writer {
 		BatchTimeout: max(c.BatchLinger, time.Millisecond),
 		BatchBytes:   int64(c.MaxRequestBytes),
 		RequiredAcks: kafka.RequireAll,
+		Compression:  c.Compression,
 		Transport:    c.transport(),
 	}
 }

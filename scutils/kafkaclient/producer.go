@@ -67,6 +67,9 @@ type ProducerConfig struct {
 	// does) may publish it twice, so keep it well above the time a loaded
 	// broker takes.
 	Timeout time.Duration
+	// Compression is the codec of the batches sent (Config.Compression;
+	// 0: none).
+	Compression kafka.Compression
 }
 
 // DefaultProduceTimeout is ProducerConfig.Timeout's default.
@@ -268,6 +271,7 @@ func (p *Producer) produce(topic string, msgs []*pending) error {
 				Partition:    partition,
 				RequiredAcks: kafka.RequireAll,
 				Records:      kafka.NewRecordReader(records...),
+				Compression:  p.cfg.Compression,
 			})
 			if err == nil && res != nil {
 				err = res.Error

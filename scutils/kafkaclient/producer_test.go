@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 	"github.com/segmentio/kafka-go/protocol/produce"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 const topic = "demo.incoming"
@@ -251,4 +253,83 @@ func TestTheBrokerIsGivenHalfTheProduceTimeoutToAnswer(t *testing.T) {
 	if len(rec.got) != 1 || rec.got[0] < 9*time.Second || rec.got[0] > 10*time.Second {
 		t.Fatalf("produce requests gave the broker %v to answer, want one of about 10s", rec.got)
 	}
+}
+
+// With KAFKA_PRODUCER_COMPRESSION set, producers send batches in that
+// codec, and every message reads back as it was sent.
+func TestProducersCompressWithTheConfiguredCodec(t *testing.T) {
+	for _, name := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		t.Run(name, func(t *testing.T) {
+			k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{topic}, Partitions: 1, NoAutoCreate: true})
+			cfg := configFor(k)
+			s, err := settings.Load(kafkaclient.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{
+				"KAFKA_HOSTS": strings.Join(cfg.Brokers, ","), "KAFKA_PRODUCER_COMPRESSION": strings.ToUpper(name)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg, err = kafkaclient.ConfigFromSettings(s); err != nil {
+				t.Fatal(err)
+			}
+			client := cfg.NewClient()
+			p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Compression: cfg.Compression})
+			defer p.Close()
+			var want []string
+			for i := range 20 {
+				v := fmt.Sprintf(`{"n": %d, "body": %q}`, i, strings.Repeat("crawled ", 200))
+				want = append(want, v)
+				if err := p.Send(context.Background(), topic, []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w := cfg.NewWriter(topic)
+			defer w.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := w.WriteMessages(ctx, kafka.Message{Value: []byte("from the batching writer")}); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, "from the batching writer")
+			if got := read(t, client, 1)[0]; !slices.Equal(got, want) {
+				t.Fatalf("read back %d messages, want the %d sent, equal", len(got), len(want))
+			}
+			if codecs := batchCodecs(t, client); len(codecs) == 0 || slices.ContainsFunc(codecs, func(c string) bool { return c != name }) {
+				t.Fatalf("the batches' codecs are %v, want %s each", codecs, name)
+			}
+		})
+	}
+	s, err := settings.Load(kafkaclient.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{"KAFKA_PRODUCER_COMPRESSION": "brotli"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kafkaclient.ConfigFromSettings(s); err == nil || !strings.Contains(err.Error(), "KAFKA_PRODUCER_COMPRESSION") {
+		t.Fatalf("an unknown codec: %v, want an error naming the setting", err)
+	}
+}
+
+// batchCodecs names the codec of each record batch of topic's partition 0.
+func batchCodecs(t *testing.T, client *kafka.Client) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: 0, Offset: 0, MaxBytes: 64 << 20})
+	if err != nil || res.Error != nil {
+		t.Fatalf("fetch: %v %v", err, res.Error)
+	}
+	stream, ok := res.Records.(*protocol.RecordStream)
+	if !ok {
+		t.Fatalf("the fetched records are a %T, not a record stream", res.Records)
+	}
+	var codecs []string
+	for _, r := range stream.Records {
+		batch, ok := r.(*protocol.RecordBatch)
+		if !ok {
+			t.Fatalf("a fetched batch is a %T, not a v2 record batch", r)
+		}
+		codec := "none"
+		if c := batch.Attributes.Compression(); c != 0 {
+			codec = c.String()
+		}
+		codecs = append(codecs, codec)
+	}
+	return codecs
 }

@@ -55,7 +55,7 @@ func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Lo
 	client := c.NewClient()
 	return &Publisher{
 		cfg: c, family: family, appIDTopics: appIDTopics, log: log,
-		client: client, producer: NewProducer(client, ProducerConfig{Senders: publisherSenders, MaxBatchBytes: c.MaxRequestBytes}),
+		client: client, producer: NewProducer(client, ProducerConfig{Senders: publisherSenders, MaxBatchBytes: c.MaxRequestBytes, Compression: c.Compression}),
 		ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -75,6 +76,8 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //     kafka-monitor), and total-cpu-µs/page, their sum;
 //   - pages/s over the same span (the machine's other load shows here, not
 //     in the CPU figures);
+//   - broker-log-bytes/page: what the broker's log files grew by (every
+//     topic, the results' firehose the most), per page;
 //   - redis-reads/page: how often Redis read requests from a socket (INFO
 //     stats total_reads_processed), its round trips near enough: each one
 //     a wake-up with its kernel work, whatever it holds;
@@ -161,6 +164,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 	var pages int
 	var elapsed time.Duration
 	var reads int64 // socket reads with requests in them: round trips, near enough
+	var logBytes int64
 	cpu := map[string]time.Duration{}
 	cmds := map[string]commandStat{}
 	var collyRuns collyRun
@@ -171,6 +175,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		cpuStart := cpuTimes(b, pids)
 		cmdStart := commandStats(b, rdb)
 		readsStart := readsProcessed(b, rdb)
+		logStart := dirBytes(b, broker.dir)
 		start := time.Now()
 		feed(crawlID)
 		pages += wait(crawlID, costPages)
@@ -179,6 +184,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 			cpu[name] += t - cpuStart[name]
 		}
 		reads += readsProcessed(b, rdb) - readsStart
+		logBytes += dirBytes(b, broker.dir) - logStart
 		for name, s := range commandStats(b, rdb) {
 			d := cmds[name]
 			d.calls += s.calls - cmdStart[name].calls
@@ -200,6 +206,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 		total += cpu[name]
 	}
 	b.ReportMetric(perPage(float64(total.Microseconds())), "total-cpu-µs/page")
+	b.ReportMetric(perPage(float64(logBytes)), "broker-log-bytes/page")
 	for _, name := range []string{"crawler", "broker", "redis-server"} {
 		b.ReportMetric(float64(cpu[name])/float64(cpu["site"]), name+"-cpu-per-site-cpu")
 	}
@@ -221,6 +228,26 @@ func BenchmarkCrawlCost(b *testing.B) {
 		}
 	}
 	b.Logf("%d pages; Redis commands per page (Redis's own µs per page): %s", pages, strings.Join(breakdown, ", "))
+}
+
+// dirBytes is the size of the files under dir.
+func dirBytes(tb testing.TB, dir string) int64 {
+	tb.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("size of the broker's log: %v", err)
+	}
+	return n
 }
 
 // binaryOr is the binary named by the environment variable env, or name in dir.
@@ -397,11 +424,16 @@ func startProcess(tb testing.TB, name, path string, env []string, args ...string
 // on (see TestMain).
 const brokerEnv = "CLUSTERBENCH_BROKER_PORT"
 
+// brokerDirEnv names, in this test binary run as a broker, the directory
+// it keeps its log in.
+const brokerDirEnv = "CLUSTERBENCH_BROKER_DIR"
+
 // broker is a kfake broker in a process of its own: this test binary run
 // again with brokerEnv set, so its CPU is measured apart.
 type broker struct {
 	proc *harness.Process
 	addr string
+	dir  string // where it keeps its log
 }
 
 func startBroker(tb testing.TB) *broker {
@@ -411,8 +443,8 @@ func startBroker(tb testing.TB) *broker {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &broker{addr: "127.0.0.1:" + strconv.Itoa(port)}
-	b.proc = startProcess(tb, "broker", self, []string{brokerEnv + "=" + strconv.Itoa(port)}, "-test.run", "^$")
+	b := &broker{addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(tb.TempDir(), "kafka-data")}
+	b.proc = startProcess(tb, "broker", self, []string{brokerEnv + "=" + strconv.Itoa(port), brokerDirEnv + "=" + b.dir}, "-test.run", "^$")
 	waitFor(tb, "the broker", 30*time.Second, func() bool {
 		if b.proc.Exited() {
 			tb.Fatalf("the broker exited: %v\n%s", b.proc.Wait(), b.proc.Output())
@@ -441,9 +473,8 @@ func serveBroker(port string) int {
 		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", brokerEnv, port, err)
 		return 2
 	}
-	// Its log in files (the process's working directory is a temporary
-	// one), as the local cluster keeps it by default.
-	k, err := harness.LaunchKafka(harness.KafkaOptions{Ports: []int{p}, DataDir: "kafka-data"})
+	// Its log in files, as the local cluster keeps it by default.
+	k, err := harness.LaunchKafka(harness.KafkaOptions{Ports: []int{p}, DataDir: os.Getenv(brokerDirEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
