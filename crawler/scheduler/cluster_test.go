@@ -169,7 +169,6 @@ func TestClusterCrawlFollowsLinksAcrossSlotsOnce(t *testing.T) {
 	}
 }
 
-
 // A crawler that stops renewing its leases (killed) holds requests of
 // domains on every master, each leased in its domain's lease set: another
 // crawler finds those sets on every master, returns the requests to their

@@ -232,4 +232,3 @@ func leftovers(t *testing.T, c *redis.ClusterClient) map[string]int64 {
 	}
 	return out
 }
-
