@@ -235,4 +235,3 @@ func TestLayoutLeaseAndClearPatterns(t *testing.T) {
 		}
 	}
 }
-
