@@ -72,8 +72,10 @@ func (s *Scheduler) LeasesOf(domain string) *throttle.Leases { return s.leasesOf
 // leasesToRenew are the lease sets whose owner renewals keep alive: with
 // one Redis the one set; on a Redis Cluster every set holding a lease of
 // this crawler or popped from within two lease TTLs (a pop may be leasing
-// an item now). A set unused for longer is forgotten: its owner expires
-// with no lease in it, and a pop there later makes a new one.
+// an item now). The owner of a set unused for longer expires with no
+// lease in it (a pop there later finds it reaped and goes on under a new
+// owner); the set is forgotten with its domain (whose last failed pop may
+// hold a lease of it), and made again by a later pop.
 func (s *Scheduler) leasesToRenew() []*throttle.Leases {
 	if s.leases != nil {
 		return []*throttle.Leases{s.leases}
@@ -84,13 +86,17 @@ func (s *Scheduler) leasesToRenew() []*throttle.Leases {
 	for _, it := range s.inflight {
 		holding[it.leases] = true
 	}
+	known := map[string]bool{}
+	for _, d := range s.domains {
+		known[d.name] = true
+	}
 	recent := s.now().Add(-2 * s.cfg.LeaseTTL)
 	var out []*throttle.Leases
 	for domain, ls := range s.leaseSets {
 		switch {
 		case holding[ls.leases] || ls.used.After(recent):
 			out = append(out, ls.leases)
-		case ls.used.Before(s.now().Add(-max(s.cfg.QueueTimeout, 4*s.cfg.LeaseTTL))):
+		case !known[domain]:
 			delete(s.leaseSets, domain)
 		}
 	}
