@@ -60,6 +60,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -135,6 +136,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		return nil, err
 	}
 	scfg.Render = rcfg != nil
+	scfg.Layout = redisconn.KeyLayout(s)
 	sched, err := scheduler.New(rdb, scfg, log)
 	if err != nil {
 		return nil, err

@@ -31,8 +31,7 @@ import (
 // again) is reported lost, and neither its counts nor its follow-ups are
 // written.
 type ackBatcher struct {
-	leases *throttle.Leases
-	rdb    redis.Scripter
+	rdb    redis.UniversalClient
 	cfg    Config
 	now    func() time.Time
 	linger time.Duration // ackLinger
@@ -47,7 +46,10 @@ type ackBatcher struct {
 }
 
 type ackRequest struct {
-	id     string
+	id string
+	// leases is the lease set holding id: of domain, the request's.
+	leases *throttle.Leases
+	domain string
 	tally  *ledger.Tally
 	follow *followUps // nil: none
 	again  bool       // an earlier acknowledgement of it failed
@@ -68,8 +70,10 @@ const maxAckBatch = 500
 // page's follow-ups by this much; the lease is renewed meanwhile.
 const ackLinger = 5 * time.Millisecond
 
-func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, follow *followUps, again bool) (Enqueued, error) {
-	req := ackRequest{id: id, tally: tally, follow: follow, again: again, done: make(chan ackResult, 1)}
+// ack acknowledges req's lease (req.done is made here) and waits for its
+// batch's answer.
+func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) {
+	req.done = make(chan ackResult, 1)
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
 	if b.sending {
@@ -100,9 +104,16 @@ func (b *ackBatcher) ack(ctx context.Context, id string, tally *ledger.Tally, fo
 	}
 }
 
-// send acknowledges one batch, and tells each waiting caller its result.
+// send acknowledges one batch, and tells each waiting caller its result:
+// on a Redis Cluster split by slot (sendCluster), with one Redis in one
+// run of the finish script.
 func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
-	f := newFinish(b.cfg, b.leases, b.now())
+	if b.cfg.Layout.IsCluster() {
+		b.sendCluster(ctx, batch)
+		return
+	}
+	owners, records := batch[0].leases.Keys() // with one Redis, every ack's
+	f := newFinish(b.cfg, owners, records, b.now())
 	var ledgers ledger.Ledgers // the batch's pages are mostly of one crawl
 	for _, r := range batch {
 		a := redisscripts.FinishAck{LeaseID: r.id, Owner: throttle.OwnerOf(r.id), Counts: r.tally.Counts(&ledgers), Again: r.again}
@@ -118,6 +129,13 @@ func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
 		}
 		return
 	}
+	b.answer(batch, f, res)
+}
+
+// answer tells each caller of batch, acknowledged by f, what f's run res
+// did: its lease ended now, before, or was lost, and what became of its
+// page's follow-ups.
+func (b *ackBatcher) answer(batch []ackRequest, f *redisscripts.Finish, res redisscripts.FinishResult) {
 	var lost []string
 	for i, r := range batch {
 		var out ackResult

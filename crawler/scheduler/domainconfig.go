@@ -5,7 +5,6 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisqueue"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -30,7 +29,7 @@ func (s *Scheduler) configure(d *domain) {
 	}
 	d.blocked = s.config.Blacklisted(d.name) || hits < 1 || window <= 0
 	if !d.blocked {
-		prefix := rediskeys.ThrottleKey(s.cfg.SpiderID, s.ip, d.name, s.cfg.ByType, s.cfg.ByIP)
+		prefix := s.cfg.Layout.Throttle(s.cfg.SpiderID, s.ip, d.name, s.cfg.ByType, s.cfg.ByIP)
 		q := redisqueue.NewPriority[string](s.rdb, d.key)
 		tq, err := throttle.New(s.rdb, q, throttle.Config{
 			Window: window, Limit: hits, Moderate: s.cfg.Moderated, Elastic: true,
@@ -56,7 +55,7 @@ func (s *Scheduler) configure(d *domain) {
 func (s *Scheduler) Throttle(domainName string) (hits int, window time.Duration, blocked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	d, ok := s.domains[rediskeys.QueueKey(s.cfg.SpiderID, domainName)]
+	d, ok := s.domains[s.cfg.Layout.Queue(s.cfg.SpiderID, domainName)]
 	if !ok {
 		return 0, 0, false
 	}

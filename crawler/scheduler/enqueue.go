@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
@@ -46,11 +45,20 @@ func (e *Enqueued) refuse(r ledger.Reason, n int) {
 // A crawler queues a crawled page's follow-ups with Finish, in the step
 // that ends the page's lease; Enqueue queues them on their own.
 func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) (Enqueued, error) {
-	f := s.followUps(parent, reqs, refused)
+	// The parent's domain names the keys of its page on a Redis Cluster.
+	domain, err := rediskeys.DomainOfURL(parent.URL)
+	if err != nil && s.cfg.Layout.IsCluster() {
+		return Enqueued{}, fmt.Errorf("queue follow-up requests of %q: %w", parent.URL, err)
+	}
+	f := s.followUps(parent, domain, reqs, refused)
 	if f.empty() {
 		return f.out, nil
 	}
-	fin := newFinish(s.cfg, s.leases, s.now())
+	if s.cfg.Layout.IsCluster() {
+		return s.enqueueCluster(ctx, f)
+	}
+	owners, records := s.leases.Keys()
+	fin := newFinish(s.cfg, owners, records, s.now())
 	fin.Pages = []redisscripts.FinishPage{f.page}
 	res, err := fin.Run(ctx, s.rdb)
 	if err != nil {
@@ -66,6 +74,14 @@ type followUps struct {
 	page redisscripts.FinishPage
 	out  Enqueued // with the refusals decided before the script
 	n    int      // requests in the groups
+	// domain is the page's; domains[g] is page.Groups[g]'s. On a Redis
+	// Cluster the page is split by domain (domainPages); the refusals
+	// made before the script are counted in the page's domain.
+	domain, crawlID string
+	domains         []string
+	// blacklist is the crawl blacklist, which page.Blacklist names with
+	// one Redis; on a Redis Cluster it is read before the scripts.
+	blacklist string
 }
 
 func (f *followUps) empty() bool { return f.n == 0 && len(f.page.Refused) == 0 }
@@ -73,15 +89,23 @@ func (f *followUps) empty() bool { return f.n == 0 && len(f.page.Refused) == 0 }
 // followUps checks and encodes a page's follow-up requests: refused now
 // are those of an expired crawl, of a domain the domain config blacklists
 // (without SCHEDULER_BACKLOG_BLACKLIST) and those whose URL has no domain.
-func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) *followUps {
-	dupes, meta := s.cfg.dupeFilter(parent.CrawlID)
+//
+// domain is parent's (the item's), which names its page's keys on a
+// Redis Cluster.
+func (s *Scheduler) followUps(parent *crawlrequest.Request, domain string, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) *followUps {
+	dupes, meta := s.cfg.dupeFilter(domain, parent.CrawlID)
 	f := &followUps{page: redisscripts.FinishPage{Blacklist: rediskeys.BlacklistKey(s.cfg.SpiderID),
 		Crawl: parent.AppID + "||" + parent.CrawlID, DupeFilter: dupes, DupeFilterMeta: meta,
-		Fingerprint: fingerprint.Of(parent.URL)}}
-	var ledgers ledger.Ledgers // a page's requests are mostly of its crawl
+		Fingerprint: fingerprint.Of(parent.URL)}, domain: domain, crawlID: parent.CrawlID,
+		blacklist: rediskeys.BlacklistKey(s.cfg.SpiderID)}
+	layout := s.cfg.Layout
+	if layout.IsCluster() {
+		f.page.Blacklist = "" // in another slot: read before the scripts
+	}
+	ledgers := ledger.Ledgers{Layout: layout} // a page's requests are mostly of its crawl
 	refuse := func(c ledger.Crawl, r ledger.Reason, n int) {
 		if n > 0 {
-			f.page.Refused = append(f.page.Refused, redisscripts.FinishRefusal{Ledger: ledgers.Of(c), Reason: string(r), N: n})
+			f.page.Refused = append(f.page.Refused, redisscripts.FinishRefusal{Ledger: ledgers.In(c, domain), Reason: string(r), N: n})
 			f.out.refuse(r, n)
 		}
 	}
@@ -113,11 +137,11 @@ func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest
 			refuse(s.crawlOf(r), ledger.RefusedInvalidURL, 1)
 			continue
 		}
-		g := redisscripts.FinishGroup{Queue: rediskeys.QueueKeyFor(r.SpiderID, dom, r.Rendered()), Channel: rediskeys.QueueChannel(r.SpiderID),
-			Ledger: ledgers.Of(s.crawlOf(r)), Score: r.Score(), DomainMaxPages: r.DomainMaxPages}
+		g := redisscripts.FinishGroup{Queue: layout.QueueFor(r.SpiderID, dom, r.Rendered()), Channel: rediskeys.QueueChannel(r.SpiderID),
+			Ledger: ledgers.In(s.crawlOf(r), dom), Score: r.Score(), DomainMaxPages: r.DomainMaxPages}
 		if r.DomainMaxPages > 0 || s.cfg.GlobalPageLimit > 0 {
-			g.DomainMaxPageKey = rediskeys.DomainMaxPageKey(s.cfg.SpiderID, dom, r.CrawlID)
-			g.GlobalPageKey = rediskeys.GlobalPageCountKey(s.cfg.SpiderID, dom, r.CrawlID)
+			g.DomainMaxPageKey = layout.DomainMaxPage(s.cfg.SpiderID, dom, r.CrawlID)
+			g.GlobalPageKey = layout.GlobalPageCount(s.cfg.SpiderID, dom, r.CrawlID)
 		}
 		i := slices.IndexFunc(f.page.Groups, func(o redisscripts.FinishGroup) bool {
 			return o.Queue == g.Queue && o.Ledger == g.Ledger && o.Score == g.Score && o.DomainMaxPages == g.DomainMaxPages &&
@@ -125,6 +149,7 @@ func (s *Scheduler) followUps(parent *crawlrequest.Request, reqs []*crawlrequest
 		})
 		if i < 0 {
 			f.page.Groups = append(f.page.Groups, g)
+			f.domains = append(f.domains, dom)
 			i = len(f.page.Groups) - 1
 		}
 		f.page.Groups[i].Requests = append(f.page.Groups[i].Requests, redisscripts.FinishRequest{Fingerprint: fingerprint.Of(r.URL), Member: string(member)})
@@ -152,7 +177,7 @@ func (s *Scheduler) enqueued(f *followUps, res redisscripts.PageResult) (Enqueue
 		out.Queued += r.Queued
 		out.refuse(ledger.RefusedDuplicate, r.Duplicates)
 		out.refuse(ledger.RefusedPageLimit, r.Limited)
-		if r.Queued > 0 && !known[g.Queue] && strings.HasPrefix(g.Queue, s.cfg.SpiderID+":") {
+		if r.Queued > 0 && !known[g.Queue] { // addDomain takes only this spider's
 			known[g.Queue] = true
 			s.addDomain(g.Queue)
 		}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +14,8 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 // finish ends an item's time in flight, and frees the slots it holds.
@@ -55,7 +57,7 @@ func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) err
 func (s *Scheduler) Finish(ctx context.Context, it *Item, tally *ledger.Tally, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) (Enqueued, error) {
 	var follow *followUps
 	if len(reqs) > 0 || len(refused) > 0 {
-		follow = s.followUps(it.Request, reqs, refused)
+		follow = s.followUps(it.Request, it.Domain, reqs, refused)
 	}
 	s.finishing(it)
 	s.endProcessing(it)
@@ -63,7 +65,7 @@ func (s *Scheduler) Finish(ctx context.Context, it *Item, tally *ledger.Tally, r
 	again := it.acked
 	it.acked = true
 	s.mu.Unlock()
-	out, err := s.acks.ack(context.WithoutCancel(ctx), it.leaseID, tally, follow, again)
+	out, err := s.acks.ack(context.WithoutCancel(ctx), ackRequest{id: it.leaseID, leases: it.leases, domain: it.Domain, tally: tally, follow: follow, again: again})
 	if err == nil {
 		s.finish(it)
 	}
@@ -80,10 +82,10 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 		return err
 	}
 	s.finishing(it)
-	queue := rediskeys.QueueKeyFor(retry.SpiderID, it.Domain, retry.Rendered())
+	queue := s.cfg.Layout.QueueFor(retry.SpiderID, it.Domain, retry.Rendered())
 	now := s.now()
-	held, err := s.leases.RequeueWith(context.WithoutCancel(ctx), func(pipe redis.Pipeliner) {
-		tally.Write(ctx, pipe, now, s.cfg.ledgerTTL())
+	held, err := it.leases.RequeueWith(context.WithoutCancel(ctx), func(pipe redis.Pipeliner) {
+		tally.WriteIn(ctx, pipe, s.cfg.Layout, it.Domain, now, s.cfg.ledgerTTL())
 	}, it.leaseID, queue, string(member), retry.Score())
 	if err != nil {
 		return err // still in flight: retry the call, or Release returns it
@@ -96,7 +98,7 @@ func (s *Scheduler) Retry(ctx context.Context, it *Item, retry *crawlrequest.Req
 }
 
 // Reroute puts the item's request back, unchanged and uncounted, in the
-// queue it belongs to (rediskeys.QueueKeyFor): a render request found in a
+// queue it belongs to (rediskeys.Layout.QueueFor): a render request found in a
 // domain queue (queued by a component that does not know rendering) goes
 // to its render queue, for a rendering crawler.
 func (s *Scheduler) Reroute(ctx context.Context, it *Item) error {
@@ -139,12 +141,21 @@ func (s *Scheduler) leasesLost(ids []string) {
 // and reports how many.
 func (s *Scheduler) Release(ctx context.Context) (int, error) {
 	s.mu.Lock()
-	ids := make([]string, 0, len(s.inflight))
-	for id := range s.inflight {
-		ids = append(ids, id)
+	bySet := map[*throttle.Leases][]string{}
+	for id, it := range s.inflight {
+		bySet[it.leases] = append(bySet[it.leases], id)
 	}
 	s.mu.Unlock()
-	return s.leases.Release(ctx, ids...)
+	total := 0
+	var errs []error
+	for leases, ids := range bySet {
+		n, err := leases.Release(ctx, ids...)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
 }
 
 // Lease upkeep. A lease expires when LEASE_TIMEOUT passes between two of
@@ -170,7 +181,7 @@ const (
 
 // renewLoop keeps this crawler's leases alive through upkeep until ctx
 // ends.
-func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
+func (s *Scheduler) renewLoop(ctx context.Context, upkeep redis.UniversalClient) {
 	var renewals sync.WaitGroup
 	defer renewals.Wait()
 	waiting := make(chan struct{}, maxRenewals)
@@ -198,8 +209,14 @@ func (s *Scheduler) renewLoop(ctx context.Context, upkeep *redis.Client) {
 // unless Redis did not answer within upkeepWarmUp. A connection's
 // handshake takes a few round trips, each as slow as Redis is busy: the
 // first renewals, had they opened their connections, came too late.
-func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
-	opt := *s.rdb.(*redis.Client).Options() // New refuses a cluster client
+//
+// On a Redis Cluster the upkeep client is a cluster client of the same
+// seeds with maxRenewals connections to each master (clusterUpkeep).
+func (s *Scheduler) upkeepClient(ctx context.Context) redis.UniversalClient {
+	if c, ok := s.rdb.(*redis.ClusterClient); ok {
+		return s.clusterUpkeep(ctx, c)
+	}
+	opt := *s.rdb.(*redis.Client).Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
 	// Not s.rdb's maintenance notification config: go-redis changes it
 	// while a connection opens (a data race with NewClient's copy of it),
@@ -218,7 +235,7 @@ func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 		wg.Go(func() { _ = conns[i].Ping(wctx).Err() })
 	}
 	wg.Wait()
-	err := s.leases.LoadRenewScript(wctx, conns[0])
+	err := redisscripts.Load(wctx, conns[0], redisscripts.LeaseOwner{})
 	for _, c := range conns {
 		_ = c.Close() // back to upkeep's pool, open
 	}
@@ -232,11 +249,19 @@ func (s *Scheduler) upkeepClient(ctx context.Context) *redis.Client {
 const upkeepWarmUp = 5 * time.Second
 
 // renew renews the leases of every request in flight once, through upkeep:
-// one write, the deadline of this crawler's lease owner.
+// one write per lease set, the deadline of this crawler's lease owner
+// (with one Redis one set; on a Redis Cluster one per domain, renewLeases).
 func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {
-	owner := s.leases.Owner()
+	for _, leases := range s.leasesToRenew() {
+		s.renewSet(ctx, upkeep, leases)
+	}
+}
+
+// renewSet renews one lease set's owner.
+func (s *Scheduler) renewSet(ctx context.Context, upkeep redis.Scripter, leases *throttle.Leases) {
+	owner := leases.Owner()
 	began := time.Now()
-	held, err := s.leases.RenewOn(ctx, upkeep)
+	held, err := leases.RenewOn(ctx, upkeep)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Warning("Failed to renew leases", logfactory.Extra{"error": err.Error()})
@@ -256,7 +281,7 @@ func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {
 	s.mu.Lock()
 	expired := 0
 	for id, it := range s.inflight {
-		if strings.HasPrefix(id, owner+":") && !it.ending && !it.lapsed {
+		if it.leases == leases && strings.HasPrefix(id, owner+":") && !it.ending && !it.lapsed {
 			it.lapsed = true
 			expired++
 		}
@@ -289,7 +314,7 @@ func (s *Scheduler) reapLoop(ctx context.Context) {
 	for lifecycle.Sleep(ctx, s.cfg.ReapInterval) {
 		total := 0
 		for {
-			n, err := s.leases.Reap(ctx, 500)
+			n, err := s.reap(ctx, 500)
 			if err != nil {
 				if ctx.Err() == nil {
 					s.log.Warning("Failed to reap expired leases", logfactory.Extra{"error": err.Error()})

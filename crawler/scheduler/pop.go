@@ -170,8 +170,9 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	lease := d.unsure
 	d.unsure = nil
 	s.mu.Unlock()
+	leases := s.leasesOf(d.name)
 	if lease == nil {
-		lease = s.leases.New()
+		lease = leases.New()
 	}
 	res, err := q.AttemptN(ctx, lease, want)
 	now := s.now()
@@ -212,10 +213,12 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 				tally.Dropped(ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: e.AppID, CrawlID: e.CrawlID}, ledger.DroppedUncrawlable)
 			}
 			s.log.Error("Dropped an undecodable request", extra)
-			go func() { _, _ = s.acks.ack(context.WithoutCancel(ctx), leaseID, tally, nil, false) }()
+			go func() {
+				_, _ = s.acks.ack(context.WithoutCancel(ctx), ackRequest{id: leaseID, leases: leases, domain: d.name, tally: tally})
+			}()
 			return
 		}
-		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d,
+		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d, leases: leases,
 			crawl: ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: req.AppID, CrawlID: req.CrawlID}}
 		s.inflight[leaseID] = item
 		d.ahead = append(d.ahead, item)

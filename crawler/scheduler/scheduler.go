@@ -47,7 +47,6 @@ package scheduler
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -57,7 +56,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -69,6 +67,7 @@ type Item struct {
 	Domain, Queue string
 	leaseID       string
 	dom           *domain
+	leases        *throttle.Leases // the lease set holding leaseID
 	crawl         ledger.Crawl
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
@@ -91,7 +90,7 @@ type Scheduler struct {
 	cfg    Config
 	rdb    redis.UniversalClient
 	log    *logfactory.Logger
-	leases *throttle.Leases
+	leases *throttle.Leases // one Redis: the spider's one lease set; nil on a Redis Cluster
 	acks   *ackBatcher
 	now    func() time.Time
 
@@ -101,8 +100,11 @@ type Scheduler struct {
 	config   domainconfig.Document
 	ip       string
 	inflight map[string]*Item // leased to this crawler, by lease id
-	ahead    int              // of them, popped ahead and not handed out yet (in their domains' ahead)
-	wake     chan struct{}
+	// leaseSets are, on a Redis Cluster, the lease sets of the domains
+	// this crawler pops from, by domain (cluster.go).
+	leaseSets map[string]*leaseSet
+	ahead     int // of them, popped ahead and not handed out yet (in their domains' ahead)
+	wake      chan struct{}
 	// slots are the requests being fetched (CONCURRENT_REQUESTS), from
 	// Next to Fetched; processing the fetched ones being parsed, published
 	// and acknowledged, as many again, from Fetched to their end.
@@ -122,26 +124,31 @@ type Stats struct {
 // New returns a scheduler. Run must be running for discovery, lease upkeep
 // and IP refresh.
 func New(rdb redis.UniversalClient, cfg Config, log *logfactory.Logger) (*Scheduler, error) {
-	if _, ok := rdb.(*redis.Client); !ok {
-		return nil, fmt.Errorf("the crawler's scheduler %w", redisconn.ErrClusterUnsupported)
-	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	leases, err := throttle.NewLeases(rdb, rediskeys.LeaseKey(cfg.SpiderID), cfg.LeaseTTL)
-	if err != nil {
+	if err := cfg.validateMode(rdb); err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
-		cfg: cfg, rdb: rdb, log: log, leases: leases, now: time.Now,
-		domains: map[string]*domain{}, inflight: map[string]*Item{}, ip: "127.0.0.1",
+		cfg: cfg, rdb: rdb, log: log, now: time.Now,
+		domains: map[string]*domain{}, inflight: map[string]*Item{}, leaseSets: map[string]*leaseSet{}, ip: "127.0.0.1",
 		wake: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency), processing: make(chan struct{}, cfg.Concurrency),
 	}
-	s.acks = &ackBatcher{leases: leases, rdb: rdb, cfg: cfg, now: time.Now, linger: ackLinger, lost: s.leasesLost, enqueued: s.enqueued}
+	if !cfg.Layout.IsCluster() {
+		leases, err := throttle.NewLeases(rdb, rediskeys.LeaseKey(cfg.SpiderID), cfg.LeaseTTL)
+		if err != nil {
+			return nil, err
+		}
+		s.leases = leases
+	}
+	s.acks = &ackBatcher{rdb: rdb, cfg: cfg, now: time.Now, linger: ackLinger, lost: s.leasesLost, enqueued: s.enqueued}
 	return s, nil
 }
 
-// Leases returns the scheduler's leases (for tests and tools).
+// Leases returns the scheduler's leases (for tests and tools): with one
+// Redis the spider's one lease set; on a Redis Cluster nil, each domain
+// having its own (LeasesOf).
 func (s *Scheduler) Leases() *throttle.Leases { return s.leases }
 
 // Stats returns the counters.
@@ -206,6 +213,9 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // Clear removes the spider's queues, leases and filters (SCHEDULER_PERSIST false).
 func (s *Scheduler) Clear(ctx context.Context) error {
+	if s.cfg.Layout.IsCluster() {
+		return s.clearCluster(ctx)
+	}
 	var errs []error
 	patterns := append([]string{rediskeys.QueuePattern(s.cfg.SpiderID), rediskeys.RenderQueuePattern(s.cfg.SpiderID),
 		rediskeys.GlobEscape(s.cfg.SpiderID) + ":dupefilter:*",

@@ -5,8 +5,11 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -164,6 +167,21 @@ func (c Config) validate() error {
 	return c.validateDupeFilter()
 }
 
+// validateMode checks that c's key layout is the mode of rdb, and refuses
+// what a Redis Cluster does not have yet: a compact duplicate filter.
+func (c Config) validateMode(rdb redis.UniversalClient) error {
+	_, cluster := rdb.(*redis.ClusterClient)
+	switch {
+	case cluster && !c.Layout.IsCluster():
+		return fmt.Errorf("the scheduler's Redis client is a cluster client but its key layout is the one Redis's (Config.Layout: redisconn.KeyLayout)")
+	case !cluster && c.Layout.IsCluster():
+		return fmt.Errorf("the scheduler's key layout is a Redis Cluster's but its Redis client is not a cluster client")
+	case cluster && c.DupeMode == DupeBloom:
+		return fmt.Errorf("setting DUPEFILTER_MODE: %q is not supported on a Redis Cluster yet (%s is set): use %q", DupeBloom, redisconn.ClusterNodes.Name(), DupeExact)
+	}
+	return nil
+}
+
 // validateDupeFilter checks DUPEFILTER_MODE and, for a compact filter,
 // its rate and capacity (a first layer beyond Redis's 512 MB strings
 // could not be made). The empty mode is exact (a Config made in code).
@@ -185,8 +203,12 @@ func (c Config) validateDupeFilter() error {
 }
 
 // dupeFilter is the keys of the duplicate filter of crawlID's crawl: its
-// set, or a compact filter's bits and meta.
-func (c Config) dupeFilter(crawlID string) (key, meta string) {
+// set, or a compact filter's bits and meta; on a Redis Cluster the set of
+// its requests for domain (validateMode refuses a compact filter there).
+func (c Config) dupeFilter(domain, crawlID string) (key, meta string) {
+	if c.Layout.IsCluster() {
+		return c.Layout.DupeFilter(c.SpiderID, domain, crawlID), ""
+	}
 	if c.DupeMode == DupeBloom {
 		return rediskeys.BloomFilterKeys(c.SpiderID, crawlID)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -54,10 +55,24 @@ func RunsService(root *cobra.Command, f *SettingsFlags, declared settings.Group,
 	root.AddCommand(&cobra.Command{Use: "run", Short: short, Args: cobra.NoArgs, RunE: runE})
 }
 
+// clusterReady are the components whose every Redis path supports Redis
+// Cluster mode (docs/redis-cluster.md): they start with
+// REDIS_CLUSTER_NODES set; the others refuse it.
+var clusterReady = []string{"crawler", "kafka-monitor"}
+
+// refuseCluster is redisconn.RefuseCluster for the component name, unless
+// it is clusterReady.
+func refuseCluster(s *settings.Settings, name string) error {
+	if slices.Contains(clusterReady, name) {
+		return nil
+	}
+	return redisconn.RefuseCluster(s, name)
+}
+
 // RunService is every component's main: it loads the settings the user
 // gave and opens the logger, naming unknown settings (see Open), refuses
-// Redis Cluster mode (REDIS_CLUSTER_NODES), which no component supports
-// yet (redisconn.RefuseCluster), routes the
+// Redis Cluster mode (REDIS_CLUSTER_NODES) unless the component supports
+// it (refuseCluster: the crawler and the Kafka Monitor), routes the
 // Redis client's own log lines to it, connects to Redis, builds the service
 // and runs it until ctx ends, closing everything afterwards.
 func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, build Builder) error {
@@ -66,7 +81,7 @@ func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, 
 		return err
 	}
 	defer log.Close()
-	if err := redisconn.RefuseCluster(s, filepath.Base(os.Args[0])); err != nil {
+	if err := refuseCluster(s, filepath.Base(os.Args[0])); err != nil {
 		return err
 	}
 	redisconn.RouteClientLogs(log)

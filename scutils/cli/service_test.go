@@ -44,8 +44,8 @@ func TestRunServiceBuildsRunsAndClosesWithTheUsersSettings(t *testing.T) {
 	}
 }
 
-// With REDIS_CLUSTER_NODES set, a component refuses to start, naming the
-// setting, and builds nothing: no component supports cluster mode yet.
+// With REDIS_CLUSTER_NODES set, a component that does not support it
+// refuses to start, naming the setting, and builds nothing.
 func TestRunServiceRefusesClusterMode(t *testing.T) {
 	defaults := cli.ComponentSettings("thing", "x.log")
 	root, flags := cli.NewRoot("thing", "short", "long", defaults)
@@ -61,5 +61,21 @@ func TestRunServiceRefusesClusterMode(t *testing.T) {
 	err := root.Execute()
 	if !errors.Is(err, redisconn.ErrClusterUnsupported) || !strings.Contains(err.Error(), "REDIS_CLUSTER_NODES=127.0.0.1:7000 is set") || built {
 		t.Fatalf("Execute = %v (built %v), want a refusal naming REDIS_CLUSTER_NODES", err, built)
+	}
+}
+
+// The crawler and the Kafka Monitor start in cluster mode; the Redis
+// Monitor and the REST service (their reads of the whole cluster are not
+// done) refuse it.
+func TestOnlyTheCrawlerAndTheKafkaMonitorRunInClusterMode(t *testing.T) {
+	s, err := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{"REDIS_CLUSTER_NODES=127.0.0.1:7000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": false, "rest": false} {
+		err := cli.RefuseCluster(s, name)
+		if ready && err != nil || !ready && !errors.Is(err, redisconn.ErrClusterUnsupported) {
+			t.Errorf("%s in cluster mode: %v", name, err)
+		}
 	}
 }

@@ -42,6 +42,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -303,12 +304,19 @@ func (t *Tally) Count(c Crawl, field string) int64 {
 // crawl the original's Kafka Monitor seeded); a crawl with new work is
 // (again) active and indexed.
 func (t *Tally) Write(ctx context.Context, pipe redis.Pipeliner, now time.Time, ttl time.Duration) {
+	t.WriteIn(ctx, pipe, rediskeys.Single, "", now, ttl)
+}
+
+// WriteIn is Write to the crawls' shares of domain under layout l
+// (Crawl.LedgerIn): in Cluster, in the slot of domain's queue and leases.
+func (t *Tally) WriteIn(ctx context.Context, pipe redis.Pipeliner, l rediskeys.Layout, domain string, now time.Time, ttl time.Duration) {
 	if t.Empty() {
 		return
 	}
 	stamp := Stamp(now)
 	for c, e := range t.crawls {
-		key := c.Key()
+		keys := c.LedgerIn(l, domain)
+		key := keys.Hash
 		for f, n := range e.fields {
 			pipe.HIncrBy(ctx, key, f, n)
 		}
@@ -317,17 +325,18 @@ func (t *Tally) Write(ctx context.Context, pipe redis.Pipeliner, now time.Time, 
 		if e.newWork {
 			pipe.HSetNX(ctx, key, FieldStarted, stamp)
 			pipe.HDel(ctx, key, FieldCompleted)
-			index(ctx, pipe, c, now)
+			index(ctx, pipe, keys, now)
 		}
 	}
 }
 
-// index lists c among the crawls and the active ones.
-func index(ctx context.Context, pipe redis.Pipeliner, c Crawl, now time.Time) {
-	m, score := c.Member(), epoch(now)
-	pipe.ZAdd(ctx, rediskeys.LedgerActiveKey, redis.Z{Score: score, Member: m})
-	pipe.ZAddNX(ctx, rediskeys.LedgerCrawlsKey, redis.Z{Score: score, Member: m})
-	pipe.ZAddNX(ctx, rediskeys.LedgerAppCrawlsKey(c.AppID), redis.Z{Score: score, Member: m})
+// index lists a crawl (its ledger keys l) among the crawls and the active
+// ones.
+func index(ctx context.Context, pipe redis.Pipeliner, l redisscripts.Ledger, now time.Time) {
+	m, score := l.Member, epoch(now)
+	pipe.ZAdd(ctx, l.Active, redis.Z{Score: score, Member: m})
+	pipe.ZAddNX(ctx, l.Crawls, redis.Z{Score: score, Member: m})
+	pipe.ZAddNX(ctx, l.AppCrawls, redis.Z{Score: score, Member: m})
 }
 
 // Stamp formats t as the ledger's times: epoch seconds with milliseconds.

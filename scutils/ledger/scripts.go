@@ -80,6 +80,17 @@ func (t *Tally) Counts(l *Ledgers) []redisscripts.LedgerCount {
 	return out
 }
 
+// CountsIn is Counts in the crawls' shares of domain under l.Layout
+// (Ledgers.In): in Cluster, a request's counts go to its crawl's share of
+// the request's domain, in the slot of the domain's queue and leases.
+func (t *Tally) CountsIn(l *Ledgers, domain string) []redisscripts.LedgerCount {
+	var out []redisscripts.LedgerCount
+	t.Each(func(c Crawl, field string, n int64) {
+		out = append(out, redisscripts.LedgerCount{Ledger: l.In(c, domain), Field: field, N: n})
+	})
+	return out
+}
+
 // QueueSeed adds to pipe the queueing of a seed request (member, at score
 // in queue) with its count in c's ledger, in one atomic step
 // (ledger_seed.lua). The command's result is 1 when the seed was queued, 0

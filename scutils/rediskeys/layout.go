@@ -314,3 +314,30 @@ func Slot(key string) int {
 	}
 	return int(crc % 16384)
 }
+
+// LeasesPattern is the SCAN MATCH pattern of the owners sets of a
+// spider's lease sets in Cluster, "cluster:{*}:leases:<spiderid>:owners"
+// (to be scanned on every master: a reaper finds every domain's lease set
+// this way); in Single the one LeaseKey's owners set.
+func (l Layout) LeasesPattern(spiderID string) string {
+	if l.cluster {
+		return "cluster:{*}:leases:" + GlobEscape(spiderID) + ":owners"
+	}
+	return GlobEscape(LeaseKey(spiderID)) + ":owners"
+}
+
+// ParseLeasesOwners is the lease set's base key (Leases) of an owners key
+// LeasesPattern matches.
+func (l Layout) ParseLeasesOwners(key string) (base string, ok bool) {
+	return strings.CutSuffix(key, ":owners")
+}
+
+// SpiderPatterns are the SCAN MATCH patterns, in Cluster, of the keys a
+// crawler of spiderID clears when it does not persist its queues
+// (SCHEDULER_PERSIST false): its queues and render queues, and its crawls'
+// duplicate filters and page counts, each to be scanned on every master.
+func (l Layout) SpiderPatterns(spiderID string) []string {
+	s := GlobEscape(spiderID)
+	return []string{l.QueuePattern(spiderID), l.RenderQueuePattern(spiderID),
+		"cluster:{*}:seen:" + s + ":*", "cluster:{*}:domain_max_page:" + s + ":*", "cluster:{*}:global_page_count:" + s + ":*"}
+}

@@ -198,3 +198,40 @@ func TestLayoutParsesItsQueueKeys(t *testing.T) {
 		}
 	}
 }
+
+// A reaper finds every domain's lease set by its owners key; a crawler
+// that does not persist clears its spider's cluster keys by pattern, and
+// the patterns match those keys and no other spider's.
+func TestLayoutLeaseAndClearPatterns(t *testing.T) {
+	c := rediskeys.Cluster
+	if got := c.LeasesPattern("li*nk"); got != `cluster:{*}:leases:li\*nk:owners` {
+		t.Errorf("LeasesPattern %q", got)
+	}
+	if got := rediskeys.Single.LeasesPattern("link"); got != "leases:link:owners" {
+		t.Errorf("single LeasesPattern %q", got)
+	}
+	owners := c.Leases("link", "example.com") + ":owners"
+	if !globMatch(c.LeasesPattern("link"), owners) || globMatch(c.LeasesPattern("other"), owners) {
+		t.Errorf("LeasesPattern does not match %s alone", owners)
+	}
+	if base, ok := c.ParseLeasesOwners(owners); !ok || base != c.Leases("link", "example.com") {
+		t.Errorf("ParseLeasesOwners(%q) = %q, %v", owners, base, ok)
+	}
+	cleared := []string{c.Queue("link", "example.com"), c.QueueFor("link", "example.com", true), c.DupeFilter("link", "example.com", "c1"),
+		c.DomainMaxPage("link", "example.com", "c1"), c.GlobalPageCount("link", "example.com", "c1")}
+	kept := []string{c.Queue("other", "example.com"), c.DupeFilter("other", "example.com", "c1"), c.LedgerCounts("link", "app", "c1", "example.com"),
+		c.Leases("link", "example.com") + ":items"}
+	matches := func(key string) bool {
+		return slices.ContainsFunc(c.SpiderPatterns("link"), func(p string) bool { return globMatch(p, key) })
+	}
+	for _, k := range cleared {
+		if !matches(k) {
+			t.Errorf("SpiderPatterns miss %s", k)
+		}
+	}
+	for _, k := range kept {
+		if matches(k) {
+			t.Errorf("SpiderPatterns match %s", k)
+		}
+	}
+}

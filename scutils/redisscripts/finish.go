@@ -72,7 +72,8 @@ type LedgerCount struct {
 // FinishPage is the follow-up requests of one page.
 type FinishPage struct {
 	// Blacklist is the spider's crawl blacklist, which holds Crawl,
-	// "<appid>||<crawlid>", when the crawl was stopped.
+	// "<appid>||<crawlid>", when the crawl was stopped ("": not checked
+	// by the script; on a Redis Cluster the caller reads it before).
 	Blacklist, Crawl string
 	// DupeFilter is the crawl's duplicate filter; Fingerprint is the
 	// page's own ("": none).
@@ -171,6 +172,57 @@ func (f *Finish) Run(ctx context.Context, c redis.Scripter) (FinishResult, error
 		return FinishResult{}, fmt.Errorf("finish: unexpected answer %v", res)
 	}
 	return out, nil
+}
+
+// RunAll runs many batches through one pipeline of c, by SHA1 (EVALSHA):
+// on a Redis Cluster client, one pipeline to each master, every batch to
+// the master of its keys' slot (each batch's keys must share a slot). A
+// batch Redis answers NOSCRIPT (a node that never ran the script, or
+// lost its script cache) did not run: it is sent again whole (EVAL).
+// It returns each batch's result and error, in fs's order.
+func RunAll(ctx context.Context, c redis.Cmdable, fs []*Finish) ([]FinishResult, []error) {
+	out, errs := make([]FinishResult, len(fs)), make([]error, len(fs))
+	if len(fs) == 0 {
+		return out, errs
+	}
+	type sent struct {
+		keys  []string
+		args  []any
+		ackAt []int
+		cmd   *redis.Cmd
+	}
+	runs := make([]sent, len(fs))
+	pipe := c.Pipeline()
+	for i, f := range fs {
+		keys, args, ackAt := f.build()
+		runs[i] = sent{keys: keys, args: args, ackAt: ackAt, cmd: pipe.EvalSha(ctx, finishScript.script.Hash(), keys, args...)}
+	}
+	_, _ = pipe.Exec(ctx) // each command's error is its own
+	var again []int
+	for i, r := range runs {
+		if err := r.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe = c.Pipeline()
+		for _, i := range again {
+			runs[i].cmd = pipe.Eval(ctx, finishScript.source, runs[i].keys, runs[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for i, r := range runs {
+		res, err := r.cmd.Slice()
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		var ok bool
+		if out[i], ok = fs[i].result(res, r.ackAt); !ok {
+			errs[i] = fmt.Errorf("finish: unexpected answer %v", res)
+		}
+	}
+	return out, errs
 }
 
 func (f *Finish) encode() ([]string, []any) {
@@ -321,7 +373,7 @@ type finishAcks struct {
 
 type finishPage struct {
 	Lease       string         `json:"lease,omitempty"`
-	Blacklist   int            `json:"blacklist"`
+	Blacklist   int            `json:"blacklist,omitempty"`
 	Crawl       string         `json:"crawl"`
 	DupeFilter  int            `json:"dupefilter"`
 	Bloom       int            `json:"bloom,omitempty"`
@@ -433,8 +485,11 @@ func (e *finishEncoder) ackAt(groups []finishAcks) []int {
 }
 
 func (e *finishEncoder) page(p *FinishPage, lease string) finishPage {
-	out := finishPage{Lease: lease, Blacklist: e.key(p.Blacklist), Crawl: p.Crawl, DupeFilter: e.key(p.DupeFilter),
+	out := finishPage{Lease: lease, Crawl: p.Crawl, DupeFilter: e.key(p.DupeFilter),
 		Fingerprint: p.Fingerprint, Groups: make([]finishGroup, len(p.Groups))}
+	if p.Blacklist != "" {
+		out.Blacklist = e.key(p.Blacklist)
+	}
 	if p.DupeFilterMeta != "" {
 		out.Bloom = e.key(p.DupeFilterMeta)
 	}

@@ -57,8 +57,10 @@
 --   pages                the pages whose follow-ups are queued, each:
 --     lease              the lease that must end now for the page to be
 --                        followed (absent: none)
---     blacklist, crawl   the crawl blacklist's key number, and
---                        "<appid>||<crawlid>"
+--     blacklist, crawl   the crawl blacklist's key number (absent: not
+--                        checked here; on a Redis Cluster the blacklist
+--                        is in another slot and the caller checks it),
+--                        and "<appid>||<crawlid>"
 --     dupefilter         the crawl's duplicate filter's key number: a set
 --                        of fingerprints, or (with bloom) the bits of its
 --                        compact filter (lib/bloom_filter)
@@ -219,7 +221,7 @@ local fifo = {} -- fifo_score's bands
 -- result.
 local function queue_page(page, req_group, fps, members)
   local groups, n = page.groups, #fps
-  if redis.call('SISMEMBER', KEYS[page.blacklist], page.crawl) == 1 then
+  if page.blacklist and redis.call('SISMEMBER', KEYS[page.blacklist], page.crawl) == 1 then
     for i = 1, n do
       count(groups[req_group[i]].ledger, 'refused:crawl_blacklisted', 1)
     end

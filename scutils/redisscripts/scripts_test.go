@@ -317,3 +317,36 @@ func TestFinishEndsLeasesAndQueuesFollowUpsAlikeOnRedisAndMiniredis(t *testing.T
 		t.Errorf("redis-server left %v\nminiredis left %v", dumps[0], dumps[1])
 	}
 }
+
+// RunAll runs batches in one pipeline, sending the script whole to a
+// Redis that does not know it (a fresh server, or one that lost its script
+// cache), and answers each batch as Run does; a page without a blacklist
+// key is not checked against one (on a Redis Cluster the caller reads it).
+func TestRunAllAnswersAsRunAndFallsBackOnNoScript(t *testing.T) {
+	c := servers(t)[0].rdb
+	c.ZAdd(ctx, "leases:link:owners", redis.Z{Score: 4e9, Member: "o1"})
+	c.HSet(ctx, "leases:link:items", "o1:1", "r", "o1:2", "r")
+	c.SAdd(ctx, "link:blacklist", "app||c2")
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	unchecked := finishBatch()
+	unchecked.Acks = nil
+	unchecked.Pages[0].Blacklist = "" // c2 is blacklisted, but not looked at
+	res, errs := redisscripts.RunAll(ctx, c, []*redisscripts.Finish{finishBatch(), unchecked})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("RunAll: %v", errs)
+	}
+	if res[0].Acks[0].State != redisscripts.AckFinished || res[0].Pages[0].Status != redisscripts.PageBlacklisted {
+		t.Errorf("first batch: %+v, want its first lease ended and its page blacklisted", res[0])
+	}
+	// The second batch's page, of the stopped crawl c2, goes through: no
+	// blacklist is looked at.
+	want := redisscripts.PageResult{Status: redisscripts.PageQueued, Groups: []redisscripts.GroupResult{{Queued: 2}}}
+	if len(res[1].Pages) != 1 || !reflect.DeepEqual(res[1].Pages[0], want) {
+		t.Errorf("unchecked page: %+v, want %+v", res[1].Pages, want)
+	}
+	if n := c.ZCard(ctx, "link:x.com:queue").Val(); n != 4 {
+		t.Errorf("link:x.com:queue holds %d, want the first page's 2 and the unchecked page's 2", n)
+	}
+}

@@ -1,0 +1,234 @@
+// Package rediscluster_test crawls on a Redis Cluster (docs/redis-cluster.md):
+// the Kafka Monitor and crawler binaries with REDIS_CLUSTER_NODES set, a
+// real Redis Cluster of three masters and three replicas
+// (harness.StartRedisCluster), the in-process kfake broker and loopback
+// test sites, one domain each.
+//
+//	go test -race -count=1 ./crawler/e2e/rediscluster/
+package rediscluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+)
+
+func TestMain(m *testing.M) { bins.Main(m) }
+
+var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler", "./kafka-monitor/cmd/kafka-monitor"}}
+
+// notFile leaves out the links to files, which the crawler does not follow.
+func notFile(link string) bool {
+	for _, f := range testsite.FilePaths() {
+		if strings.HasSuffix(link, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// startSites starts n test sites, each on an address of its own in
+// 127.0.0.0/8 (a domain each); the first's "/" links to every other's,
+// and each other's "/" to the next one's (a link met twice, in another
+// slot than the page that has it).
+func startSites(t *testing.T, n int) []*testsite.Site {
+	t.Helper()
+	var sites []*testsite.Site
+	for i := range n {
+		sites = append(sites, testsite.StartAt(t, fmt.Sprintf("127.0.0.%d:0", i+2), testsite.WithPages(1), testsite.WithTree(2, 1)))
+	}
+	var roots []string
+	for _, s := range sites[1:] {
+		roots = append(roots, s.URL("/"))
+	}
+	sites[0].SetPeers(roots...)
+	for i := 1; i < n; i++ {
+		sites[i].SetPeers(sites[1+i%(n-1)].URL("/"))
+	}
+	return sites
+}
+
+// A crawl fed to the Kafka Monitor on a Redis Cluster, crawled by two
+// crawlers: 20 domains, their keys on all three masters; every page the
+// crawl reaches is published exactly once, nothing is left queued or
+// leased, and the crawl's ledger, summed over its shares on every master,
+// has nothing outstanding and counts what was published.
+func TestCrawlOnARedisCluster(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	sites := startSites(t, 20)
+	seed := sites[0].URL("/")
+	want := testsite.Reachable(seed, 2, notFile, sites...)
+
+	env := harness.ClusterSettings(1, k.Hosts(), "") // REDIS_PORT 1: nothing there, the cluster is used
+	env[redisconn.ClusterNodes.Name()] = rc.Seeds()
+	env["LOG_LEVEL"], env["SC_LOG_LEVEL"] = "INFO", "INFO"
+	for _, name := range []string{"kafka-monitor", "crawler-1", "crawler-2"} {
+		path, args := bins.Path(t, "crawler"), []string(nil)
+		if name == "kafka-monitor" {
+			path, args = bins.Path(t, "kafka-monitor"), []string{"run"}
+		}
+		harness.StartProcess(t, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: harness.Environ(env),
+			StopGrace: 10 * time.Second, Supervise: true})
+	}
+	req := fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "rc1", "spiderid": "link", "maxdepth": 2}`, seed)
+	feed := exec.Command(bins.Path(t, "kafka-monitor"), "feed", req)
+	feed.Env = harness.Environ(env)
+	if out, err := feed.CombinedOutput(); err != nil {
+		t.Fatalf("feed: %v\n%s", err, out)
+	}
+
+	counts := results(t, k, "rc1", want, 120*time.Second)
+	c := rc.TestClient(t)
+	crawl := ledger.Crawl{SpiderID: "link", AppID: "e2e", CrawlID: "rc1"}
+	var domains []string
+	harness.WaitFor(t, "the crawl's ledger to have nothing outstanding", 60*time.Second, func() bool {
+		shares, err := ledger.ActiveShares(context.Background(), c)
+		if err != nil {
+			return false
+		}
+		domains = shares.Domains(crawl)
+		p, consistent, err := ledger.ReadSum(context.Background(), c, crawl, domains)
+		return err == nil && consistent && p.Queued == 0 && p.InFlight == 0 && p.Published == int64(len(want))
+	})
+	for u, n := range counts {
+		if !slices.Contains(want, u) {
+			t.Errorf("published %s, which the crawl does not reach", u)
+		}
+		if n != 1 {
+			t.Errorf("published %s %d times", u, n)
+		}
+	}
+	if len(domains) != len(sites) {
+		t.Errorf("the crawl has shares in %d domains, want %d: %v", len(domains), len(sites), domains)
+	}
+	masters := map[string]bool{}
+	for _, d := range domains {
+		masters[rc.MasterOf(t, rediskeys.Cluster.Queue("link", d)).Addr] = true
+	}
+	if len(masters) != 3 {
+		t.Errorf("the %d domains' keys are on %d masters, want 3", len(domains), len(masters))
+	}
+	p, _, err := ledger.ReadSum(context.Background(), c, crawl, domains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Seeds != 1 || p.Done != p.Seeds+p.Enqueued || p.Refused[string(ledger.RefusedDuplicate)] == 0 {
+		t.Errorf("ledger sum %+v: want 1 seed, done = seeds + enqueued, duplicates refused", p)
+	}
+	left := leftovers(t, c)
+	if len(left) > 0 {
+		t.Errorf("queued or leased after the crawl: %v", left)
+	}
+}
+
+// results reads the crawled firehose until every url of want has a result
+// of crawlID, then a little longer (a duplicate would come soon after),
+// and returns how many results each url got.
+func results(t *testing.T, k *harness.Kafka, crawlID string, want []string, timeout time.Duration) map[string]int {
+	t.Helper()
+	cfg := kafkaclient.Config{Brokers: k.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
+		MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20, FetchMaxWait: 50 * time.Millisecond,
+		Partitions: 1, ReplicationFactor: 1}
+	topic := cfg.Topic("crawled_firehose")
+	harness.WaitFor(t, "the crawled topic", 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: topic, Partitions: 1}) == nil
+	})
+	r, err := cfg.NewPartitionReader(topic, 0, kafka.FirstOffset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	counts := map[string]int{}
+	complete := func() bool {
+		for _, u := range want {
+			if counts[u] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(timeout)
+	var extra time.Time // when complete, read on until then
+	for {
+		until := deadline
+		if !extra.IsZero() {
+			until = extra
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), until)
+		msg, err := r.ReadMessage(ctx)
+		cancel()
+		if err != nil {
+			if !extra.IsZero() {
+				return counts
+			}
+			t.Fatalf("%d of %d pages published: %v; missing %v", len(counts), len(want), err,
+				slices.DeleteFunc(slices.Clone(want), func(u string) bool { return counts[u] > 0 }))
+		}
+		var page spider.Page
+		if err := json.Unmarshal(msg.Value, &page); err != nil {
+			t.Fatalf("not a crawl result: %v: %.300s", err, msg.Value)
+		}
+		if page.CrawlID == crawlID {
+			counts[page.URL]++
+		}
+		if extra.IsZero() && complete() {
+			extra = time.Now().Add(time.Second)
+		}
+	}
+}
+
+// leftovers are the spider's cluster queues and lease records that hold
+// anything, found on every master.
+func leftovers(t *testing.T, c *redis.ClusterClient) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]int64{}
+	var mu sync.Mutex
+	err := c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		for _, pattern := range []string{"cluster:{*}:queue:link", "cluster:{*}:leases:link:items"} {
+			keys, err := m.Keys(ctx, pattern).Result()
+			if err != nil {
+				return err
+			}
+			for _, key := range keys {
+				n, err := m.ZCard(ctx, key).Result()
+				if err != nil {
+					n, err = m.HLen(ctx, key).Result()
+				}
+				if err != nil {
+					return err
+				}
+				if n > 0 {
+					mu.Lock()
+					out[key] = n
+					mu.Unlock()
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

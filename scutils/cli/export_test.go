@@ -1,0 +1,4 @@
+package cli
+
+// RefuseCluster is refuseCluster, for the tests.
+var RefuseCluster = refuseCluster
