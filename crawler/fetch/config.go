@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -44,20 +43,20 @@ func defaultHeaders() map[string]string {
 // seconds). The scheduler also reads CONCURRENT_REQUESTS and
 // CONCURRENT_REQUESTS_PER_DOMAIN: they cap the requests in flight.
 var (
-	DownloadTimeout    = settings.Seconds("DOWNLOAD_TIMEOUT", defaultTimeout.Seconds(), "seconds for a whole request (redirects and body included)")
-	DownloadMaxSize    = settings.Int("DOWNLOAD_MAXSIZE", defaultMaxSize, "bodies are cut here; (Go) with `CONCURRENT_REQUESTS` it sets the soft memory limit of Go's garbage collector, 2 × `CONCURRENT_REQUESTS` × `DOWNLOAD_MAXSIZE` + 64 MiB, unless `GOMEMLIMIT` is set ([memory](production.md#fetching-safely))")
+	DownloadTimeout    = settings.Seconds("DOWNLOAD_TIMEOUT", defaultTimeout.Seconds(), "seconds for a whole request (redirects and body included)").Positive()
+	DownloadMaxSize    = settings.Int("DOWNLOAD_MAXSIZE", defaultMaxSize, "bodies are cut here; (Go) with `CONCURRENT_REQUESTS` it sets the soft memory limit of Go's garbage collector, 2 × `CONCURRENT_REQUESTS` × `DOWNLOAD_MAXSIZE` + 64 MiB, unless `GOMEMLIMIT` is set ([memory](production.md#fetching-safely))").Positive()
 	RedirectEnabled    = settings.Bool("REDIRECT_ENABLED", true, "follow redirects; false: 3xx responses are crawl results as they are")
-	RedirectMaxTimes   = settings.Int("REDIRECT_MAX_TIMES", defaultMaxRedirects, "redirects one request follows")
+	RedirectMaxTimes   = settings.Int("REDIRECT_MAX_TIMES", defaultMaxRedirects, "redirects one request follows (`REDIRECT_ENABLED` false turns redirects off)").AtLeast(1)
 	UserAgent          = settings.String("USER_AGENT", DefaultUserAgent, "sent when a request has no `useragent`")
 	DefaultHeaders     = settings.StringMap("DEFAULT_REQUEST_HEADERS", defaultHeaders(), "sent with every request; a header set to `\"\"` is not sent")
 	RobotsObey         = settings.Bool("ROBOTSTXT_OBEY", false, "honour robots.txt (cached per host)")
 	RobotsUserAgent    = settings.String("ROBOTSTXT_USER_AGENT", "", "the robots.txt group matched; empty: the product token of the request's User-Agent").Ours()
-	RobotsCacheTTL     = settings.Seconds("ROBOTSTXT_CACHE_TTL", int(defaultRobotsTTL.Seconds()), "seconds a host's robots.txt is kept").Ours()
+	RobotsCacheTTL     = settings.Seconds("ROBOTSTXT_CACHE_TTL", int(defaultRobotsTTL.Seconds()), "seconds a host's robots.txt is kept").Ours().Positive()
 	ConcurrentRequests = settings.Int("CONCURRENT_REQUESTS", defaultConcurrency, "requests being fetched at once, in all; as many fetched pages again may be parsed and published meanwhile "+
-		"(their acknowledgements then wait up to 5 ms to share a round trip, holding nothing but the lease: a busy crawler acknowledges, and queues follow-ups, once per 5 ms)")
+		"(their acknowledgements then wait up to 5 ms to share a round trip, holding nothing but the lease: a busy crawler acknowledges, and queues follow-ups, once per 5 ms)").AtLeast(1)
 	ConcurrentPerDomain = settings.Int("CONCURRENT_REQUESTS_PER_DOMAIN", defaultPerDomain, "requests being fetched at once per domain; (Go) an unmoderated domain's pop takes up to twice as many ahead "+
-		"(`CONCURRENT_REQUESTS` in all), leased, to start as its fetches end ([popping ahead](throttling-and-crash-safety.md#the-cluster-wide-domain-throttle))")
-	RetryTimes     = settings.Int("RETRY_TIMES", defaultRetryTimes, "retries of a request that got no response (a timeout, a connection error) or a status of `RETRY_HTTP_CODES`")
+		"(`CONCURRENT_REQUESTS` in all), leased, to start as its fetches end ([popping ahead](throttling-and-crash-safety.md#the-cluster-wide-domain-throttle))").AtLeast(1)
+	RetryTimes     = settings.Int("RETRY_TIMES", defaultRetryTimes, "retries of a request that got no response (a timeout, a connection error) or a status of `RETRY_HTTP_CODES`").AtLeast(0)
 	RetryHTTPCodes = settings.Ints("RETRY_HTTP_CODES", []int{defaultRetryStatusCode}, "statuses retried; other 4xx and 5xx pages are crawl results")
 	// Config's zero value blocks (AllowPrivate false): the default is the
 	// safe one, whichever way a Config is made.
@@ -213,25 +212,12 @@ func ParseNetworks(cidrs []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// Validate reports the first unusable field of a complete configuration
-// (from ConfigFromSettings or DefaultConfig), by its setting's name. New
-// itself accepts zero fields and fills them in.
+// Validate reports the first unusable field of a configuration from
+// ConfigFromSettings or DefaultConfig, by its setting's name: what the
+// settings' bounds (which settings.Load enforces) do not say. New itself
+// accepts zero fields and fills them in.
 func (c Config) Validate() error {
 	switch {
-	case c.Timeout <= 0:
-		return errors.New("setting DOWNLOAD_TIMEOUT: must be positive")
-	case c.MaxSize <= 0:
-		return errors.New("setting DOWNLOAD_MAXSIZE: must be a positive number of bytes")
-	case c.MaxRedirects <= 0:
-		return errors.New("setting REDIRECT_MAX_TIMES: must be at least 1 (REDIRECT_ENABLED false turns redirects off)")
-	case c.RobotsCacheTTL <= 0:
-		return errors.New("setting ROBOTSTXT_CACHE_TTL: must be positive")
-	case c.MaxConns <= 0:
-		return errors.New("setting CONCURRENT_REQUESTS: must be at least 1")
-	case c.MaxConnsPerHost <= 0:
-		return errors.New("setting CONCURRENT_REQUESTS_PER_DOMAIN: must be at least 1")
-	case c.RetryTimes < 0:
-		return errors.New("setting RETRY_TIMES: must not be negative")
 	case c.UserAgent == "" || !httpguts.ValidHeaderFieldValue(c.UserAgent):
 		return fmt.Errorf("setting USER_AGENT: %q is not a usable header value", c.UserAgent)
 	case !httpguts.ValidHeaderFieldValue(c.RobotsUserAgent):

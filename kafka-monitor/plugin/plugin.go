@@ -164,7 +164,7 @@ var (
 		"plugins.stats_handler.StatsHandler":         300,
 		"plugins.zookeeper_handler.ZookeeperHandler": 400,
 	}, "the request plugins, name: rank, lowest tried first; `null` disables one; merges with the defaults. The REST service's `/feed` accepts what they accept")
-	IncomingPartitions = settings.Int("KAFKA_INCOMING_PARTITIONS", 6, "partitions of the incoming topic when a component creates it").Ours()
+	IncomingPartitions = settings.Int("KAFKA_INCOMING_PARTITIONS", 6, "partitions of the incoming topic when a component creates it").Ours().AtLeast(1)
 )
 
 // Settings are the plugins' settings, for a component's settings.Group.

@@ -120,6 +120,9 @@ func Table(c Component) string {
 		if d.Ours {
 			doc = "(Go) " + doc
 		}
+		if d.Bound != "" {
+			doc += " (must be " + d.Bound + ")"
+		}
 		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", name, cell(flowYAML(d.Default)), cell(doc))
 	}
 	b.WriteString(tableEnd + "\n")

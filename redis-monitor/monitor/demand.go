@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -51,16 +50,10 @@ type demand struct {
 	config atomic.Pointer[domainconfig.Document]
 }
 
-// newDemand refuses a default throttle the crawlers would refuse.
-func newDemand(s *settings.Settings, rdb redis.UniversalClient, log *logfactory.Logger) (*demand, error) {
-	d := &demand{rdb: rdb, log: log, hits: throttle.QueueHits.From(s), window: throttle.QueueWindow.From(s)}
-	switch {
-	case d.hits < 1:
-		return nil, fmt.Errorf("setting QUEUE_HITS: must be at least 1, got %d", d.hits)
-	case d.window <= 0:
-		return nil, fmt.Errorf("setting QUEUE_WINDOW: must be positive, got %v", d.window)
-	}
-	return d, nil
+// newDemand reads the default throttle (QUEUE_HITS and QUEUE_WINDOW, whose
+// declarations bound them as the crawlers need).
+func newDemand(s *settings.Settings, rdb redis.UniversalClient, log *logfactory.Logger) *demand {
+	return &demand{rdb: rdb, log: log, hits: throttle.QueueHits.From(s), window: throttle.QueueWindow.From(s)}
 }
 
 // follow keeps config up to date from the domain configuration's store

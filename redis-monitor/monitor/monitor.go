@@ -113,12 +113,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		dumpQueue: DumpQueue.From(s),
 	}
 	m.metrics = newMetrics(m)
-	if m.demand, err = newDemand(s, rdb, log); err != nil {
-		return nil, err
-	}
-	if m.lockTTL < 100*time.Millisecond {
-		return nil, fmt.Errorf("setting REDIS_LOCK_EXPIRATION: must be at least 0.1 seconds, got %v", m.lockTTL)
-	}
+	m.demand = newDemand(s, rdb, log)
 	ttl, err := ledger.TTLFromSettings(s)
 	if err != nil {
 		return nil, err
@@ -130,12 +125,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if m.completer.Quiet = ledger.CompleteQuiet.From(s); m.completer.Quiet < 0 {
 		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), m.completer.Quiet)
 	}
-	if m.recrawlEvery = recrawl.Interval.From(s); m.recrawlEvery <= 0 {
-		return nil, fmt.Errorf("setting %s: must be positive, got %v", recrawl.Interval.Name(), m.recrawlEvery)
-	}
-	if kept := recrawl.RunsKept.From(s); kept < 1 {
-		return nil, fmt.Errorf("setting %s: must be at least 1, got %d", recrawl.RunsKept.Name(), kept)
-	}
+	m.recrawlEvery = recrawl.Interval.From(s)
 	m.starter = recrawl.NewStarter(rdb, ttl, recrawl.RunsKept.From(s))
 	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {

@@ -19,7 +19,7 @@ var (
 	RetryFailures    = settings.Bool("RETRY_FAILURES", true, "retry a request whose handling failed")
 	RetryFailuresMax = settings.Int("RETRY_FAILURES_MAX", 3, "failed attempts before the request is dropped (with `RETRY_FAILURES`)")
 	HeartbeatTimeout = settings.Seconds("HEARTBEAT_TIMEOUT", 120, "seconds the `stats:redis-monitor:self:<host>:<id>` key lives; refreshed every quarter of it")
-	LockExpiration   = settings.Seconds("REDIS_LOCK_EXPIRATION", 6, "seconds a request's lock outlives a monitor that died holding it")
+	LockExpiration   = settings.Seconds("REDIS_LOCK_EXPIRATION", 6, "seconds a request's lock outlives a monitor that died holding it").Positive()
 	AppIDTopics      = settings.Bool("KAFKA_APPID_TOPICS", false, "also answer on `<prefix>.outbound_<appid>`")
 	PluginDir        = settings.String("PLUGIN_DIR", "plugins/", "accepted for compatibility; plugins are compiled in")
 	DumpCrawl        = settings.Bool("STATS_DUMP_CRAWL", true, "also dump the crawlers' stats with the monitor's (`STATS_DUMP`)")

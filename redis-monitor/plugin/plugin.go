@@ -16,6 +16,8 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,6 +88,17 @@ func (*Base) Close() error { return nil }
 
 // ServerTime is the answers' "server_time": whole epoch seconds of Now.
 func (b *Base) ServerTime() int64 { return b.Now().Unix() }
+
+// KeyParts splits key, a key matched by a plugin's pattern, into its parts
+// after the prefix. form names them ("stop:<spiderid>:<appid>:<crawlid>"):
+// a key with another number of parts is an error that shows it.
+func KeyParts(key, form string) ([]string, error) {
+	parts := strings.Split(key, ":")
+	if len(parts) != strings.Count(form, ":")+1 {
+		return nil, fmt.Errorf("%s key %q: want %s", parts[0], key, form)
+	}
+	return parts[1:], nil
+}
 
 // Factory makes a new instance of a plugin.
 type Factory func() Plugin

@@ -12,8 +12,8 @@ import (
 // The console's settings (all Go additions).
 var (
 	Enabled       = settings.Bool("UI_ENABLED", true, "serve the [console](console.md) under `/ui/`").Ours()
-	ResultsBuffer = settings.Int("UI_RESULTS_BUFFER", 1000, "crawl results (url, status, ids, time; never bodies) each REST instance keeps for the console's Live and crawl pages, 1 to 100000").Ours()
-	Refresh       = settings.Seconds("UI_REFRESH", 5.0, "seconds between refreshes of the console's Overview, Crawls and crawl pages; `0` never").Ours()
+	ResultsBuffer = settings.Int("UI_RESULTS_BUFFER", 1000, "crawl results (url, status, ids, time; never bodies) each REST instance keeps for the console's Live and crawl pages").Ours().Within(1, maxResults)
+	Refresh       = settings.Seconds("UI_REFRESH", 5.0, "seconds between refreshes of the console's Overview, Crawls and crawl pages; `0` never").Ours().AtLeast(0)
 	LiveAtStart   = settings.Bool("UI_LIVE_AT_START", false, "read the crawled firehose for the console from start-up, not from the console's first use").Ours()
 	AppID         = settings.String("UI_APPID", "console", "appid of the Zookeeper API requests the console's Domains page sends (3 to 40 characters)").Ours()
 )
@@ -30,15 +30,10 @@ func Settings() settings.Group {
 // (its URL is cut at maxURL), so the buffer stays under 256 MiB.
 const maxResults = 100000
 
-// checkSettings rejects values the console cannot run with, naming the setting.
+// checkSettings rejects values the console cannot run with that the
+// settings' bounds (which settings.Load enforces) allow, naming the setting.
 func checkSettings(s *settings.Settings) error {
 	var errs []error
-	if n := ResultsBuffer.From(s); n < 1 || n > maxResults {
-		errs = append(errs, fmt.Errorf("setting %s: must be from 1 to %d, got %d", ResultsBuffer.Name(), maxResults, n))
-	}
-	if r := Refresh.From(s); r < 0 {
-		errs = append(errs, fmt.Errorf("setting %s: must not be negative, got %v", Refresh.Name(), r.Seconds()))
-	}
 	if id := AppID.From(s); len(id) < 3 || len(id) > 40 {
 		errs = append(errs, fmt.Errorf("setting %s: must be 3 to 40 characters (an appid), got %q", AppID.Name(), id))
 	}

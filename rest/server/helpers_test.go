@@ -57,6 +57,15 @@ type instance struct {
 // tests run quickly, then extra NAME=VALUE overrides.
 func settingsFor(t testing.TB, redisPort int, kafkaHosts string, extra ...string) *settings.Settings {
 	t.Helper()
+	s, err := loadSettings(redisPort, kafkaHosts, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// loadSettings is settingsFor's loading, its error returned.
+func loadSettings(redisPort int, kafkaHosts string, extra ...string) (*settings.Settings, error) {
 	flags := map[string]string{
 		"REDIS_HOST": "127.0.0.1", "REDIS_PORT": strconv.Itoa(redisPort), "REDIS_SOCKET_TIMEOUT": "1",
 		"KAFKA_HOSTS": kafkaHosts, "KAFKA_INCOMING_PARTITIONS": "2", "KAFKA_TOPIC_PARTITIONS": "2", "KAFKA_CONN_TIMEOUT": "1",
@@ -67,11 +76,7 @@ func settingsFor(t testing.TB, redisPort int, kafkaHosts string, extra ...string
 		name, value, _ := strings.Cut(kv, "=")
 		flags[name] = value
 	}
-	s, err := settings.Load(server.Settings(), settings.Options{NoEnv: true, Flags: flags})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return settings.Load(server.Settings(), settings.Options{NoEnv: true, Flags: flags})
 }
 
 // start runs a REST instance against c and waits until it is connected to both.

@@ -94,6 +94,11 @@ func TestUnusableSettingsAreRefusedByName(t *testing.T) {
 		{"WAIT_FOR_RESPONSE_TIME=-1", "WAIT_FOR_RESPONSE_TIME"},
 		{"POLL_RESULT_TIMEOUT=0", "POLL_RESULT_TIMEOUT"},
 		{"MAX_REQUEST_BYTES=0", "MAX_REQUEST_BYTES"},
+		{"SLEEP_TIME=0", "SLEEP_TIME"},
+		{"HTTP_READ_TIMEOUT=-0.5", "HTTP_READ_TIMEOUT"},
+		{"DAEMON_THREAD_JOIN_TIMEOUT=-1", "DAEMON_THREAD_JOIN_TIMEOUT"},
+		{"KAFKA_INCOMING_PARTITIONS=0", "KAFKA_INCOMING_PARTITIONS"},
+		{"UI_RESULTS_BUFFER=100001", "UI_RESULTS_BUFFER"},
 		{"KAFKA_PRODUCER_TOPIC=", "KAFKA_PRODUCER_TOPIC"},
 		{"KAFKA_CONSUMER_AUTO_OFFSET_RESET=middle", "KAFKA_CONSUMER_AUTO_OFFSET_RESET"},
 		{`PLUGINS={"plugins.nothing.Nothing": 500}`, "PLUGINS"},
@@ -103,13 +108,8 @@ func TestUnusableSettingsAreRefusedByName(t *testing.T) {
 		{"UI_APPID=ui", "UI_APPID"},
 		{"ZOOKEEPER_ASSIGN_PATH=relative/", "ZOOKEEPER_ASSIGN_PATH"},
 	} {
-		s := settingsFor(t, 1, "127.0.0.1:1", tc.set)
-		log, _ := logfactory.New(logfactory.Config{Output: &harness.OutputBuffer{}})
-		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-		svc, err := server.New(context.Background(), s, log, rdb)
-		rdb.Close()
+		err := newService(tc.set)
 		if err == nil {
-			svc.Close()
 			t.Errorf("%s: accepted", tc.set)
 			continue
 		}
@@ -117,6 +117,23 @@ func TestUnusableSettingsAreRefusedByName(t *testing.T) {
 			t.Errorf("%s: error %q does not name the setting", tc.set, err)
 		}
 	}
+}
+
+// newService loads the settings with set and builds a service (closed at
+// once) as the rest command does; the error is the first either gives.
+func newService(set string) error {
+	s, err := loadSettings(1, "127.0.0.1:1", set)
+	if err != nil {
+		return err
+	}
+	log, _ := logfactory.New(logfactory.Config{Output: &harness.OutputBuffer{}})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	svc, err := server.New(context.Background(), s, log, rdb)
+	if err == nil {
+		svc.Close()
+	}
+	return err
 }
 
 func TestSlowClientsAreCutOffByTheReadTimeout(t *testing.T) {

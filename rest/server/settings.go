@@ -18,20 +18,20 @@ import (
 // rest settings.py (times in seconds).
 var (
 	LoggingEnabled   = settings.Bool("FLASK_LOGGING_ENABLED", true, "an access log line per request on stderr, as Flask's server writes")
-	Port             = settings.Int("FLASK_PORT", 5343, "port to listen on (`--port`)")
+	Port             = settings.Int("FLASK_PORT", 5343, "port to listen on (`--port`)").Within(0, 65535)
 	Host             = settings.String("FLASK_HOST", "0.0.0.0", "address to listen on (`--host`)").Ours()
-	SleepTime        = settings.Seconds("SLEEP_TIME", 0.1, "seconds between checks of the Redis connection")
-	HeartbeatTimeout = settings.Seconds("HEARTBEAT_TIMEOUT", 120.0, "seconds the `stats:rest:self:<host>:<id>` key lives; refreshed every quarter of it")
-	JoinTimeout      = settings.Seconds("DAEMON_THREAD_JOIN_TIMEOUT", 10.0, "seconds background work may take to stop at shutdown")
-	WaitForResponse  = settings.Seconds("WAIT_FOR_RESPONSE_TIME", 5.0, "seconds `/feed` waits for an answer before returning a `poll_id`")
+	SleepTime        = settings.Seconds("SLEEP_TIME", 0.1, "seconds between checks of the Redis connection").Positive()
+	HeartbeatTimeout = settings.Seconds("HEARTBEAT_TIMEOUT", 120.0, "seconds the `stats:rest:self:<host>:<id>` key lives; refreshed every quarter of it").Positive()
+	JoinTimeout      = settings.Seconds("DAEMON_THREAD_JOIN_TIMEOUT", 10.0, "seconds background work may take to stop at shutdown").AtLeast(0)
+	WaitForResponse  = settings.Seconds("WAIT_FOR_RESPONSE_TIME", 5.0, "seconds `/feed` waits for an answer before returning a `poll_id`").AtLeast(0)
 	SchemaDir        = settings.String("SCHEMA_DIR", "schemas/", "accepted for compatibility; the poll schema is compiled in and `/feed` uses the Kafka Monitor's")
-	FeedTimeout      = settings.Seconds("KAFKA_FEED_TIMEOUT", 10.0, "seconds sending a request to Kafka may take")
-	ConsumerSleep    = settings.Seconds("KAFKA_CONSUMER_SLEEP_TIME", 1.0, "seconds between checks of the Kafka connection (and metadata refreshes)")
+	FeedTimeout      = settings.Seconds("KAFKA_FEED_TIMEOUT", 10.0, "seconds sending a request to Kafka may take").Positive()
+	ConsumerSleep    = settings.Seconds("KAFKA_CONSUMER_SLEEP_TIME", 1.0, "seconds between checks of the Kafka connection (and metadata refreshes)").Positive()
 	ProducerTopic    = settings.String("KAFKA_PRODUCER_TOPIC", "demo.incoming", "the topic requests are sent to")
-	PollTimeout      = settings.Seconds("POLL_RESULT_TIMEOUT", 3600.0, "seconds an answer kept for `/poll` lives (the original kept them forever)").Ours()
-	MaxRequestBytes  = settings.Int("MAX_REQUEST_BYTES", 1<<20, "largest request body").Ours()
-	ReadTimeout      = settings.Seconds("HTTP_READ_TIMEOUT", 10.0, "seconds to read a request").Ours()
-	WriteTimeout     = settings.Seconds("HTTP_WRITE_TIMEOUT", 30.0, "seconds to handle and answer a request; must be more than `WAIT_FOR_RESPONSE_TIME` + `KAFKA_FEED_TIMEOUT`").Ours()
+	PollTimeout      = settings.Seconds("POLL_RESULT_TIMEOUT", 3600.0, "seconds an answer kept for `/poll` lives (the original kept them forever)").Ours().Positive()
+	MaxRequestBytes  = settings.Int("MAX_REQUEST_BYTES", 1<<20, "largest request body").Ours().Positive()
+	ReadTimeout      = settings.Seconds("HTTP_READ_TIMEOUT", 10.0, "seconds to read a request").Ours().Positive()
+	WriteTimeout     = settings.Seconds("HTTP_WRITE_TIMEOUT", 30.0, "seconds to handle and answer a request; must be more than `WAIT_FOR_RESPONSE_TIME` + `KAFKA_FEED_TIMEOUT`").Ours().Positive()
 )
 
 // Settings are the REST service's settings: its own, the shared REDIS_*,
@@ -62,7 +62,8 @@ type config struct {
 }
 
 // configFromSettings reads the service's settings and rejects values it
-// cannot run with, naming the setting.
+// cannot run with that the settings' bounds (which settings.Load enforces)
+// allow, naming the setting.
 func configFromSettings(s *settings.Settings) (config, error) {
 	c := config{
 		accessLog: LoggingEnabled.From(s), redisEvery: SleepTime.From(s), kafkaEvery: ConsumerSleep.From(s),
@@ -73,33 +74,6 @@ func configFromSettings(s *settings.Settings) (config, error) {
 		maxBody: int64(MaxRequestBytes.From(s)),
 	}
 	var errs []error
-	positive := func(d settings.Setting[time.Duration], v time.Duration) {
-		if v <= 0 {
-			errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", d.Name(), v.Seconds()))
-		}
-	}
-	positive(SleepTime, c.redisEvery)
-	positive(HeartbeatTimeout, c.heartbeat)
-	positive(FeedTimeout, c.feedLimit)
-	positive(ConsumerSleep, c.kafkaEvery)
-	positive(PollTimeout, c.pollTTL)
-	positive(ReadTimeout, c.readTimeout)
-	positive(WriteTimeout, c.writeTimeout)
-	if c.maxBody <= 0 {
-		errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", MaxRequestBytes.Name(), c.maxBody))
-	}
-	if c.incomingPartitions <= 0 {
-		errs = append(errs, fmt.Errorf("setting %s: must be positive, got %v", plugin.IncomingPartitions.Name(), c.incomingPartitions))
-	}
-	if c.waitFor < 0 {
-		errs = append(errs, fmt.Errorf("setting %s: must not be negative, got %v", WaitForResponse.Name(), c.waitFor.Seconds()))
-	}
-	if c.joinTimeout < 0 {
-		errs = append(errs, fmt.Errorf("setting %s: must not be negative, got %v", JoinTimeout.Name(), c.joinTimeout.Seconds()))
-	}
-	if p := Port.From(s); p < 0 || p > 65535 {
-		errs = append(errs, fmt.Errorf("setting %s: %d is not a TCP port", Port.Name(), p))
-	}
 	if c.incoming == "" {
 		errs = append(errs, fmt.Errorf("setting %s: must not be empty", ProducerTopic.Name()))
 	}

@@ -32,18 +32,18 @@ import (
 var (
 	Hosts           = settings.String("KAFKA_HOSTS", "localhost:9092", "Kafka brokers, comma-separated")
 	TopicPrefix     = settings.String("KAFKA_TOPIC_PREFIX", "demo", "prefix of the cluster's topics: `<prefix>.incoming`, `<prefix>.crawled_firehose`, `<prefix>.outbound_firehose`")
-	ConnTimeout     = settings.Seconds("KAFKA_CONN_TIMEOUT", 5, "seconds to connect to a broker")
-	BatchLinger     = settings.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS", 25, "ms a batching producer (`kafka-monitor feed`) waits to fill a batch; the services send at once with group commit (what arrives while two sends are out goes in the next)")
+	ConnTimeout     = settings.Seconds("KAFKA_CONN_TIMEOUT", 5, "seconds to connect to a broker").Positive()
+	BatchLinger     = settings.Millis("KAFKA_PRODUCER_BATCH_LINGER_MS", 25, "ms a batching producer (`kafka-monitor feed`) waits to fill a batch; the services send at once with group commit (what arrives while two sends are out goes in the next)").AtLeast(0)
 	SendBuffer      = settings.Int("KAFKA_PRODUCER_BUFFER_BYTES", 4<<20, "TCP send buffer of the producers' connections")
 	Compression     = settings.String("KAFKA_PRODUCER_COMPRESSION", "none", "codec of the message batches every producer sends: `none`, `gzip`, `snappy`, `lz4` or `zstd` ([Kafka compression](production.md#kafka-compression)); every consumer of the topics must read it").Ours()
-	MaxRequestBytes = settings.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE", 1<<20, "largest produce request, so the largest message sent: larger crawl results are cut or reduced ([crawl results](crawler.md#crawl-results))").Ours()
+	MaxRequestBytes = settings.Int("KAFKA_PRODUCER_MAX_REQUEST_SIZE", 1<<20, "largest produce request, so the largest message sent: larger crawl results are cut or reduced ([crawl results](crawler.md#crawl-results))").Ours().Positive()
 	AutoOffsetReset = settings.String("KAFKA_CONSUMER_AUTO_OFFSET_RESET", "earliest", "where a reader without committed offsets starts: `earliest` or `latest`")
-	FetchMaxBytes   = settings.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES", 10<<20, "largest fetch, so the largest message read")
-	FetchMaxWait    = settings.Millis("KAFKA_CONSUMER_TIMEOUT", 50, "ms a fetch waits for new messages")
+	FetchMaxBytes   = settings.Int("KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES", 10<<20, "largest fetch, so the largest message read").Positive()
+	FetchMaxWait    = settings.Millis("KAFKA_CONSUMER_TIMEOUT", 50, "ms a fetch waits for new messages").Positive()
 	CommitInterval  = settings.Millis("KAFKA_CONSUMER_COMMIT_INTERVAL_MS", 5000, "ms between commits of a consumer group that commits periodically (`kafkadump dump -c`)")
 	AutoCommit      = settings.Bool("KAFKA_CONSUMER_AUTO_COMMIT_ENABLE", true, "`kafkadump dump -c` commits periodically (false: each message at once); the Kafka Monitor's `run` commits each batch once it is stored, the others read without a consumer group")
-	Partitions      = settings.Int("KAFKA_TOPIC_PARTITIONS", 3, "partitions of the topics a component creates (but the incoming topic's: `KAFKA_INCOMING_PARTITIONS`)").Ours()
-	Replication     = settings.Int("KAFKA_TOPIC_REPLICATION_FACTOR", 1, "replication of the topics a component creates").Ours()
+	Partitions      = settings.Int("KAFKA_TOPIC_PARTITIONS", 3, "partitions of the topics a component creates (but the incoming topic's: `KAFKA_INCOMING_PARTITIONS`)").Ours().AtLeast(1)
+	Replication     = settings.Int("KAFKA_TOPIC_REPLICATION_FACTOR", 1, "replication of the topics a component creates").Ours().AtLeast(1)
 )
 
 // Settings are the Kafka settings, for a component's settings.Group.
@@ -150,25 +150,11 @@ func compressionNamed(name string) (kafka.Compression, error) {
 	return 0, fmt.Errorf("setting KAFKA_PRODUCER_COMPRESSION: want none, gzip, snappy, lz4 or zstd, got %q", name)
 }
 
-// Validate reports the first unusable field.
+// Validate reports unusable broker addresses (KAFKA_HOSTS). The numbers'
+// bounds are their settings' own, which settings.Load enforces.
 func (c Config) Validate() error {
-	switch {
-	case len(c.Brokers) == 0:
+	if len(c.Brokers) == 0 {
 		return errors.New("setting KAFKA_HOSTS: no broker address given")
-	case c.ConnTimeout <= 0:
-		return errors.New("setting KAFKA_CONN_TIMEOUT: must be positive")
-	case c.BatchLinger < 0:
-		return errors.New("setting KAFKA_PRODUCER_BATCH_LINGER_MS: must not be negative")
-	case c.MaxRequestBytes <= 0:
-		return errors.New("setting KAFKA_PRODUCER_MAX_REQUEST_SIZE: must be positive")
-	case c.FetchMaxBytes <= 0:
-		return errors.New("setting KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES: must be positive")
-	case c.FetchMaxWait <= 0:
-		return errors.New("setting KAFKA_CONSUMER_TIMEOUT: must be positive")
-	case c.Partitions < 1:
-		return errors.New("setting KAFKA_TOPIC_PARTITIONS: must be at least 1")
-	case c.ReplicationFactor < 1:
-		return errors.New("setting KAFKA_TOPIC_REPLICATION_FACTOR: must be at least 1")
 	}
 	for _, b := range c.Brokers {
 		if _, _, err := net.SplitHostPort(b); err != nil {

@@ -17,11 +17,13 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
+// load reads the Kafka settings of environ as a component does: Load, then
+// ConfigFromSettings; the error is the first either gives.
 func load(t *testing.T, environ ...string) (kafkaclient.Config, error) {
 	t.Helper()
 	s, err := settings.Load(kafkaclient.Settings(), settings.Options{Environ: environ})
 	if err != nil {
-		t.Fatal(err)
+		return kafkaclient.Config{}, err
 	}
 	return kafkaclient.ConfigFromSettings(s)
 }
@@ -62,6 +64,11 @@ func TestConfigFromSettingsRejectsUnusableValues(t *testing.T) {
 		"KAFKA_HOSTS=no-port",
 		"KAFKA_TOPIC_PARTITIONS=0",
 		"KAFKA_CONN_TIMEOUT=0",
+		"KAFKA_PRODUCER_BATCH_LINGER_MS=-1",
+		"KAFKA_PRODUCER_MAX_REQUEST_SIZE=0",
+		"KAFKA_CONSUMER_FETCH_MESSAGE_MAX_BYTES=-5",
+		"KAFKA_CONSUMER_TIMEOUT=0",
+		"KAFKA_TOPIC_REPLICATION_FACTOR=0",
 	} {
 		name := strings.SplitN(env, "=", 2)[0]
 		if _, err := load(t, env); err == nil || !strings.Contains(err.Error(), name) {

@@ -22,9 +22,9 @@ import (
 // The page memory's settings (the crawlers').
 var (
 	PagesTTL = settings.Seconds("RECRAWL_PAGES_TTL", 30*24*3600,
-		"seconds a scheduled crawl's remembered pages (validators, body fingerprints, links) live after their bucket's last write; at least 1").Ours()
+		"seconds a scheduled crawl's remembered pages (validators, body fingerprints, links) live after their bucket's last write").Ours().AtLeast(time.Second)
 	AdaptiveMax = settings.Int("RECRAWL_ADAPTIVE_MAX", 16,
-		"with `recrawl.adaptive`, the most runs between two checks of a page that does not change; at least 1").Ours()
+		"with `recrawl.adaptive`, the most runs between two checks of a page that does not change").Ours().AtLeast(1)
 )
 
 // PageSettings are the page memory's settings, for the crawler's settings.Group.

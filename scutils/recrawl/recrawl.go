@@ -55,9 +55,9 @@ const (
 // Settings of the Redis Monitor's starts of runs.
 var (
 	Interval = settings.Seconds("RECRAWL_INTERVAL", 0.5,
-		"seconds between a Redis Monitor's looks for re-crawl runs due (`recrawl`); positive").Ours()
+		"seconds between a Redis Monitor's looks for re-crawl runs due (`recrawl`)").Ours().Positive()
 	RunsKept = settings.Int("RECRAWL_RUNS_KEPT", 100,
-		"past runs of a scheduled crawl whose ledger is kept (`runs` in GET /crawls/<crawlid>); at least 1").Ours()
+		"past runs of a scheduled crawl whose ledger is kept (`runs` in GET /crawls/<crawlid>)").Ours().AtLeast(1)
 )
 
 // Settings are the re-crawl settings, for the Redis Monitor's settings.Group.

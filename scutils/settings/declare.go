@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +24,21 @@ type Decl struct {
 	// Ours marks a setting this implementation adds, which Scrapy Cluster
 	// 1.3 does not have; the tables mark it "(Go)".
 	Ours bool
+	// Bound says which values Load accepts ("at least 1", "positive"), ""
+	// for any of the type (Setting.AtLeast, Setting.Positive).
+	Bound string
+
+	// inBound reports whether a loaded value (of the default's type) is
+	// within Bound; nil for none.
+	inBound func(v any) bool
+}
+
+// check returns the error Load gives for a value out of the declared bound.
+func (d Decl) check(v any) error {
+	if d.inBound == nil || d.inBound(v) {
+		return nil
+	}
+	return fmt.Errorf("must be %s, got %v", d.Bound, v)
 }
 
 // Decl returns d itself, so that a Decl can be given to Declare.
@@ -44,6 +60,9 @@ type Setting[T any] struct {
 	// gave) into a T; store turns a T into a value of the default's type.
 	read  func(any) (T, error)
 	store func(T) any
+	// number is a T as a number in the setting's unit, for bounds; nil for
+	// a type without order.
+	number func(T) float64
 }
 
 // Decl returns the declaration, without its Go type.
@@ -65,12 +84,58 @@ func (d Setting[T]) Default() T {
 // setting a default of its own (each component's ADMIN_ADDR port).
 func (d Setting[T]) WithDefault(v T) Setting[T] {
 	d.decl.Default = d.store(v)
+	if err := d.decl.check(d.decl.Default); err != nil {
+		panic(fmt.Sprintf("setting %s: default: %v", d.decl.Name, err))
+	}
 	return d
 }
 
 // Ours marks d as a setting Scrapy Cluster 1.3 does not have.
 func (d Setting[T]) Ours() Setting[T] {
 	d.decl.Ours = true
+	return d
+}
+
+// AtLeast returns d with a lower bound: Load refuses a smaller value
+// ("setting NAME from SOURCE: must be at least MIN, got V"). Only number
+// and duration settings have bounds.
+func (d Setting[T]) AtLeast(min T) Setting[T] {
+	lo := d.numberOf(min)
+	return d.bounded("at least "+formatNumber(lo), func(n float64) bool { return n >= lo })
+}
+
+// Within returns d bounded to values from min to max, both included, as
+// AtLeast ("must be from MIN to MAX").
+func (d Setting[T]) Within(min, max T) Setting[T] {
+	lo, hi := d.numberOf(min), d.numberOf(max)
+	return d.bounded("from "+formatNumber(lo)+" to "+formatNumber(hi), func(n float64) bool { return lo <= n && n <= hi })
+}
+
+func formatNumber(n float64) string { return strconv.FormatFloat(n, 'f', -1, 64) }
+
+// Positive returns d bounded to values above zero, as AtLeast.
+func (d Setting[T]) Positive() Setting[T] {
+	return d.bounded("positive", func(n float64) bool { return n > 0 })
+}
+
+func (d Setting[T]) numberOf(v T) float64 {
+	if d.number == nil {
+		panic(fmt.Sprintf("setting %s: a %T setting has no bounds", d.decl.Name, v))
+	}
+	return d.number(v)
+}
+
+func (d Setting[T]) bounded(bound string, in func(float64) bool) Setting[T] {
+	var zero T
+	d.numberOf(zero) // panics for a type without order
+	d.decl.Bound = bound
+	d.decl.inBound = func(v any) bool {
+		t, err := d.read(v)
+		return err == nil && in(d.number(t))
+	}
+	if err := d.decl.check(d.decl.Default); err != nil {
+		panic(fmt.Sprintf("setting %s: default: %v", d.decl.Name, err))
+	}
 	return d
 }
 
@@ -117,8 +182,21 @@ func declare[T any](name string, def T, doc string) Setting[T] {
 			}
 			return conv.(T), nil
 		},
-		store: func(v T) any { return cloneValue(v) },
+		store:  func(v T) any { return cloneValue(v) },
+		number: numberFunc[T](),
 	}
+}
+
+// numberFunc returns how a T is read as a number, or nil for a type without
+// order.
+func numberFunc[T any]() func(T) float64 {
+	switch any(*new(T)).(type) {
+	case int:
+		return func(v T) float64 { return float64(any(v).(int)) }
+	case float64:
+		return func(v T) float64 { return any(v).(float64) }
+	}
+	return nil
 }
 
 // String declares a text setting.
@@ -181,6 +259,7 @@ func duration[N int | float64](name string, def N, unit time.Duration, doc strin
 			}
 			return n
 		},
+		number: func(d time.Duration) float64 { return float64(d) / float64(unit) },
 	}
 }
 

@@ -204,6 +204,9 @@ func (s *Settings) apply(name string, v any, src Source) error {
 		return nil
 	}
 	conv, err := convert(def, v)
+	if err == nil {
+		err = s.declared[name].check(conv)
+	}
 	if err != nil {
 		return fmt.Errorf("setting %s from %s: %w", name, src, err)
 	}

@@ -373,3 +373,68 @@ func TestFlagValuesTakeOnlyFlagsTheUserGave(t *testing.T) {
 		t.Fatal("--set without = accepted")
 	}
 }
+
+func TestBoundedSettingsRefuseValuesOutOfBoundFromEverySource(t *testing.T) {
+	hits := settings.Int("QUEUE_HITS", 10, "").AtLeast(1)
+	lock := settings.Seconds("LOCK_TIME", 6.0, "").AtLeast(100 * time.Millisecond)
+	wait := settings.Millis("KAFKA_CONSUMER_TIMEOUT", 50, "").Positive()
+	ratio := settings.Float("RATIO", 0.5, "").Positive()
+	port := settings.Int("FLASK_PORT", 5343, "").Within(0, 65535)
+	group := settings.Declare(hits, lock, wait, ratio, port)
+	for _, tc := range []struct {
+		name string
+		opts settings.Options
+		want []string
+	}{
+		{"an integer below its minimum in the environment", settings.Options{Environ: []string{"QUEUE_HITS=0"}},
+			[]string{"setting QUEUE_HITS from env: must be at least 1, got 0"}},
+		{"seconds below a fractional minimum as a flag", settings.Options{NoEnv: true, Flags: map[string]string{"LOCK_TIME": "0.05"}},
+			[]string{"setting LOCK_TIME from flag: must be at least 0.1, got 0.05"}},
+		{"zero milliseconds for a positive setting", settings.Options{Environ: []string{"KAFKA_CONSUMER_TIMEOUT=0"}},
+			[]string{"setting KAFKA_CONSUMER_TIMEOUT from env: must be positive, got 0"}},
+		{"a negative number for a positive setting", settings.Options{Environ: []string{"RATIO=-0.5"}},
+			[]string{"setting RATIO", "must be positive, got -0.5"}},
+		{"a number above its range in the file", settings.Options{NoEnv: true, File: "testdata/port.yaml"},
+			[]string{"settings file testdata/port.yaml: setting FLASK_PORT from file: must be from 0 to 65535, got 70000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := settings.Load(group, tc.opts)
+			if err == nil {
+				t.Fatal("Load accepted a value out of bound")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	s, err := settings.Load(group, settings.Options{Environ: []string{"QUEUE_HITS=1", "LOCK_TIME=0.1", "KAFKA_CONSUMER_TIMEOUT=1", "RATIO=0.01", "FLASK_PORT=65535"}})
+	if err != nil {
+		t.Fatalf("values on the bound: %v", err)
+	}
+	if hits.From(s) != 1 || lock.From(s) != 100*time.Millisecond || wait.From(s) != time.Millisecond || ratio.From(s) != 0.01 || port.From(s) != 65535 {
+		t.Errorf("read %v %v %v %v %v", hits.From(s), lock.From(s), wait.From(s), ratio.From(s), port.From(s))
+	}
+	if b := hits.Decl().Bound; b != "at least 1" {
+		t.Errorf("QUEUE_HITS's bound reads %q", b)
+	}
+}
+
+func TestABoundTheDefaultBreaksOrATypeWithoutOrderPanics(t *testing.T) {
+	for name, declare := range map[string]func(){
+		"a default below the minimum":  func() { settings.Int("QUEUE_HITS", 0, "").AtLeast(1) },
+		"a new default out of bound":   func() { settings.Int("QUEUE_HITS", 10, "").Positive().WithDefault(0) },
+		"a bound on a text setting":    func() { settings.String("NAME", "x", "").Positive() },
+		"a bound on a boolean setting": func() { settings.Bool("ON", true, "").Positive() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			declare()
+		})
+	}
+}

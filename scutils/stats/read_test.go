@@ -125,17 +125,12 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 	if n := crawlers.UniqueSpiders(); n != 2 {
 		t.Errorf("UniqueSpiders = %d, want 2", n)
 	}
-	queues, err := r.Queues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "Queues", queues, wantQueues)
-	crawlers, queues, err = r.CrawlersAndQueues(ctx)
+	checkQueues(t, r, wantQueues)
+	crawlers, _, err = r.CrawlersAndQueues(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(t, "CrawlersAndQueues crawlers", crawlers, wantCrawlers)
-	check(t, "CrawlersAndQueues queues", queues, wantQueues)
 	cluster, err := r.Cluster(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +140,28 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 		Crawlers:   wantCrawlers,
 		Queues:     wantQueues,
 	})
+}
+
+// checkQueues checks that the queue stats read each way Reader reads them
+// (Queues, CrawlersAndQueues, Cluster) are want.
+func checkQueues(t *testing.T, r Reader, want *QueueStats) {
+	t.Helper()
+	ctx := context.Background()
+	queues, err := r.Queues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "Queues", queues, want)
+	_, queues, err = r.CrawlersAndQueues(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "CrawlersAndQueues queues", queues, want)
+	cluster, err := r.Cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "Cluster queues", cluster.Queues, want)
 }
 
 func TestSectionsHaveTheSpecsShapes(t *testing.T) {
@@ -258,5 +275,45 @@ func TestKeysThatVanishOrChangeTypeBeforeTheyAreReadAreLeftOut(t *testing.T) {
 				TotalBacklog: 3,
 			})
 		})
+	}
+}
+
+// Render queues are backlog: a domain's counts the requests of its queue
+// and its render queue, and render_backlog says how many of them wait for
+// a rendering crawler; the shape without render queues is the spec's.
+func TestRenderQueuesCountInTheirDomainsBacklog(t *testing.T) {
+	rdb := harness.StartRedis(t).TestClient(t)
+	now := time.Now()
+	writeClusterState(t, rdb, now)
+	fill(t, rdb, rediskeys.RenderQueueKey("link", "dmoz.org"), 4)
+	fill(t, rdb, rediskeys.RenderQueueKey("link", "spa.example"), 1)
+	// Not render queues: the wrong suffix, a colon in the domain.
+	fill(t, rdb, "link:dmoz.org:renderqueues", 7)
+	fill(t, rdb, "link:a:b:renderqueue", 7)
+
+	r := Reader{Redis: rdb, Now: now}
+	want := &QueueStats{
+		Spiders: map[string]*SpiderQueue{
+			"link": {Domains: []DomainBacklog{{Domain: "dmoz.org", Backlog: 6, RenderBacklog: 4}, {Domain: "istresearch.com", Backlog: 3},
+				{Domain: "spa.example", Backlog: 1, RenderBacklog: 1}}, SpiderBacklog: 10, NumDomains: 3, RenderBacklog: 5},
+			"wandering": {Domains: []DomainBacklog{{Domain: "example.com", Backlog: 1}}, SpiderBacklog: 1, NumDomains: 1},
+		},
+		TotalBacklog:  11,
+		RenderBacklog: 5,
+	}
+	checkQueues(t, r, want)
+	queues, err := r.Queues(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(queues.Section())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const section = `{"queue_link":{"domains":[{"domain":"dmoz.org","backlog":6,"render_backlog":4},{"domain":"istresearch.com","backlog":3},` +
+		`{"domain":"spa.example","backlog":1,"render_backlog":1}],"spider_backlog":10,"num_domains":3,"render_backlog":5},` +
+		`"queue_wandering":{"domains":[{"domain":"example.com","backlog":1}],"spider_backlog":1,"num_domains":1},"total_backlog":11,"total_render_backlog":5}`
+	if string(got) != section {
+		t.Errorf("Section:\n got  %s\n want %s", got, section)
 	}
 }

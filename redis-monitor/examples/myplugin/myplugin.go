@@ -20,8 +20,6 @@ package myplugin
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -47,11 +45,11 @@ func (*ClearMonitor) Pattern() string { return "clear:*:*:*" }
 // Handle clears the queue and answers. Returning an error makes the monitor
 // retry the key (RETRY_FAILURES_MAX times); returning nil deletes it.
 func (m *ClearMonitor) Handle(ctx context.Context, key, uuid string) error {
-	parts := strings.Split(key, ":")
-	if len(parts) != 4 {
-		return fmt.Errorf("clear key %q: want clear:<spiderid>:<domain>:<appid>", key)
+	parts, err := plugin.KeyParts(key, "clear:<spiderid>:<domain>:<appid>")
+	if err != nil {
+		return err
 	}
-	spiderID, domain, appID := parts[1], parts[2], parts[3]
+	spiderID, domain, appID := parts[0], parts[1], parts[2]
 	queue := rediskeys.QueueKey(spiderID, domain)
 	m.Logger.Info("Received clear request", logfactory.Extra{"appid": appID, "uuid": uuid, "queue": queue})
 

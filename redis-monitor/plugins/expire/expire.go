@@ -23,19 +23,10 @@ import (
 // Key is the plugin's name in the PLUGINS setting.
 const Key = "plugins.expire_monitor.ExpireMonitor"
 
-func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
+func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{stop.NewEnder("expire")} }) }
 
 // Monitor expires crawls.
-type Monitor struct {
-	plugin.Base
-	holder string // this plugin's id as it holds ended crawls (ledger.EndedBy)
-}
-
-// Setup keeps env and picks the plugin's holder id.
-func (m *Monitor) Setup(ctx context.Context, env plugin.Env) error {
-	m.holder = stop.NewHolder("expire")
-	return m.Base.Setup(ctx, env)
-}
+type Monitor struct{ stop.Ender }
 
 // Name is the stats name.
 func (*Monitor) Name() string { return "ExpireMonitor" }
@@ -57,16 +48,14 @@ func (m *Monitor) CheckPrecondition(_ context.Context, key, value string) (bool,
 
 // Handle expires the crawl named by key.
 func (m *Monitor) Handle(ctx context.Context, key, _ string) error {
-	parts := strings.Split(key, ":")
-	if len(parts) != 4 {
-		return fmt.Errorf("timeout key %q: want timeout:<spiderid>:<appid>:<crawlid>", key)
+	crawl, err := stop.CrawlOfKey(key, "timeout:<spiderid>:<appid>:<crawlid>")
+	if err != nil {
+		return err
 	}
-	spiderID, appID, crawlID := parts[1], parts[2], parts[3]
-	extra := logfactory.Extra{"action": "expire", "appid": appID, "spiderid": spiderID, "crawlid": crawlID}
-	m.Logger.Info("Expiring crawl found", extra)
+	spiderID, appID, crawlID := crawl.SpiderID, crawl.AppID, crawl.CrawlID
+	m.Logger.Info("Expiring crawl found", logfactory.Extra{"action": "expire", "appid": appID, "spiderid": spiderID, "crawlid": crawlID})
 
-	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
-	expired, err := stop.Halt(ctx, m.Redis, crawl, ledger.PurgedExpire, m.holder, m.Now())
+	expired, err := m.Halt(ctx, crawl, ledger.PurgedExpire)
 	if err != nil {
 		return err
 	}
@@ -79,12 +68,7 @@ func (m *Monitor) Handle(ctx context.Context, key, _ string) error {
 		m.Logger.Error("Failed to send expired ack to kafka", answer)
 		return err
 	}
-	// The notification is out: the crawl-complete may follow.
-	// A failed release only delays it: the hold lapses after HoldFor. (An
-	// error here would answer the request twice.)
-	if err := ledger.Release(ctx, m.Redis, crawl, m.holder); err != nil {
-		m.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawlID, "error": err.Error()})
-	}
+	m.Release(ctx, crawl) // the notification is out: the crawl-complete may follow
 	answer["success"] = true
 	m.Logger.Info("Sent expired ack to kafka", answer)
 	return nil

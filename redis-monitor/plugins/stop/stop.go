@@ -12,7 +12,6 @@ package stop
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,22 +28,46 @@ import (
 // Key is the plugin's name in the PLUGINS setting.
 const Key = "plugins.stop_monitor.StopMonitor"
 
-func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{} }) }
+func init() { plugin.Register(Key, func() plugin.Plugin { return &Monitor{NewEnder("stop")} }) }
 
 // Monitor stops crawls.
-type Monitor struct {
+type Monitor struct{ Ender }
+
+// Ender is what the plugins that end crawls (stop, expire) share: the Env
+// (plugin.Base) and the id they hold the crawls they end under
+// (ledger.EndedBy).
+type Ender struct {
 	plugin.Base
-	holder string // this plugin's id as it holds ended crawls (ledger.EndedBy)
+	holder string
 }
 
-// Setup keeps env and picks the plugin's holder id.
-func (m *Monitor) Setup(ctx context.Context, env plugin.Env) error {
-	m.holder = NewHolder("stop")
-	return m.Base.Setup(ctx, env)
+// NewEnder is an Ender with a unique holder id for action.
+func NewEnder(action string) Ender { return Ender{holder: action + ":" + heartbeat.NewID()} }
+
+// CrawlOfKey reads the crawl a key of form names
+// ("stop:<spiderid>:<appid>:<crawlid>").
+func CrawlOfKey(key, form string) (ledger.Crawl, error) {
+	parts, err := plugin.KeyParts(key, form)
+	if err != nil {
+		return ledger.Crawl{}, err
+	}
+	return ledger.Crawl{SpiderID: parts[0], AppID: parts[1], CrawlID: parts[2]}, nil
 }
 
-// NewHolder is a unique id for a plugin that ends crawls (ledger.EndedBy).
-func NewHolder(action string) string { return action + ":" + heartbeat.NewID() }
+// Halt ends the crawl (the package's Halt), held by e, and returns how many
+// of its requests were purged.
+func (e *Ender) Halt(ctx context.Context, crawl ledger.Crawl, p ledger.Purge) (int, error) {
+	return Halt(ctx, e.Redis, crawl, p, e.holder, e.Now())
+}
+
+// Release lets the crawl-complete of a crawl e ended follow, once e's
+// answer is out. A failed release only delays it (the hold lapses after
+// HoldFor) and is logged: an error here would answer the request twice.
+func (e *Ender) Release(ctx context.Context, crawl ledger.Crawl) {
+	if err := ledger.Release(ctx, e.Redis, crawl, e.holder); err != nil {
+		e.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawl.CrawlID, "error": err.Error()})
+	}
+}
 
 // Name is the stats name.
 func (*Monitor) Name() string { return "StopMonitor" }
@@ -54,16 +77,15 @@ func (*Monitor) Pattern() string { return "stop:*:*" }
 
 // Handle stops the crawl named by key (value: the request's uuid).
 func (m *Monitor) Handle(ctx context.Context, key, value string) error {
-	parts := strings.Split(key, ":")
-	if len(parts) != 4 {
-		return fmt.Errorf("stop key %q: want stop:<spiderid>:<appid>:<crawlid>", key)
+	crawl, err := CrawlOfKey(key, "stop:<spiderid>:<appid>:<crawlid>")
+	if err != nil {
+		return err
 	}
-	spiderID, appID, crawlID := parts[1], parts[2], parts[3]
+	spiderID, appID, crawlID := crawl.SpiderID, crawl.AppID, crawl.CrawlID
 	extra := logfactory.Extra{"action": "stop", "appid": appID, "spiderid": spiderID, "uuid": value, "crawlid": crawlID}
 	m.Logger.Info("Received stop request", extra)
 
-	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
-	purged, err := Halt(ctx, m.Redis, crawl, ledger.PurgedStop, m.holder, m.Now())
+	purged, err := m.Halt(ctx, crawl, ledger.PurgedStop)
 	if err != nil {
 		return err
 	}
@@ -80,12 +102,7 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	if err := m.Redis.Del(ctx, rediskeys.TimeoutKey(spiderID, appID, crawlID)).Err(); err != nil {
 		return err
 	}
-	// The answer is out: the crawl-complete may follow.
-	// A failed release only delays it: the hold lapses after HoldFor. (An
-	// error here would answer the request twice.)
-	if err := ledger.Release(ctx, m.Redis, crawl, m.holder); err != nil {
-		m.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawlID, "error": err.Error()})
-	}
+	m.Release(ctx, crawl) // the answer is out: the crawl-complete may follow
 	answer["success"] = true
 	m.Logger.Info("Sent stop ack to kafka", answer)
 	return nil
