@@ -98,10 +98,12 @@ type rule struct {
 	kind  kind
 	css   cascadia.Selector
 	xpath *xpathExprs
-	regex matcher
-	attr  string
-	all   bool
-	onURL *regexp.Regexp // nil: every page
+	// simple is the xpath rule as a simplePath, when it is of its shapes
+	simple *simplePath
+	regex  matcher
+	attr   string
+	all    bool
+	onURL  *regexp.Regexp // nil: every page
 }
 
 // Rules are a request's compiled rules, in field name order. A nil *Rules
@@ -109,6 +111,9 @@ type rule struct {
 type Rules struct {
 	rules []rule
 	tree  bool // some rule reads the page's tree
+	// oneByOne: each rule walks the tree on its own, xpath rules through
+	// antchfx/xpath (what the one walk and simplePath are tested against)
+	oneByOne bool
 }
 
 // Len is the number of rules.
@@ -218,6 +223,9 @@ func (r *rule) compileKind(k string, v any) error {
 		var e *xpath.Expr
 		if e, err = xpath.Compile(s); err == nil {
 			r.xpath = newXPathExprs(s, e)
+			if sp, ok := parseSimplePath(s); ok {
+				r.simple = sp
+			}
 		}
 	case "regex":
 		r.kind = kindRegex
@@ -294,6 +302,7 @@ func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
 
 func (rs *Rules) applyPage(p *page) map[string]any {
 	var out map[string]any
+	var ws []walked
 	for i := range rs.Len() {
 		r := &rs.rules[i]
 		if r.onURL != nil && !r.onURL.MatchString(p.url) {
@@ -302,8 +311,20 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 		if out == nil {
 			out = map[string]any{}
 		}
+		if !rs.oneByOne && r.walks() {
+			ws = append(ws, walked{r: r})
+			continue
+		}
 		if v, ok := r.apply(p); ok {
 			out[r.name] = v
+		}
+	}
+	if len(ws) > 0 {
+		p.walk(ws)
+		for i := range ws {
+			if v, ok := ws[i].result(); ok {
+				out[ws[i].r.name] = v
+			}
 		}
 	}
 	return out
@@ -412,6 +433,12 @@ func (r *rule) apply(p *page) (any, bool) {
 	case kindJSONLD:
 		return jsonLD(p), true
 	}
+	return r.finish(vals)
+}
+
+// finish is the rule's value from its values on the page: the first, or
+// with all every one.
+func (r *rule) finish(vals []any) (any, bool) {
 	if r.all {
 		if vals == nil {
 			vals = []any{}
@@ -531,7 +558,7 @@ func (r *rule) applyRegex(p *page) []any {
 	if r.regex.re.NumSubexp() > 0 {
 		group = 1
 	}
-	for _, loc := range r.regex.find(p.text, r.limit()) {
+	for loc := range r.regex.find(p.text, r.limit()) {
 		if loc[2*group] < 0 { // the group took no part in the match
 			vals = append(vals, "")
 		} else {
