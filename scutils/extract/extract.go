@@ -309,7 +309,7 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 			continue
 		}
 		if out == nil {
-			out = map[string]any{}
+			out = make(map[string]any, len(rs.rules)-i)
 		}
 		if !rs.oneByOne && r.walks() {
 			ws = append(ws, walked{r: r})
@@ -377,7 +377,7 @@ func parse(text string) *html.Node {
 
 // baseURL is what href and src values resolve against: the page's URL, or
 // its first <base href>; looked for (a walk of the tree) only when a value
-// needs it.
+// needs it. prefix and fragBase are set with it.
 func (p *page) baseURL() *url.URL {
 	if !p.based {
 		p.based = true
@@ -397,6 +397,23 @@ func (p *page) baseURL() *url.URL {
 		}
 	}
 	return p.base
+}
+
+// plainBase sets prefix and fragBase without parsing the page's URL (what
+// baseURL would set) when the page has no <base href> and its URL is
+// plain (isPlainAbsolute: url.Parse gives it back as written, its scheme
+// and host those written, TestPlainBaseIsBaseURLs); false otherwise.
+func (p *page) plainBase() bool {
+	if p.based || p.prefix != "" {
+		return p.prefix != ""
+	}
+	if p.baseElement() != nil || !isPlainAbsolute(p.url) {
+		return false
+	}
+	host, _, _ := strings.Cut(p.url[strings.Index(p.url, "//")+2:], "/")
+	p.prefix = p.url[:strings.Index(p.url, "//")+2+len(host)]
+	p.fragBase = p.url
+	return true
 }
 
 // release gives buildTree's memory back once the rules are applied: what
@@ -525,6 +542,14 @@ func (r *rule) nodeValue(p *page, n *html.Node) (string, bool) {
 func (p *page) resolve(attr, v string) string {
 	if attr != "href" && attr != "src" {
 		return v
+	}
+	if p.plainBase() {
+		if u, ok := fastResolve(p.prefix, v); ok {
+			return u
+		}
+		if u, ok := fastFragment(p.fragBase, v); ok {
+			return u
+		}
 	}
 	base := p.baseURL()
 	if base == nil {
