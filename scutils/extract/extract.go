@@ -100,6 +100,7 @@ type rule struct {
 	xpath *xpathExprs
 	// simple is the xpath rule as a simplePath, when it is of its shapes
 	simple *simplePath
+	src    string // the css or xpath expression, as given
 	regex  matcher
 	attr   string
 	all    bool
@@ -214,6 +215,7 @@ func (r *rule) compileKind(k string, v any) error {
 		return fmt.Errorf("%s: want a non-empty string", k)
 	}
 	var err error
+	r.src = s
 	switch k {
 	case "css":
 		r.kind = kindCSS

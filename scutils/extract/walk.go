@@ -1,6 +1,8 @@
 package extract
 
 import (
+	"slices"
+
 	"golang.org/x/net/html"
 )
 
@@ -20,6 +22,10 @@ type walked struct {
 	vals  []any
 	count int
 	done  bool
+	// same is the index of the first rule of the walk with r's kind and
+	// expression (its own when none is before it): the node matches that
+	// one's matcher gives serve both
+	same int
 }
 
 // walks reports whether the walk serves r.
@@ -29,11 +35,26 @@ func (r *rule) walks() bool {
 
 // walk matches the rules on p's tree in one walk.
 func (p *page) walk(ws []walked) {
+	for i := range ws {
+		ws[i].same = slices.IndexFunc(ws[:i+1], func(o walked) bool { return o.r.kind == ws[i].r.kind && o.r.src == ws[i].r.src })
+	}
+	matched := make([]int8, len(ws)) // this node's: 0 not known, 1 matches, -1 does not
 	pending := len(ws)
 	root := p.tree()
 	for n := root; n != nil; {
+		clear(matched)
 		for i := range ws {
-			if w := &ws[i]; !w.done && w.matches(n) {
+			w := &ws[i]
+			if w.done {
+				continue
+			}
+			if m := &matched[w.same]; *m == 0 {
+				*m = -1
+				if w.matches(n) {
+					*m = 1
+				}
+			}
+			if matched[w.same] > 0 {
 				w.take(p, n)
 				if w.done {
 					pending--
