@@ -186,3 +186,34 @@ func BenchmarkTestSitePage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOneWalk: BenchmarkExtract's 20 rules as Apply runs them (css
+// and simple xpath rules in one walk) and each rule on its own (css
+// through cascadia, xpath through antchfx/xpath: extract.OneByOne), pages
+// alternating between the two so that both see the same machine; the mean
+// thread CPU time of each (walk-cpu-µs, each-cpu-µs) and the ratio.
+func BenchmarkOneWalk(b *testing.B) {
+	page := productPage(200 << 10)
+	rs, err := extract.CompileJSON([]byte(benchRules(20)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ways := []*extract.Rules{rs, extract.OneByOne(rs)}
+	var cpu [2]time.Duration
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ways {
+			k := (i + j) % 2 // the order alternates too
+			start := threadCPU(b)
+			if got := ways[k].Apply("http://shop.example/list", page); len(got) != 20 {
+				b.Fatalf("%d fields, want 20", len(got))
+			}
+			cpu[k] += threadCPU(b) - start
+		}
+	}
+	b.ReportMetric(float64(cpu[0].Microseconds())/float64(b.N), "walk-cpu-µs")
+	b.ReportMetric(float64(cpu[1].Microseconds())/float64(b.N), "each-cpu-µs")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "walk/each")
+}
