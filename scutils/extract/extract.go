@@ -101,10 +101,13 @@ type rule struct {
 	// simple is the xpath rule as a simplePath, when it is of its shapes
 	simple *simplePath
 	src    string // the css or xpath expression, as given
-	regex  matcher
-	attr   string
-	all    bool
-	onURL  *regexp.Regexp // nil: every page
+	// first is the index of the first rule walked with the same matcher
+	// (kind and src); -1 when this one is
+	first int
+	regex matcher
+	attr  string
+	all   bool
+	onURL *regexp.Regexp // nil: every page
 }
 
 // Rules are a request's compiled rules, in field name order. A nil *Rules
@@ -145,6 +148,7 @@ func Compile(spec any) (*Rules, error) {
 			continue
 		}
 		rs.tree = rs.tree || r.kind != kindRegex
+		r.first = slices.IndexFunc(rs.rules, func(o rule) bool { return o.kind == r.kind && o.src == r.src && r.walks() })
 		rs.rules = append(rs.rules, r)
 	}
 	if len(errs) > 0 {
@@ -304,7 +308,8 @@ func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
 
 func (rs *Rules) applyPage(p *page) map[string]any {
 	var out map[string]any
-	var ws []walked
+	var room [8]walked
+	ws := room[:0]
 	for i := range rs.Len() {
 		r := &rs.rules[i]
 		if r.onURL != nil && !r.onURL.MatchString(p.url) {
@@ -314,7 +319,13 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 			out = make(map[string]any, len(rs.rules)-i)
 		}
 		if !rs.oneByOne && r.walks() {
-			ws = append(ws, walked{r: r})
+			ws = append(ws, walked{r: r, same: len(ws)})
+			if r.first >= 0 { // share the match of the first rule of r's matcher, if walked
+				first := &rs.rules[r.first]
+				if j := slices.IndexFunc(ws, func(w walked) bool { return w.r == first }); j >= 0 {
+					ws[len(ws)-1].same = j
+				}
+			}
 			continue
 		}
 		if v, ok := r.apply(p); ok {

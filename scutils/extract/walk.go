@@ -1,8 +1,6 @@
 package extract
 
 import (
-	"slices"
-
 	"golang.org/x/net/html"
 )
 
@@ -23,9 +21,11 @@ type walked struct {
 	count int
 	done  bool
 	// same is the index of the first rule of the walk with r's kind and
-	// expression (its own when none is before it): the node matches that
-	// one's matcher gives serve both
+	// expression (its own when none is before it), whose match of a node
+	// serves both
 	same int
+	at   *html.Node // the last node matched, and whether it matches
+	hit  bool
 }
 
 // walks reports whether the walk serves r.
@@ -35,26 +35,18 @@ func (r *rule) walks() bool {
 
 // walk matches the rules on p's tree in one walk.
 func (p *page) walk(ws []walked) {
-	for i := range ws {
-		ws[i].same = slices.IndexFunc(ws[:i+1], func(o walked) bool { return o.r.kind == ws[i].r.kind && o.r.src == ws[i].r.src })
-	}
-	matched := make([]int8, len(ws)) // this node's: 0 not known, 1 matches, -1 does not
 	pending := len(ws)
 	root := p.tree()
 	for n := root; n != nil; {
-		clear(matched)
 		for i := range ws {
 			w := &ws[i]
 			if w.done {
 				continue
 			}
-			if m := &matched[w.same]; *m == 0 {
-				*m = -1
-				if w.matches(n) {
-					*m = 1
-				}
+			if s := &ws[w.same]; s.at != n {
+				s.at, s.hit = n, s.matches(n)
 			}
-			if matched[w.same] > 0 {
+			if ws[w.same].hit {
 				w.take(p, n)
 				if w.done {
 					pending--

@@ -140,3 +140,15 @@ func FuzzSimplePath(f *testing.F) {
 		}
 	})
 }
+
+// A rule shares the match of an earlier rule of its expression only when
+// that one applies to the page (url_regex).
+func TestOneWalkSharesOnlyTheMatchesOfRulesThatApply(t *testing.T) {
+	rs := compile(t, `{"a": {"css": "h1", "url_regex": "elsewhere"}, "b": {"css": "title"}, "c": {"css": "h1"},`+
+		` "d": {"xpath": "//h1", "url_regex": "elsewhere"}, "e": {"xpath": "//h1"}}`)
+	page := readPage(t)
+	sameAsOneByOne(t, rs, "page", page)
+	if got := asJSON(t, rs.Apply(pageURL, page)); got != `{"b":"The Shop","c":"Lamp","e":"Lamp"}` {
+		t.Errorf("got %s", got)
+	}
+}
