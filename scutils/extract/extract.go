@@ -58,7 +58,17 @@
 // (BenchmarkInnerText, same machine). An href or src that is a plain path
 // from the root resolves by concatenation (fastResolve, FuzzFastResolve
 // against net/url): the page's 800 product links take 0.47 ms against 2.8
-// (BenchmarkResolve).
+// (BenchmarkResolve); on a page without <base href> whose URL is plain,
+// the page's URL is not parsed at all (plainBase).
+//
+// The css rules and the xpath rules of simplePath's shapes are matched in
+// one walk of the tree (walk.go), rules of one expression sharing each
+// node's match, the xpath ones on the elements directly instead of through
+// antchfx/xpath's navigator. On a 2-CPU machine at load 16-22, pages
+// alternating between the two ways (BenchmarkOneWalk): BenchmarkExtract's
+// 20 rules take 0.65-0.76 of the CPU time of each rule on its own, a
+// test-site page's five rules 0.95; the 20 rules allocate 9,610 times a
+// page instead of 17,333.
 package extract
 
 import (
