@@ -45,11 +45,11 @@ type Extractor struct {
 
 // Rules are r's extract rules (nil when it has none), compiled once.
 func (x *Extractor) Rules(r *crawlrequest.Request) (*extract.Rules, error) {
-	raw, ok := r.Extra(crawlrequest.FieldExtract)
-	if !ok || string(raw) == "null" {
+	raw, ok := r.ExtraText(crawlrequest.FieldExtract)
+	if !ok || raw == "null" {
 		return nil, nil
 	}
-	return x.cache.Get(string(raw))
+	return x.cache.Get(raw)
 }
 
 // Apply gives each page the extracted field: rules' values on the page's

@@ -611,6 +611,13 @@ func (r *Request) Extra(name string) (json.RawMessage, bool) {
 	return json.RawMessage(v), ok
 }
 
+// ExtraText is Extra's JSON as the request holds it, without a copy (the
+// crawler reads a crawl's "extract" by it twice a page).
+func (r *Request) ExtraText(name string) (string, bool) {
+	v, ok := r.extra[name]
+	return v, ok
+}
+
 // SetExtra sets a field Request has no place for to the JSON value raw
 // (e.g. the wandering spider's "step"). Known field names, "meta" and raw
 // that is not one JSON value are refused.

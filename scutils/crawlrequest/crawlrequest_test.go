@@ -284,6 +284,12 @@ func TestSetExtraAddsAFieldAndRefusesKnownOnesAndBadJSON(t *testing.T) {
 	if v, _ := r.Extra("step"); string(v) != "4" {
 		t.Fatalf("the clone's SetExtra changed the original: %s", v)
 	}
+	if v, ok := clone.ExtraText("step"); v != "5" || !ok {
+		t.Fatalf("ExtraText(step) = %q, %v; want 5, true", v, ok)
+	}
+	if v, ok := clone.ExtraText("absent"); v != "" || ok {
+		t.Fatalf("ExtraText(absent) = %q, %v; want nothing", v, ok)
+	}
 	for _, bad := range []struct{ name, raw string }{{"priority", "1"}, {"meta", "{}"}, {"x", "{"}, {"x", ""}, {"x", "1 2"}} {
 		if err := r.SetExtra(bad.name, json.RawMessage(bad.raw)); err == nil {
 			t.Errorf("SetExtra(%s, %q) accepted", bad.name, bad.raw)

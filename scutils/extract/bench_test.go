@@ -164,12 +164,15 @@ const testSitePage = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><titl
 	"<h1>Page 1.2</h1>\n<p>A tree page at level 2.</p>\n<ul>\n<li><a href=\"/page/1/2/1\">/page/1/2/1</a></li>\n" +
 	"<li><a href=\"/page/1/2/2\">/page/1/2/2</a></li>\n<li><a href=\"/page/1/2/3\">/page/1/2/3</a></li>\n</ul>\n</body></html>\n"
 
+// testSiteRules are BenchmarkExtractionCost's five rules.
+const testSiteRules = `{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "links": {"css": "a", "attr": "href", "all": true},` +
+	` "level": {"regex": "level (\\d+)"}, "ld": {"jsonld": true}}`
+
 // BenchmarkTestSitePage: BenchmarkExtractionCost's five rules on a test
 // site page, on html.Parse's tree and on buildTree's (as Apply does); same
 // figures as BenchmarkExtract.
 func BenchmarkTestSitePage(b *testing.B) {
-	rs, err := extract.CompileJSON([]byte(`{"title": {"css": "title"}, "heading": {"xpath": "//h1"}, "links": {"css": "a", "attr": "href", "all": true},` +
-		` "level": {"regex": "level (\\d+)"}, "ld": {"jsonld": true}}`))
+	rs, err := extract.CompileJSON([]byte(testSiteRules))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,6 +186,50 @@ func BenchmarkTestSitePage(b *testing.B) {
 					b.Fatalf("%d fields, want 5", len(got))
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkOneWalk: rules as Apply runs them (css and simple xpath rules
+// in one walk) and each rule on its own (css through cascadia, xpath
+// through antchfx/xpath: extract.OneByOne), pages alternating between the
+// two so that both see the same machine; the mean thread CPU time of each
+// (walk-cpu-µs, each-cpu-µs) and their ratio. On BenchmarkExtract's 20
+// rules and 200 KB page, and BenchmarkTestSitePage's 5 rules and page.
+func BenchmarkOneWalk(b *testing.B) {
+	for _, tc := range []struct {
+		name, rules, url, page string
+		n                      int // pages a measure
+	}{
+		{"rules=20", benchRules(20), "http://shop.example/list", productPage(200 << 10), 1},
+		{"testsite", testSiteRules, "http://127.0.0.1:8080/page/1/2", testSitePage, 100},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rs, err := extract.CompileJSON([]byte(tc.rules))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ways := []*extract.Rules{rs, extract.OneByOne(rs)}
+			var cpu [2]time.Duration
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := range ways {
+					k := (i + j) % 2 // the order alternates too
+					start := threadCPU(b)
+					for range tc.n {
+						if got := ways[k].Apply(tc.url, tc.page); len(got) != rs.Len() {
+							b.Fatalf("%d fields, want %d", len(got), rs.Len())
+						}
+					}
+					cpu[k] += threadCPU(b) - start
+				}
+			}
+			pages := float64(b.N * tc.n)
+			b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/pages, "walk-cpu-µs")
+			b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/pages, "each-cpu-µs")
+			b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "walk/each")
 		})
 	}
 }

@@ -1,6 +1,9 @@
 package extract
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
 // cacheSize bounds a Cache; when full it starts again empty (the crawls a
 // crawler serves at once are far fewer).
@@ -33,7 +36,7 @@ func (c *Cache) Get(raw string) (*Rules, error) {
 	if c.m == nil || len(c.m) >= cacheSize {
 		c.m = make(map[string]compiled)
 	}
-	c.m[raw] = compiled{rules, err}
+	c.m[strings.Clone(raw)] = compiled{rules, err} // raw may be a part of a larger text
 	c.mu.Unlock()
 	return rules, err
 }

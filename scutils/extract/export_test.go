@@ -16,3 +16,17 @@ var (
 func ApplyParsed(rs *Rules, pageURL, text string) map[string]any {
 	return rs.apply(pageURL, text, true)
 }
+
+// OneByOne is rs with each rule walking the tree on its own, xpath rules
+// through antchfx/xpath: what the one walk and simplePath stand for.
+func OneByOne(rs *Rules) *Rules {
+	c := *rs
+	c.oneByOne = true
+	return &c
+}
+
+// IsSimplePath reports whether src is an xpath parseSimplePath takes.
+func IsSimplePath(src string) bool {
+	_, ok := parseSimplePath(src)
+	return ok
+}

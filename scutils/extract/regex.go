@@ -1,6 +1,7 @@
 package extract
 
 import (
+	"iter"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -122,50 +123,67 @@ func requiredLiterals(re *syntax.Regexp) []string {
 	return nil
 }
 
-// find is FindAllStringSubmatchIndex(text, n), n being 1 or -1.
-func (m matcher) find(text string, n int) [][]int {
-	if m.set == nil {
-		return m.re.FindAllStringSubmatchIndex(text, n)
-	}
-	var found [][]int
-	for pos := 0; pos < len(text) && (n < 0 || len(found) < n); {
-		start := pos
-		if m.lit != "" {
-			i := strings.Index(text[pos:], m.lit)
-			if i < 0 {
-				break
-			}
-			start = pos + i
-			for start > pos && m.set[text[start-1]] {
-				start--
-			}
-		} else {
-			for start < len(text) && !m.set[text[start]] {
-				start++
-			}
-		}
-		end := start
-		for end < len(text) && m.set[text[end]] {
-			end++
-		}
-		if end == start {
-			break
-		}
-		// The next match starts where the last one ended (it is not empty).
-		for from := start; from < end && (n < 0 || len(found) < n); {
-			loc := m.re.FindStringSubmatchIndex(text[from:end])
-			if loc == nil {
-				break
-			}
-			for i := range loc {
-				if loc[i] >= 0 {
-					loc[i] += from
+// find yields what FindAllStringSubmatchIndex(text, n) gives, n being 1
+// or -1, one match at a time (no list of them is built).
+func (m matcher) find(text string, n int) iter.Seq[[]int] {
+	return func(yield func([]int) bool) {
+		if m.set == nil {
+			for _, loc := range m.re.FindAllStringSubmatchIndex(text, n) {
+				if !yield(loc) {
+					return
 				}
 			}
-			found = append(found, loc)
-			from = loc[1]
+			return
 		}
-		pos = end
+		found := 0
+		for pos := 0; pos < len(text) && (n < 0 || found < n); {
+			start, end := m.run(text, pos)
+			if end == start {
+				return
+			}
+			// The next match starts where the last one ended (it is not empty).
+			for from := start; from < end && (n < 0 || found < n); {
+				loc := m.re.FindStringSubmatchIndex(text[from:end])
+				if loc == nil {
+					break
+				}
+				for i := range loc {
+					if loc[i] >= 0 {
+						loc[i] += from
+					}
+				}
+				found++
+				if !yield(loc) {
+					return
+				}
+				from = loc[1]
+			}
+			pos = end
+		}
 	}
-	return found
+}
+
+// run is the next run of set's bytes from pos that may hold a match (one
+// holding lit, when known); start == end when there is none.
+func (m matcher) run(text string, pos int) (start, end int) {
+	start = pos
+	if m.lit != "" {
+		i := strings.Index(text[pos:], m.lit)
+		if i < 0 {
+			return pos, pos
+		}
+		start = pos + i
+		for start > pos && m.set[text[start-1]] {
+			start--
+		}
+	} else {
+		for start < len(text) && !m.set[text[start]] {
+			start++
+		}
+	}
+	end = start
+	for end < len(text) && m.set[text[end]] {
+		end++
+	}
+	return start, end
 }

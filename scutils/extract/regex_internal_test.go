@@ -61,7 +61,7 @@ func TestMatcherFindsWhatTheWholeTextSearchFinds(t *testing.T) {
 		for _, text := range texts {
 			for _, n := range []int{1, -1} {
 				want := re.FindAllStringSubmatchIndex(text, n)
-				if got := m.find(text, n); !slices.EqualFunc(got, want, slices.Equal) {
+				if got := slices.Collect(m.find(text, n)); !slices.EqualFunc(got, want, slices.Equal) {
 					t.Fatalf("%s on %q (n=%d): got %v, want %v", p, text, n, fmt.Sprint(got), fmt.Sprint(want))
 				}
 			}
