@@ -24,7 +24,7 @@ import (
 // site), through a fetcher as the crawler's.
 func newPool(t testing.TB, cfg render.Config) *render.Pool {
 	t.Helper()
-	browser, err := render.FindBrowser("")
+	browser, err := render.FindBrowser(os.Getenv("RENDER_BROWSER")) // "": the default search
 	if err != nil {
 		t.Fatal(err)
 	}
