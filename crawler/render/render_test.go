@@ -34,7 +34,7 @@ func newPool(t testing.TB, cfg render.Config) *render.Pool {
 	}
 	if cfg.Recycle == 0 {
 		cfg.Recycle = 100
-		if n, err := strconv.Atoi(os.Getenv("RENDER_RECYCLE")); err == nil {
+		if n, err := strconv.Atoi(os.Getenv("RENDER_RECYCLE")); err == nil { // a benchmark without recycling
 			cfg.Recycle = n
 		}
 	}
