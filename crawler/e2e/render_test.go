@@ -332,3 +332,48 @@ func TestNoChromiumOutlivesItsCrawler(t *testing.T) {
 		})
 	}
 }
+
+// Pages of two crawls rendered in one tab (RENDER_CONCURRENCY 1) never see
+// each other's cookies or storage: a tab goes unwiped only from a page of a
+// crawl to another page of the same crawl.
+func TestRenderedCrawlsDoNotSeeEachOthersCookiesOrStorage(t *testing.T) {
+	c := newCluster(t)
+	site := testsite.Start(t)
+	c.startCrawler(t, "rendering", with(renderEnv, "RENDER_CONCURRENCY", "1"))
+	pages := map[string]string{ // url: its crawl
+		site.URL("/js/0?remember=crawl-a"): "isolation-a", site.URL("/js/1?remember=crawl-b"): "isolation-b",
+		site.URL("/js/2?remember=crawl-a"): "isolation-a", site.URL("/js/3?remember=crawl-b"): "isolation-b",
+	}
+	var seeds []*crawlrequest.Request
+	for u, crawlID := range pages {
+		seeds = append(seeds, renderCrawl(t, u, crawlID, 0))
+	}
+	c.seed(t, seeds...)
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	for seen := map[string]bool{}; len(seen) < len(pages); {
+		msg, err := c.firehose(t).ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("after %d of %d pages: %v", len(seen), len(pages), err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(msg.Value, &m); err != nil {
+			t.Fatal(err)
+		}
+		u, _ := m["url"].(string)
+		crawlID, ok := pages[u]
+		if !ok || m["crawlid"] != crawlID || seen[u] {
+			continue
+		}
+		seen[u] = true
+		word := strings.TrimPrefix(crawlID, "isolation-")
+		other := map[string]string{"a": "crawl-b", "b": "crawl-a"}[word]
+		body := fmt.Sprint(m["body"])
+		if want := `<pre id="stored">cookie=remember=crawl-` + word; !strings.Contains(body, want) {
+			t.Errorf("%s did not store its word (want %s):\n%s", u, want, body)
+		}
+		if i := strings.Index(body, `<pre id="remembered">`); i < 0 || strings.Contains(body[i:i+100], other) {
+			t.Errorf("%s (crawl %s) found what the other crawl left:\n%s", u, crawlID, body)
+		}
+	}
+}

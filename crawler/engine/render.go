@@ -37,7 +37,7 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 		e.done(ctx, item, tally)
 		return
 	}
-	res, err := e.render(ctx, req, spec)
+	res, err := e.render(ctx, req, spec, crawl)
 	if !e.fetched(ctx, item, tally, extra, res, err) {
 		return
 	}
@@ -62,14 +62,15 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 }
 
 // render checks req's page as a fetch's first hop is checked (its host,
-// robots.txt), then renders it, counted as a fetch.
-func (e *Engine) render(ctx context.Context, req *crawlrequest.Request, spec crawlrequest.RenderSpec) (*fetch.Result, error) {
+// robots.txt), then renders it, counted as a fetch. Pages of one crawl may
+// share a tab's state (render.Request.Session); pages of two crawls never.
+func (e *Engine) render(ctx context.Context, req *crawlrequest.Request, spec crawlrequest.RenderSpec, crawl ledger.Crawl) (*fetch.Result, error) {
 	start := time.Now()
 	ua := cmp.Or(req.UserAgent, e.fetchCfg.UserAgent)
 	var res *fetch.Result
 	err := e.fetcher.Allowed(ctx, req.URL, ua)
 	if err == nil {
-		res, err = e.pool.Render(ctx, render.Request{URL: req.URL, UserAgent: ua, Spec: spec}, int(e.fetchCfg.MaxSize))
+		res, err = e.pool.Render(ctx, render.Request{URL: req.URL, UserAgent: ua, Spec: spec, Session: crawl.Member()}, int(e.fetchCfg.MaxSize))
 	}
 	e.metrics.fetched(start, res, err)
 	return res, err

@@ -16,8 +16,16 @@ import (
 
 // BenchmarkPoolRender: pages rendered by one pool with RENDER_CONCURRENCY's
 // default, Concurrency renders asked at once (the browser started before
-// the timer), the test site's script pages.
+// the timer), the test site's script pages: all of one crawl (a tab goes
+// from page to page of the crawl unwiped), and each of a crawl of its own
+// (every tab wiped between pages).
 func BenchmarkPoolRender(b *testing.B) {
+	b.Run("one-crawl", func(b *testing.B) { poolRender(b, func(int) string { return "one" }) })
+	b.Run("a-crawl-per-page", func(b *testing.B) { poolRender(b, strconv.Itoa) })
+}
+
+// poolRender renders b.N script pages, page n of session(n).
+func poolRender(b *testing.B, session func(n int) string) {
 	site := testsite.Start(b)
 	p := newPool(b, render.Config{Block: render.DefaultBlock, Concurrency: render.Concurrency.Default()})
 	if _, err := p.Render(context.Background(), render.Request{URL: site.URL("/js/0"), Spec: defaultSpec}, 1<<20); err != nil {
@@ -30,7 +38,8 @@ func BenchmarkPoolRender(b *testing.B) {
 	for range render.Concurrency.Default() {
 		wg.Go(func() {
 			for n := range next {
-				if _, err := p.Render(context.Background(), render.Request{URL: site.URL("/js/" + strconv.Itoa(n)), Spec: defaultSpec}, 1<<20); err != nil {
+				req := render.Request{URL: site.URL("/js/" + strconv.Itoa(n)), Spec: defaultSpec, Session: session(n)}
+				if _, err := p.Render(context.Background(), req, 1<<20); err != nil {
 					b.Error(err)
 				}
 			}

@@ -38,8 +38,9 @@
 // killed by the kernel when the crawler dies (Pdeathsig SIGKILL) and, with
 // its whole group, when the pool closes or replaces it. Each page is
 // rendered in a tab of its own browser context, kept for the browser's
-// next pages (opening one costs more than most renders) and wiped between
-// them (tab.wipe: cookies, storage, history), closed when its page failed;
+// next pages (opening one costs more than most renders): unwiped from a
+// page to the next of the same crawl (Request.Session), wiped before a page
+// of another (tab.wipe: cookies, storage, history), closed when its page failed;
 // a browser is replaced after RENDER_RECYCLE pages, and as soon as it
 // crashes or stops answering after a failed page. A render that
 // hits its timeout fails alone: the pool checks that the browser still

@@ -33,12 +33,12 @@ func (m *mainDocument) get() *network.Response {
 // that the DOM is read in time. The tab is kept for b's next page when the
 // page succeeded, closed when it failed.
 func (p *Pool) renderIn(ctx context.Context, b *browserProc, req Request, maxSize int) (*fetch.Result, error) {
-	t, err := p.takeTab(ctx, b)
+	t, err := p.takeTab(ctx, b, req.Session)
 	if err != nil {
 		return nil, fmt.Errorf("open a page: %w", err)
 	}
 	res, err := p.renderOn(ctx, t, req, maxSize)
-	p.returnTab(b, t, err != nil)
+	p.returnTab(b, t, err != nil, req.Session)
 	return res, err
 }
 
@@ -51,6 +51,9 @@ func (p *Pool) renderOn(ctx context.Context, t *tab, req Request, maxSize int) (
 	defer stop()
 	stopCaller := context.AfterFunc(ctx, stop)
 	defer stopCaller()
+	t.doc.mu.Lock()
+	t.doc.response = nil // an earlier page's, in a tab not wiped
+	t.doc.mu.Unlock()
 	if err := t.userAgent(pctx, req.UserAgent); err != nil {
 		return nil, fmt.Errorf("set the user agent: %w", err)
 	}
@@ -72,14 +75,14 @@ func (p *Pool) renderOn(ctx context.Context, t *tab, req Request, maxSize int) (
 		_ = chromedp.Do(waitCtx, chromedp.Sleep(req.Spec.Wait))
 	}
 	cancelWait()
-	html, err := chromedp.Run(pctx, chromedp.Evaluate[string](`document.documentElement ? document.documentElement.outerHTML : ""`))
-	if err != nil {
-		return nil, fmt.Errorf("read the DOM of %s: %w", req.URL, err)
+	// The DOM and the location in one round trip (location and its
+	// toString cannot be replaced by the page's scripts).
+	dom, err := chromedp.Run(pctx, chromedp.EvaluateAsDevTools[[]string](
+		`[document.documentElement ? document.documentElement.outerHTML : "", document.location.toString()]`))
+	if err != nil || len(dom) != 2 {
+		return nil, fmt.Errorf("read the DOM of %s: %w (%d values)", req.URL, err, len(dom))
 	}
-	location, err := chromedp.Run(pctx, chromedp.Location())
-	if err != nil {
-		return nil, fmt.Errorf("read the location of %s: %w", req.URL, err)
-	}
+	html, location := dom[0], dom[1]
 	return result(req, t.doc.get(), location, html, maxSize), nil
 }
 

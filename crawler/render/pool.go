@@ -31,11 +31,16 @@ type Request struct {
 	UserAgent string
 	// Spec is how to render it (its request's render field).
 	Spec crawlrequest.RenderSpec
+	// Session is the crawl the page belongs to: a tab whose last page was
+	// of the same session renders it as that page left the tab (its
+	// cookies, storage, history), with no wipe between; a page of another
+	// session, or with none (""), gets a wiped tab.
+	Session string
 }
 
 // Pool renders pages in headless Chromium: up to Config.Concurrency at
 // once, each in a tab of its own browser context (an incognito profile),
-// wiped between pages (tab), in a browser replaced after Config.Recycle
+// wiped between pages of two crawls (tab), in a browser replaced after Config.Recycle
 // pages or as soon as it crashes or stops answering. Browsers start when first needed.
 // It is safe for concurrent use.
 type Pool struct {
@@ -143,7 +148,8 @@ func (p *Pool) Probe(context.Context) error {
 	return nil
 }
 
-// Render loads req.URL in a wiped tab and returns the rendered
+// Render loads req.URL in a tab (wiped unless its last page was of
+// req.Session) and returns the rendered
 // DOM as the body, with the main document's final URL, status and headers.
 // req.Spec.Timeout bounds everything (waiting for a browser included):
 // past it the render fails with fetch.ErrTimeout, except that a wait_for
@@ -297,6 +303,12 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,IsolateOrigins,site-per-process,SpareRendererForSitePerProcess"),
 		chromedp.Flag("disable-site-isolation-trials", true),
 		chromedp.Flag("js-flags", "--max-old-space-size=256"),
+		// The network service in the browser process, not a process of
+		// its own (chromedp's default names the feature's old name,
+		// NetworkServiceInProcess, which Chromium no longer knows): one
+		// process and its messages fewer per request; every request
+		// still goes through the guard proxy.
+		chromedp.Flag("enable-features", "NetworkService,NetworkServiceInProcess2"),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		}),

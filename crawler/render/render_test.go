@@ -24,7 +24,7 @@ import (
 // site), through a fetcher as the crawler's.
 func newPool(t testing.TB, cfg render.Config) *render.Pool {
 	t.Helper()
-	browser, err := render.FindBrowser("")
+	browser, err := render.FindBrowser(os.Getenv("RENDER_BROWSER")) // "": the default search
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,9 @@ func newPool(t testing.TB, cfg render.Config) *render.Pool {
 	}
 	if cfg.Recycle == 0 {
 		cfg.Recycle = 100
+		if n, err := strconv.Atoi(os.Getenv("RENDER_RECYCLE")); err == nil { // a benchmark without recycling
+			cfg.Recycle = n
+		}
 	}
 	f := fetch.New(fetch.Config{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
 	t.Cleanup(f.Close)
@@ -256,5 +259,37 @@ func TestAReusedTabKeepsNothingOfTheEarlierPage(t *testing.T) {
 	}
 	if n := counterValue(t, p, "scrapy_crawler_render_tabs_opened_total"); n != 1 {
 		t.Errorf("tabs opened for 6 pages one at a time: %v, want 1 (reused)", n)
+	}
+}
+
+// Pages of one session (a crawl) rendered one after another in a tab find
+// what the earlier ones left, as in one browser session; a page of another
+// session, or of none, finds nothing of them, and after it neither does the
+// first session's next page (the tab was wiped between).
+func TestPagesOfOneSessionShareATabAndOtherSessionsFindItWiped(t *testing.T) {
+	site := testsite.Start(t)
+	p := newPool(t, render.Config{Concurrency: 1, Block: render.DefaultBlock})
+	const nothing = "cookie=;local=null;session=null"
+	for i, step := range []struct{ session, word, finds string }{
+		{"a", "a1", nothing},
+		{"a", "a2", "cookie=remember=a1;local=a1;session=a1"},
+		{"b", "b1", nothing},
+		{"a", "a3", nothing},
+		{"", "none1", nothing},
+		{"", "none2", nothing},
+		{"a", "a4", nothing},
+		{"b", "b2", nothing},
+	} {
+		res, err := p.Render(context.Background(), render.Request{URL: site.URL("/js/" + strconv.Itoa(i) + "?remember=" + step.word),
+			Spec: defaultSpec, Session: step.session}, 1<<20)
+		if err != nil {
+			t.Fatalf("page %d: %v", i, err)
+		}
+		if want := `<pre id="remembered">` + step.finds + `</pre>`; !strings.Contains(string(res.Body), want) {
+			t.Errorf("page %d (session %q) want %s in:\n%s", i, step.session, want, res.Body)
+		}
+	}
+	if n := counterValue(t, p, "scrapy_crawler_render_tabs_opened_total"); n != 1 {
+		t.Errorf("tabs opened for 8 pages one at a time: %v, want 1 (reused)", n)
 	}
 }

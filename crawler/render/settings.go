@@ -3,7 +3,10 @@ package render
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,7 +29,7 @@ var (
 // The rendering settings (ours; the original does not render).
 var (
 	Enabled     = settings.Bool("RENDER_ENABLED", false, "render pages in headless Chromium: the crawler also pops its spider's render queues (`<spiderid>:<domain>:renderqueue`, requests with a `render` field) and renders them; false: render requests are left to rendering crawlers ([rendering](crawler.md#rendering))").Ours()
-	Browser     = settings.String("RENDER_BROWSER", "", "the Chromium binary rendering crawlers run; empty: `chromium` or `chromium-browser` on PATH (none found: the crawler refuses to start, naming this setting)").Ours()
+	Browser     = settings.String("RENDER_BROWSER", "", "the Chromium binary rendering crawlers run; empty: the first of `chromium-headless-shell`, `chrome-headless-shell`, `chromium`, `chromium-browser` on PATH (none found: the crawler refuses to start, naming this setting); a launcher script that only runs a binary is resolved to that binary").Ours()
 	Concurrency = settings.Int("RENDER_CONCURRENCY", defaultConcurrency, "pages rendered at once (each in its own browser context; they count in `CONCURRENT_REQUESTS` too)").Ours()
 	Recycle     = settings.Int("RENDER_RECYCLE", defaultRecycle, "pages a browser renders before it is replaced by a new one (its memory returned); a browser that crashes or hangs is replaced at once").Ours()
 	Sandbox     = settings.Bool("RENDER_SANDBOX", true, "run Chromium with its own sandbox; false (`--no-sandbox`) where it cannot start one — a non-root container without user namespaces, such as the `crawler-render` image and the Helm chart's rendering pool, where the container is the isolation; as root the sandbox is always off").Ours()
@@ -38,23 +41,70 @@ func Settings() settings.Group {
 	return settings.Declare(Enabled, Browser, Concurrency, Recycle, Sandbox, Block)
 }
 
+// DefaultBrowsers are the binaries RENDER_BROWSER's default search tries, in
+// order: Chromium's headless shell first (the old headless mode, a build
+// without the windowing and compositing of the full browser: a small part of
+// the full browser's processor time per page), then the full browser.
+var DefaultBrowsers = []string{"chromium-headless-shell", "chrome-headless-shell", "chromium", "chromium-browser"}
+
 // FindBrowser is the Chromium binary to run: RENDER_BROWSER's, resolved on
-// PATH, or the first of chromium and chromium-browser on PATH. The error
-// names the setting.
+// PATH, or the first of DefaultBrowsers on PATH; a launcher script that
+// only runs a binary (Debian's chromium-headless-shell) resolved to that
+// binary (unwrap). The error names the setting.
 func FindBrowser(setting string) (string, error) {
 	if setting != "" {
 		p, err := exec.LookPath(setting)
 		if err != nil {
 			return "", fmt.Errorf("setting %s: %q: %w", Browser.Name(), setting, err)
 		}
-		return p, nil
+		return unwrap(p), nil
 	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
+	for _, name := range DefaultBrowsers {
 		if p, err := exec.LookPath(name); err == nil {
-			return p, nil
+			return unwrap(p), nil
 		}
 	}
-	return "", fmt.Errorf("setting %s: no chromium or chromium-browser on PATH; install Chromium or set %s to its binary", Browser.Name(), Browser.Name())
+	return "", fmt.Errorf("setting %s: none of %s on PATH; install Chromium (Debian: chromium-headless-shell or chromium) or set %s to its binary",
+		Browser.Name(), strings.Join(DefaultBrowsers, ", "), Browser.Name())
+}
+
+// launcherLine is the one command of a launcher script that runs a binary
+// with the script's arguments: `[exec] /abs/path "$@"`.
+var launcherLine = regexp.MustCompile(`^(?:exec\s+)?(/\S+)\s+"\$@"$`)
+
+// unwrap is the binary a launcher script runs when path is a shell script
+// whose only command is launcherLine, else path. Such a launcher (Debian's
+// /usr/bin/chromium-headless-shell) stays the browser's parent without
+// exec: killed with the crawler (Pdeathsig), it would leave the browser
+// running, an orphan; the binary itself dies with the crawler.
+func unwrap(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return path
+	}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	lines := strings.Split(string(head[:n]), "\n")
+	if n == len(head) || !strings.HasPrefix(lines[0], "#!/bin/sh") {
+		return path
+	}
+	var target string
+	for _, l := range lines[1:] {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		m := launcherLine.FindStringSubmatch(l)
+		if m == nil || target != "" {
+			return path // more than one command: not a plain launcher
+		}
+		target = m[1]
+	}
+	if st, err := os.Stat(target); target == "" || err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return path
+	}
+	return target
 }
 
 // checkBlock checks RENDER_BLOCK's types.

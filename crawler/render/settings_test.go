@@ -1,6 +1,8 @@
 package render_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -48,7 +50,7 @@ func TestBadSettingsAreRefusedWithTheirNames(t *testing.T) {
 		{map[string]string{"RENDER_BLOCK": "image,script"}, `setting RENDER_BLOCK: "script" is not a resource type it can block (image, media, font, stylesheet)`},
 		{map[string]string{"RENDER_CONCURRENCY": "0"}, "setting RENDER_CONCURRENCY: 0: want 1 or more"},
 		{map[string]string{"RENDER_RECYCLE": "-1"}, "setting RENDER_RECYCLE: -1: want 1 or more"},
-		{map[string]string{"PATH": "/nonexistent"}, "setting RENDER_BROWSER: no chromium or chromium-browser on PATH"}, // last: PATH stays
+		{map[string]string{"PATH": "/nonexistent"}, "setting RENDER_BROWSER: none of chromium-headless-shell, chrome-headless-shell, chromium, chromium-browser on PATH"}, // last: PATH stays
 	} {
 		if p, ok := tc.env["PATH"]; ok {
 			t.Setenv("PATH", p)
@@ -57,5 +59,35 @@ func TestBadSettingsAreRefusedWithTheirNames(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.env, err, tc.want)
 		}
+	}
+}
+
+func TestTheDefaultSearchPrefersTheHeadlessShellAndUnwrapsItsLauncher(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	binary := write("the-shell-binary", "#!/bin/sh\n")
+	write("chromium", "#!/bin/sh\nexec /nonexistent/chromium \"$@\"\n")
+	t.Setenv("PATH", dir)
+	if got, err := render.FindBrowser(""); err != nil || got != filepath.Join(dir, "chromium") {
+		t.Errorf("only chromium (a launcher of a binary that is not there): got %q, %v", got, err)
+	}
+	// Debian's launcher: runs the binary without exec.
+	write("chromium-headless-shell", "#!/bin/sh -e\n\n"+binary+" \"$@\"\n")
+	if got, err := render.FindBrowser(""); err != nil || got != binary {
+		t.Errorf("with chromium-headless-shell: got %q, %v, want its binary %s", got, err, binary)
+	}
+	if got, err := render.FindBrowser("chromium-headless-shell"); err != nil || got != binary {
+		t.Errorf("RENDER_BROWSER=chromium-headless-shell: got %q, %v, want %s", got, err, binary)
+	}
+	// A script that does more than run one binary is run as it is.
+	more := write("chrome-headless-shell", "#!/bin/sh\nexport X=1\n"+binary+" \"$@\"\n")
+	if got, err := render.FindBrowser("chrome-headless-shell"); err != nil || got != more {
+		t.Errorf("a script with two commands: got %q, %v, want the script %s", got, err, more)
 	}
 }

@@ -21,18 +21,22 @@ import (
 // A tab is a page of a browser kept open between renders (opening one — a
 // browser context, a target, its renderer — costs more than most renders):
 // in a browser context of its own, with its listeners and domains set up
-// once. One render at a time uses it. Between renders it is wiped
-// (wipe): back to about:blank, the cookies of its browser context and the
-// storage of every origin it reached cleared, its history reset, so that
-// no page sees what an earlier one left, whatever its crawl. Its HTTP cache
-// is off and service workers bypassed, so nothing is served from a
-// previous page. A tab whose render failed, or whose wipe did, is closed
-// (its browser context disposed of), never reused.
+// once. One render at a time uses it. It goes from a page to the next page
+// of the same session (Request.Session: a crawl) as the page left it; before
+// a page of another session, or of none, it is wiped (wipe): back to
+// about:blank, the cookies of its browser context and the storage of every
+// origin it reached cleared, its history reset, so that no page sees what a
+// page of another crawl left. Its HTTP cache is off and service workers
+// bypassed, so nothing is served from a previous page. A tab whose render
+// failed, or whose wipe did, is closed (its browser context disposed of),
+// never reused.
 type tab struct {
 	ctx    context.Context // the tab's chromedp context
 	cancel context.CancelFunc
 	ua     string // its user agent override ("": the browser's)
-	doc    mainDocument
+	// session is the Request.Session of its last page, "" once wiped.
+	session string
+	doc     mainDocument
 
 	mu      sync.Mutex
 	origins []string // the origins the current page made requests to
@@ -133,30 +137,55 @@ func (t *tab) userAgent(ctx context.Context, ua string) error {
 // (its scripts end), then the cookies of its browser context, the storage
 // (local and session storage, IndexedDB, cache storage, service workers,
 // ...) of every origin it reached and its history cleared.
-func (t *tab) wipe() error {
+func (t *tab) wipe(parent context.Context) error {
 	ctx, cancel := context.WithTimeout(t.ctx, wipeTimeout)
 	defer cancel()
+	defer context.AfterFunc(parent, cancel)()
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		return fmt.Errorf("leave the page: %w", err)
-	}
-	if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
-		return fmt.Errorf("clear the cookies: %w", err)
 	}
 	t.mu.Lock()
 	origins := t.origins
 	t.origins = nil
 	t.mu.Unlock()
-	for _, o := range origins {
-		if _, err := chromedp.Call(ctx, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: o, StorageTypes: "all"}); err != nil {
-			return fmt.Errorf("clear the storage of %s: %w", o, err)
-		}
+	// The page is gone: the clearing commands go at once, answered together.
+	steps := []func() error{
+		func() error {
+			_, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{})
+			return wrapErr("clear the cookies", err)
+		},
+		func() error {
+			_, err := chromedp.Call(ctx, page.ResetNavigationHistory, cdp.Empty{})
+			return wrapErr("reset the history", err)
+		},
 	}
-	if _, err := chromedp.Call(ctx, page.ResetNavigationHistory, cdp.Empty{}); err != nil {
-		return fmt.Errorf("reset the history: %w", err)
+	for _, o := range origins {
+		steps = append(steps, func() error {
+			_, err := chromedp.Call(ctx, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: o, StorageTypes: "all"})
+			return wrapErr("clear the storage of "+o, err)
+		})
+	}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, step := range steps {
+		wg.Go(func() { errs[i] = step() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	t.doc.mu.Lock()
 	t.doc.response = nil
 	t.doc.mu.Unlock()
+	t.session = ""
+	return nil
+}
+
+// wrapErr is err said with what failed, nil for nil.
+func wrapErr(what string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	return nil
 }
 
@@ -165,24 +194,61 @@ func (t *tab) close() {
 	t.cancel()
 }
 
-// takeTab is an idle tab of b, or a new one opened within ctx's deadline.
-func (p *Pool) takeTab(ctx context.Context, b *browserProc) (*tab, error) {
-	p.mu.Lock()
-	if n := len(b.idle); n > 0 {
-		t := b.idle[n-1]
-		b.idle = b.idle[:n-1]
-		p.mu.Unlock()
-		return t, nil
+// takeTab is a tab of b for a page of session (Request.Session), within
+// ctx's deadline: an idle tab whose last page was of the same session, as
+// that page left it; else an idle tab wiped (a wiped one first, else one
+// of another session, wiped now); else a new one.
+func (p *Pool) takeTab(ctx context.Context, b *browserProc, session string) (*tab, error) {
+	for {
+		t := p.idleTab(b, session)
+		if t == nil {
+			break
+		}
+		if t.session == "" || t.session == session {
+			return t, nil
+		}
+		if err := t.wipe(ctx); err == nil {
+			return t, nil
+		}
+		t.close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
 	}
-	p.mu.Unlock()
 	p.metrics.tabs.Inc()
 	return p.openTab(ctx, b)
 }
 
-// returnTab wipes t and keeps it for b's next page, or closes it when the
-// page failed, the wipe did or b takes no more pages.
-func (p *Pool) returnTab(b *browserProc, t *tab, failed bool) {
-	if !failed && t.wipe() == nil {
+// idleTab takes b's idle tab best for session: one of session, else a
+// wiped one, else any; nil when b has none.
+func (p *Pool) idleTab(b *browserProc, session string) *tab {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(b.idle) == 0 {
+		return nil
+	}
+	best := len(b.idle) - 1
+	for i, t := range b.idle {
+		if session != "" && t.session == session {
+			best = i
+			break
+		}
+		if t.session == "" {
+			best = i
+		}
+	}
+	t := b.idle[best]
+	b.idle = slices.Delete(b.idle, best, best+1)
+	return t
+}
+
+// returnTab keeps t for b's next page: as its page left it when the page
+// had a session (the next page of that session may have it as it is; any
+// other is wiped first), else wiped now. It closes t instead when the page
+// failed, the wipe did or b takes no more pages.
+func (p *Pool) returnTab(b *browserProc, t *tab, failed bool, session string) {
+	t.session = session
+	if !failed && (session != "" || t.wipe(context.Background()) == nil) {
 		p.mu.Lock()
 		keep := !b.retired && !b.broken && p.all[b]
 		if keep {
