@@ -377,3 +377,77 @@ func TestRenderedCrawlsDoNotSeeEachOthersCookiesOrStorage(t *testing.T) {
 		}
 	}
 }
+
+// A rendered page starts in a clean tab, as in a context of its own, even
+// after a page of its own crawl; a crawl that asks for a session
+// ("session": true) keeps its tab's state from one page to the next, as in
+// one browser session.
+func TestRenderedPagesShareATabOnlyInACrawlWithASession(t *testing.T) {
+	c := newCluster(t)
+	site := testsite.Start(t)
+	c.startCrawler(t, "rendering", with(renderEnv, "RENDER_CONCURRENCY", "1"))
+	const nothing = `<pre id="remembered">cookie=;local=null;session=null</pre>`
+	remembered := func(crawlID string, session bool, words ...string) map[string]string {
+		t.Helper()
+		pages := map[string]string{} // url: the word it leaves
+		var seeds []*crawlrequest.Request
+		for i, word := range words {
+			u := site.URL("/js/" + strconv.Itoa(i) + "?remember=" + word)
+			pages[u] = word
+			r := renderCrawl(t, u, crawlID, 0)
+			if session {
+				if err := r.SetExtra(crawlrequest.FieldSession, json.RawMessage(`true`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seeds = append(seeds, r)
+		}
+		c.seed(t, seeds...)
+		found := map[string]string{} // word: what its page found
+		ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+		defer cancel()
+		for len(found) < len(pages) {
+			msg, err := c.firehose(t).ReadMessage(ctx)
+			if err != nil {
+				t.Fatalf("crawl %s, after %d of %d pages: %v", crawlID, len(found), len(pages), err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(msg.Value, &m); err != nil {
+				t.Fatal(err)
+			}
+			word, ok := pages[fmt.Sprint(m["url"])]
+			if !ok || m["crawlid"] != crawlID {
+				continue
+			}
+			body := fmt.Sprint(m["body"])
+			i := strings.Index(body, `<pre id="remembered">`)
+			j := strings.Index(body, `<pre id="stored">`)
+			if i < 0 || j < i {
+				t.Fatalf("%s: no remembered and stored state in its body:\n%s", word, body)
+			}
+			found[word] = body[i:j]
+		}
+		return found
+	}
+
+	for word, state := range remembered("clean-tabs", false, "plain-1", "plain-2") {
+		if state != nothing {
+			t.Errorf("a page of a crawl without a session (%s) found an earlier page's state: %s", word, state)
+		}
+	}
+	kept := remembered("one-session", true, "kept-1", "kept-2")
+	clean, other := 0, 0
+	for word, state := range kept {
+		switch {
+		case state == nothing:
+			clean++
+		case strings.Contains(state, "cookie=remember=kept-") && !strings.Contains(state, word) && !strings.Contains(state, "plain-"):
+			other++
+		default:
+			t.Errorf("a page of the session crawl (%s) found %s", word, state)
+		}
+	}
+	if clean != 1 || other != 1 {
+		t.Fatalf("in the session crawl, want the first page to find a clean tab and the second the first's state: %v", kept)
+	}
+}

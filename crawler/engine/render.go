@@ -62,15 +62,21 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 }
 
 // render checks req's page as a fetch's first hop is checked (its host,
-// robots.txt), then renders it, counted as a fetch. Pages of one crawl may
-// share a tab's state (render.Request.Session); pages of two crawls never.
+// robots.txt), then renders it, counted as a fetch. Each page has a clean
+// tab, as in a context of its own, unless its crawl asked for a session
+// ("session": true): then pages of the crawl may share a tab's state
+// (render.Request.Session). Pages of two crawls never do.
 func (e *Engine) render(ctx context.Context, req *crawlrequest.Request, spec crawlrequest.RenderSpec, crawl ledger.Crawl) (*fetch.Result, error) {
 	start := time.Now()
 	ua := cmp.Or(req.UserAgent, e.fetchCfg.UserAgent)
+	var tabSession string
+	if shape, err := req.Shape(); err == nil && shape.Session {
+		tabSession = crawl.Member()
+	}
 	var res *fetch.Result
 	err := e.fetcher.Allowed(ctx, req.URL, ua)
 	if err == nil {
-		res, err = e.pool.Render(ctx, render.Request{URL: req.URL, UserAgent: ua, Spec: spec, Session: crawl.Member()}, int(e.fetchCfg.MaxSize))
+		res, err = e.pool.Render(ctx, render.Request{URL: req.URL, UserAgent: ua, Spec: spec, Session: tabSession}, int(e.fetchCfg.MaxSize))
 	}
 	e.metrics.fetched(start, res, err)
 	return res, err

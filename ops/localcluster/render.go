@@ -9,10 +9,13 @@ import (
 )
 
 // ChromiumNames are the binaries --render looks for on PATH when the
-// environment sets no RENDER_BROWSER, in this order (Debian's package
-// installs chromium; other distributions chromium-browser). The crawler
-// itself looks for the same ones.
-var ChromiumNames = []string{"chromium", "chromium-browser"}
+// environment sets no RENDER_BROWSER, in this order: Chromium's headless
+// shell first (Debian's chromium-headless-shell, the cheaper per page),
+// then the full browser (Debian's chromium; other distributions
+// chromium-browser). The crawler itself looks for the same ones
+// (render.DefaultBrowsers; a test holds the two lists equal) and runs the
+// binary a launcher script runs.
+var ChromiumNames = []string{"chromium-headless-shell", "chrome-headless-shell", "chromium", "chromium-browser"}
 
 // ErrNoChromium is the error of Run with Render when no Chromium is found.
 var ErrNoChromium = errors.New("--render: no Chromium found")
@@ -55,8 +58,8 @@ func findChromium(env []string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%w: neither %s is on PATH (install Debian's chromium package, set RENDER_BROWSER to a Chromium binary, or run without --render)",
-		ErrNoChromium, strings.Join(ChromiumNames, " nor "))
+	return "", fmt.Errorf("%w: none of %s is on PATH (install Debian's chromium-headless-shell or chromium package, set RENDER_BROWSER to a Chromium binary, or run without --render)",
+		ErrNoChromium, strings.Join(ChromiumNames, ", "))
 }
 
 // lookExecutable finds name as exec.LookPath would, on the PATH given

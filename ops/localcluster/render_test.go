@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
@@ -76,6 +78,13 @@ func TestRenderStartsOneRenderingCrawlerBesideTheOrdinaryOne(t *testing.T) {
 	}
 }
 
+// --render looks for the binaries the crawler looks for, in its order.
+func TestRenderLooksForTheCrawlersBrowsers(t *testing.T) {
+	if !slices.Equal(localcluster.ChromiumNames, render.DefaultBrowsers) {
+		t.Fatalf("--render looks for %v, the crawler for %v", localcluster.ChromiumNames, render.DefaultBrowsers)
+	}
+}
+
 func TestRenderWithoutChromiumFailsBeforeAnythingStarts(t *testing.T) {
 	bin := fakeBin(t, nil)
 	notChromium := t.TempDir()
@@ -87,8 +96,8 @@ func TestRenderWithoutChromiumFailsBeforeAnythingStarts(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"nothing on PATH", []string{"PATH=" + t.TempDir()}, "neither chromium nor chromium-browser is on PATH"},
-		{"a chromium that is not executable", []string{"PATH=" + notChromium}, "neither chromium nor chromium-browser is on PATH"},
+		{"nothing on PATH", []string{"PATH=" + t.TempDir()}, "none of chromium-headless-shell, chrome-headless-shell, chromium, chromium-browser is on PATH"},
+		{"a chromium that is not executable", []string{"PATH=" + notChromium}, "none of chromium-headless-shell, chrome-headless-shell, chromium, chromium-browser is on PATH"},
 		{"a RENDER_BROWSER that does not exist", []string{"PATH=" + fakeChromium(t, "chromium"), "RENDER_BROWSER=/nonexistent/chrome"},
 			"RENDER_BROWSER=/nonexistent/chrome is not an executable file"},
 	} {
@@ -123,7 +132,7 @@ func TestTheCommandExitsWithItsOwnStatusWhenRenderFindsNoChromium(t *testing.T) 
 	if !errors.As(err, &exit) || exit.ExitCode() != localcluster.ExitNoChromium {
 		t.Fatalf("local-cluster --render ended with %v, want exit status %d\nstderr:\n%s", err, localcluster.ExitNoChromium, &stderr)
 	}
-	if want := "local-cluster: --render: no Chromium found: neither chromium nor chromium-browser is on PATH"; !strings.HasPrefix(stderr.String(), want) {
+	if want := "local-cluster: --render: no Chromium found: none of chromium-headless-shell, chrome-headless-shell, chromium, chromium-browser is on PATH"; !strings.HasPrefix(stderr.String(), want) {
 		t.Errorf("stderr %q, want it to start with %q", stderr.String(), want)
 	}
 	if stdout.Len() != 0 {
