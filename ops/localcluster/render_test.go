@@ -61,8 +61,11 @@ func TestRenderStartsOneRenderingCrawlerBesideTheOrdinaryOne(t *testing.T) {
 			cfg := fakeConfig(t, bin, out)
 			cfg.Render = true
 			cfg.Env = onlyOnPath(t, cfg.Env, chromium)
+			// rest is up too (its SIGTERM trap set): stopped before then,
+			// its sh would die of the signal.
 			runUntil(t, cfg, out, "both crawlers print their settings", func() bool {
-				return out.Contains("crawler-link-1      | render=") && out.Contains("crawler-link-render | render=")
+				return out.Contains("crawler-link-1      | render=") && out.Contains("crawler-link-render | render=") &&
+					out.Contains("/rest  up\n")
 			})
 			want := "crawler-link-render | render=[true] browser=[" + filepath.Join(chromium, name) + "] --spider link\n"
 			if !out.Contains(want) {
