@@ -16,7 +16,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -31,19 +30,9 @@ func clusterConfig() scheduler.Config {
 // ends; stop ends it (and its lease renewals) earlier.
 func runOnCluster(t *testing.T, rc *harness.RedisCluster, cfg scheduler.Config) (*scheduler.Scheduler, *redis.ClusterClient, context.CancelFunc) {
 	t.Helper()
-	lc := logfactory.DefaultConfig()
-	lc.Level = "ERROR"
-	log, _ := logfactory.New(lc)
 	c := rc.TestClient(t)
-	s, err := scheduler.New(c, cfg, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, c, cancel
+	s, stop := startScheduler(t, c, cfg)
+	return s, c, stop
 }
 
 // seedOnCluster queues a seed of crawl c1 for each URL through the

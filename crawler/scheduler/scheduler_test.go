@@ -55,10 +55,18 @@ func start(t *testing.T, cfg scheduler.Config) *fixture {
 // run runs another scheduler on the same Redis.
 func run(t *testing.T, cfg scheduler.Config) *fixture {
 	t.Helper()
+	rdb := redisServer.TestClient(t)
+	s, stop := startScheduler(t, rdb, cfg)
+	return &fixture{rdb: rdb, sched: s, stop: stop}
+}
+
+// startScheduler runs a scheduler with cfg on rdb (ERROR logs only) until
+// the test ends; stop ends it (and its lease renewals) earlier.
+func startScheduler(t *testing.T, rdb redis.UniversalClient, cfg scheduler.Config) (s *scheduler.Scheduler, stop context.CancelFunc) {
+	t.Helper()
 	lc := logfactory.DefaultConfig()
 	lc.Level = "ERROR"
 	log, _ := logfactory.New(lc)
-	rdb := redisServer.TestClient(t)
 	s, err := scheduler.New(rdb, cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +75,7 @@ func run(t *testing.T, cfg scheduler.Config) *fixture {
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &fixture{rdb: rdb, sched: s, stop: cancel}
+	return s, cancel
 }
 
 // testRequest is a crawl request of testapp for the link spider, and its
