@@ -3,10 +3,14 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"maps"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,13 +40,26 @@ func renderBenchDepth(tb testing.TB, def int) int {
 // crawl's round trips, not rendering).
 const renderBenchRoots = 16
 
+// renderRun is what a rendering benchmark measured from its first result
+// to its last.
+type renderRun struct {
+	pages   int           // the results after the first
+	elapsed time.Duration // from the first result to the last
+	// cpu is the processor time used meanwhile by process kind: the
+	// crawler, its browsers' processes (render.ProcessKind), redis-server
+	// and this test process (the test site and the Kafka broker).
+	cpu map[string]time.Duration
+	// idleCores is the machine's idle processor time over elapsed (all
+	// cores: 1.5 is one and a half cores idle on average).
+	idleCores float64
+}
+
 // renderBench crawls renderBenchRoots disjoint script-page trees of depth
 // (from the script pages /js/15 to /js/30, the fifth level of the site's
 // binary tree) with one rendering crawler (default RENDER_* settings),
 // calling each with the crawler's pid and how many results have come, after
-// each result. It returns the pages after the first and the time from the
-// first result to the last.
-func renderBench(b *testing.B, depth int, each func(pid, results, total int)) (pages int, elapsed time.Duration) {
+// each result.
+func renderBench(b *testing.B, depth int, each func(pid, results, total int)) renderRun {
 	c := newCluster(b)
 	site := testsite.Start(b)
 	cr := c.startCrawler(b, "rendering", with(renderEnv, "SC_LOG_LEVEL", "WARNING"))
@@ -56,6 +73,7 @@ func renderBench(b *testing.B, depth int, each func(pid, results, total int)) (p
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	var start time.Time
+	var cpu *cpuSampler
 	seen := map[string]bool{}
 	for len(seen) < len(tree) {
 		msg, err := c.firehose(b).ReadMessage(ctx)
@@ -68,13 +86,98 @@ func renderBench(b *testing.B, depth int, each func(pid, results, total int)) (p
 		}
 		if start.IsZero() {
 			start = time.Now() // the browser is up: from the first page on
+			cpu = sampleCPU(map[int]string{os.Getpid(): "test-site-kafka", cr.pid(): "crawler"})
 		}
 		seen[u] = true
 		if each != nil {
 			each(cr.pid(), len(seen), len(tree))
 		}
 	}
-	return len(tree) - 1, time.Since(start)
+	run := renderRun{pages: len(tree) - 1, elapsed: time.Since(start)}
+	run.cpu, run.idleCores = cpu.stop()
+	return run
+}
+
+// cpuSampler samples this process's tree (render.CPUTracker) every 100 ms
+// until stopped, and the machine's idle time.
+type cpuSampler struct {
+	tracker *render.CPUTracker
+	idle0   [2]float64
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func sampleCPU(names map[int]string) *cpuSampler {
+	s := &cpuSampler{tracker: render.NewCPUTracker(os.Getpid(), names), idle0: idleTicks(), done: make(chan struct{})}
+	s.wg.Go(func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+				s.tracker.Sample()
+			}
+		}
+	})
+	return s
+}
+
+// stop ends the sampling: the processor time by kind and the idle cores
+// on average since sampleCPU.
+func (s *cpuSampler) stop() (map[string]time.Duration, float64) {
+	close(s.done)
+	s.wg.Wait()
+	s.tracker.Sample()
+	idle1 := idleTicks()
+	var idleCores float64
+	if total := idle1[1] - s.idle0[1]; total > 0 {
+		idleCores = float64(runtime.NumCPU()) * (idle1[0] - s.idle0[0]) / total
+	}
+	return s.tracker.ByKind(), idleCores
+}
+
+// idleTicks is the machine's idle (idle and iowait) and total processor
+// ticks, from /proc/stat.
+func idleTicks() [2]float64 {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return [2]float64{}
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	var out [2]float64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseFloat(f, 64)
+		if i == 3 || i == 4 {
+			out[0] += v
+		}
+		out[1] += v
+	}
+	return out
+}
+
+// report reports a run's pages per second, its processor time per page by
+// process kind and in all, and the idle cores, and logs the breakdown.
+func (r renderRun) report(b *testing.B) {
+	b.ReportMetric(float64(r.pages)/r.elapsed.Seconds(), "rendered-pages/s")
+	var total time.Duration
+	var kinds []string
+	for k, d := range r.cpu {
+		total += d
+		kinds = append(kinds, fmt.Sprintf("%s %.1f", k, perPage(d, r.pages)))
+		b.ReportMetric(perPage(d, r.pages), k+"-cpu-ms/page")
+	}
+	slices.Sort(kinds)
+	b.ReportMetric(perPage(total, r.pages), "cpu-ms/page")
+	b.ReportMetric(r.idleCores, "idle-cores")
+	b.Logf("%d pages in %v: %.1f processor ms per page (%s), %.2f of %d cores idle on average",
+		r.pages, r.elapsed.Round(time.Millisecond), perPage(total, r.pages), strings.Join(kinds, ", "), r.idleCores, runtime.NumCPU())
+}
+
+// perPage is d in milliseconds per page.
+func perPage(d time.Duration, pages int) float64 {
+	return float64(d.Microseconds()) / 1000 / float64(max(pages, 1))
 }
 
 // resultURL is a result's "url".
@@ -89,12 +192,16 @@ func resultURL(value []byte) string {
 
 // BenchmarkRenderedPagesPerSecond: one rendering crawler with the default
 // RENDER_CONCURRENCY renders the test site's script pages (16 trees of 63,
-// 1,008 pages, by default), counted from its first result to its last.
+// 1,008 pages, by default), counted from its first result to its last;
+// with the processor time per page of every process taking part, by kind
+// (the crawler with its guard proxy, the browser, renderer and other
+// Chromium processes, redis-server, this test process with the test site
+// and the Kafka broker) and the cores left idle meanwhile: on a quiet
+// machine, idle cores mean the pool waits rather than computes.
 func BenchmarkRenderedPagesPerSecond(b *testing.B) {
 	depth := renderBenchDepth(b, 5)
 	for range b.N {
-		pages, elapsed := renderBench(b, depth, nil)
-		b.ReportMetric(float64(pages)/elapsed.Seconds(), "rendered-pages/s")
+		renderBench(b, depth, nil).report(b)
 	}
 }
 

@@ -1,9 +1,10 @@
 package render_test
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,19 @@ func poolRender(b *testing.B, session func(n int) string) {
 	if _, err := p.Render(context.Background(), render.Request{URL: site.URL("/js/0"), Spec: defaultSpec}, 1<<20); err != nil {
 		b.Fatal(err)
 	}
-	cpu := treeCPU()
+	cpu := render.NewCPUTracker(os.Getpid(), map[int]string{os.Getpid(): "pool-site"})
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				cpu.Sample()
+			}
+		}
+	})
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -50,29 +63,18 @@ func poolRender(b *testing.B, session func(n int) string) {
 	}
 	close(next)
 	wg.Wait()
+	b.StopTimer()
+	close(stop)
+	sampler.Wait()
+	cpu.Sample()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
-	b.ReportMetric((treeCPU()-cpu).Seconds()*1000/float64(b.N), "cpu-ms/page")
-}
-
-// treeCPU is the processor time of this process and every process below
-// it, with their reaped children's (the browsers' dead renderers): what
-// rendering costs, whatever else the machine runs.
-func treeCPU() time.Duration {
-	var ticks int64
-	for _, pid := range append([]int{os.Getpid()}, render.Descendants(os.Getpid())...) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:])) // state is f[0]; utime, stime, cutime, cstime are f[11:15]
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			ticks += n
-		}
+	var total time.Duration
+	var kinds []string
+	for k, d := range cpu.ByKind() {
+		total += d
+		kinds = append(kinds, fmt.Sprintf("%s %.1f", k, d.Seconds()*1000/float64(b.N)))
 	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+	slices.Sort(kinds)
+	b.ReportMetric(total.Seconds()*1000/float64(b.N), "cpu-ms/page")
+	b.Logf("%d pages: processor ms per page by process: %s", b.N, strings.Join(kinds, ", "))
 }
