@@ -76,5 +76,5 @@ func poolRender(b *testing.B, session func(n int) string) {
 	}
 	slices.Sort(kinds)
 	b.ReportMetric(total.Seconds()*1000/float64(b.N), "cpu-ms/page")
-	b.Logf("%d pages: processor ms per page by process: %s", b.N, strings.Join(kinds, ", "))
+	b.Logf("%d pages: processor ms per page by process: %s; processes %v", b.N, strings.Join(kinds, ", "), cpu.Processes())
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // mainDocument is the last response of the page's main frame (after its
@@ -69,7 +70,7 @@ func (p *Pool) renderOn(ctx context.Context, t *tab, req Request, maxSize int) (
 	waitCtx, cancelWait := context.WithDeadline(pctx, deadline.Add(-reserve))
 	if req.Spec.WaitFor != "" {
 		// Not there by the deadline: the page is published as it is.
-		_ = chromedp.Do(waitCtx, chromedp.WaitReady(chromedp.CSS(req.Spec.WaitFor)))
+		waitFor(waitCtx, req.Spec.WaitFor)
 	}
 	if req.Spec.Wait > 0 {
 		_ = chromedp.Do(waitCtx, chromedp.Sleep(req.Spec.Wait))
@@ -84,6 +85,34 @@ func (p *Pool) renderOn(ctx context.Context, t *tab, req Request, maxSize int) (
 	}
 	html, location := dom[0], dom[1]
 	return result(req, t.doc.get(), location, html, maxSize), nil
+}
+
+// waitFor waits, within ctx, until the page's document has an element
+// matching the CSS selector sel: checked in the page every 50 ms by a
+// script (chromedp's WaitReady would need the DOM domain, whose events for
+// every page cost the browser and the crawler more than the check), again
+// in the next document when the page navigates meanwhile. A selector that
+// is not valid CSS never matches.
+func waitFor(ctx context.Context, sel string) {
+	check := `new Promise(function (resolve) {
+  var sel = ` + string(wirejson.AppendString(nil, sel, wirejson.Go)) + `;
+  (function check() {
+    var found = false;
+    try { found = document.querySelector(sel) !== null; } catch (e) {}
+    if (found) { resolve(true); } else { setTimeout(check, 50); }
+  })();
+})`
+	for ctx.Err() == nil {
+		found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](check, chromedp.EvalAwaitPromise))
+		if err == nil && found {
+			return
+		}
+		// The document went (a navigation): look in the next one.
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // result is the crawl result of a rendered page: the DOM as its body (cut

@@ -170,3 +170,12 @@ func (t *CPUTracker) ByKind() map[string]time.Duration {
 	}
 	return out
 }
+
+// Processes is how many processes of each kind the tracker saw.
+func (t *CPUTracker) Processes() map[string]int {
+	out := map[string]int{}
+	for _, k := range t.kind {
+		out[k]++
+	}
+	return out
+}

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/emulation"
 	cdpfetch "github.com/chromedp/cdproto/fetch"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/storage"
@@ -89,6 +92,15 @@ func (p *Pool) setup(t *tab) error {
 	})
 	if err != nil {
 		return err
+	}
+	// chromedp enables the DOM, CSS and Log domains of every target it
+	// attaches: the pool uses none of them (it reads the DOM with a
+	// script), and each costs every page events and round trips (the DOM
+	// domain a getDocument at each new document).
+	for _, disable := range []cdp.Command[cdp.Empty, cdp.Empty]{css.Disable, dom.Disable, cdplog.Disable} {
+		if _, err := chromedp.Call(t.ctx, disable, cdp.Empty{}); err != nil {
+			return fmt.Errorf("%s: %w", disable.Method, err)
+		}
 	}
 	if _, err := chromedp.Call(t.ctx, network.Enable, network.EnableParams{}); err != nil {
 		return err
