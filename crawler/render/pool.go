@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -319,12 +318,6 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		}),
 	)
-	if slices.Contains(p.cfg.Block, "image") {
-		// Images are not even asked for (the Fetch domain's pattern
-		// stays, for any that would be): one paused request and its
-		// round trip to the crawler fewer per image.
-		opts = append(opts, chromedp.Flag("blink-settings", "imagesEnabled=false"))
-	}
 	if p.cfg.NoSandbox || os.Geteuid() == 0 { // Chromium refuses its sandbox as root
 		opts = append(opts, chromedp.NoSandbox)
 	}
