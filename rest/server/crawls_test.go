@@ -109,8 +109,8 @@ func TestCrawlShowsItsProgressAndDomains(t *testing.T) {
 		`"in_flight":0,"last_activity":1767323000,"published":0,"published_truncated":0,"purged":{},"queued":4,"refused":{},` +
 		`"retried":0,"seeds":4,"started":1767323000,"state":"running","status_codes":{}},"spiderid":"link","total_pending":4},` +
 		`"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
-		t.Fatalf("status %d\n%s\nwant\n%s", a.Code, jsonText(t, a.Body), want)
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
+		t.Fatalf("status %d\n%s\nwant\n%s", a.Code, harness.JSONText(t, a.Body), want)
 	}
 	a = in.do(t, "GET", "/crawls/w?appid=app1&spiderid=wandering", "", "")
 	if p := a.Body["data"].(map[string]any)["progress"].(map[string]any); a.Code != 200 || p["published"] != 1.0 || p["queued"] != 0.0 {

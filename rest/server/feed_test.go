@@ -18,7 +18,7 @@ func TestCrawlRequestIsSentToTheIncomingTopicAsGiven(t *testing.T) {
 	in := c.start(t)
 	body := `{"url": "http://istresearch.com", "appid":"madisonTest", "crawlid":"abc123",  "priority": 5}`
 	a := in.post(t, "/feed", body)
-	if a.Code != 200 || jsonText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// The answer came after Kafka acknowledged the request: it is there now.
@@ -41,7 +41,7 @@ func TestStatsRequestReturnsTheAnswerAsData(t *testing.T) {
 	c.fakeRedisMonitor(t, nil)
 	a := in.post(t, "/feed", `{"uuid": "abc123", "appid": "stuff", "stats": "rest"}`)
 	want := `{"data":{"answered_by":"fake","appid":"stuff","stats":"rest","uuid":"abc123"},"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// This instance delivered the answer to its caller: it keeps no copy.
@@ -60,7 +60,7 @@ func TestUnansweredRequestGetsAPollIDAndAnyInstanceCanPollTheLateAnswer(t *testi
 
 	start := time.Now()
 	a := first.post(t, "/feed", `{"uuid": "late-1", "appid": "stuff", "action": "info", "spiderid": "link"}`)
-	if a.Code != 200 || jsonText(t, a.Body) != `{"data":{"poll_id":"late-1"},"error":null,"status":"SUCCESS"}` {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":{"poll_id":"late-1"},"error":null,"status":"SUCCESS"}` {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	if waited := time.Since(start); waited < 300*time.Millisecond {
@@ -81,11 +81,11 @@ func TestUnansweredRequestGetsAPollIDAndAnyInstanceCanPollTheLateAnswer(t *testi
 	}
 	a = second.post(t, "/poll", `{"poll_id": "late-1"}`)
 	want := `{"data":{"answered_by":"fake","appid":"stuff","stats":null,"uuid":"late-1"},"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
 		t.Fatalf("poll: %d %s", a.Code, a.Raw)
 	}
 	// A poll is answered once, as the original does.
-	if a := first.post(t, "/poll", `{"poll_id": "late-1"}`); a.Code != 404 || jsonText(t, a.Body) != failure("Could not find matching poll_id") {
+	if a := first.post(t, "/poll", `{"poll_id": "late-1"}`); a.Code != 404 || harness.JSONText(t, a.Body) != failure("Could not find matching poll_id") {
 		t.Fatalf("second poll: %d %s", a.Code, a.Raw)
 	}
 }
@@ -156,7 +156,7 @@ func TestAnswerFoundInRedisThatIsNotJSONIs500(t *testing.T) {
 	in := c.start(t)
 	c.rdb.Set(context.Background(), rediskeys.RestPollKey("broken"), "{not json", time.Minute)
 	a := in.post(t, "/poll", `{"poll_id": "broken"}`)
-	if a.Code != 500 || jsonText(t, a.Body) != failure("Unparseable JSON Received from redis") {
+	if a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unparseable JSON Received from redis") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	if c.rdb.Exists(context.Background(), rediskeys.RestPollKey("broken")).Val() != 0 {
@@ -173,7 +173,7 @@ func TestPollReturnsAnAnswerStoredByThePythonService(t *testing.T) {
 	a := in.post(t, "/poll", `{"poll_id": "py-1"}`)
 	var want any
 	_ = json.Unmarshal([]byte(stored), &want)
-	if a.Code != 200 || jsonText(t, a.Body["data"]) != jsonText(t, want) {
+	if a.Code != 200 || harness.JSONText(t, a.Body["data"]) != harness.JSONText(t, want) {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 }

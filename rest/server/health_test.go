@@ -101,7 +101,7 @@ func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
 
 	k.Close()
 	harness.WaitFor(t, "Kafka is seen as gone", 10*time.Second, func() bool { return !in.svc.KafkaConnected() })
-	if a := in.post(t, "/feed", crawl); a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
+	if a := in.post(t, "/feed", crawl); a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unable to connect to Kafka") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 

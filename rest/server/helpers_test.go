@@ -169,16 +169,6 @@ func (in *instance) post(t testing.TB, path, body string) answer {
 	return in.do(t, http.MethodPost, path, "application/json", body)
 }
 
-// jsonText re-encodes v compactly with sorted keys, for comparisons.
-func jsonText(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
 // incoming collects what arrives on the incoming topic (every partition).
 type incoming struct {
 	mu   sync.Mutex
