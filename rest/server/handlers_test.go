@@ -21,8 +21,7 @@ func failureBecause(message, cause string) string {
 }
 
 func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "MAX_REQUEST_BYTES=1000")
+	c, in := startOne(t, "MAX_REQUEST_BYTES=1000")
 	const mustJSON = "The payload must be valid JSON."
 	for _, tc := range []struct {
 		name, method, path, contentType, body string
@@ -96,8 +95,7 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 }
 
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	in.wantNotAllowed(t, map[string]string{
 		"GET /poll": "POST", "PUT /feed": "POST", "DELETE /": "GET, HEAD, POST",
 		"POST /crawls": "GET, HEAD", "PATCH /crawls/c1": "GET, HEAD",
@@ -108,8 +106,7 @@ func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 }
 
 func TestJSONContentTypesAreAcceptedAsFlaskDoes(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "application/vnd.scrapy+json"} {
 		a := in.do(t, "POST", "/feed", ct, `{"url": "http://example.com", "appid": "testapp", "crawlid": "ct"}`)
 		if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
@@ -119,8 +116,7 @@ func TestJSONContentTypesAreAcceptedAsFlaskDoes(t *testing.T) {
 }
 
 func TestAnswersAreIndentedAsFlasksJsonify(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	a := in.post(t, "/feed", `{"url": "http://example.com", "appid": "testapp", "crawlid": "abc123"}`)
 	if want := "{\n  \"data\": null,\n  \"error\": null,\n  \"status\": \"SUCCESS\"\n}\n"; a.Raw != want {
 		t.Fatalf("answer %q, want %q", a.Raw, want)
@@ -156,8 +152,7 @@ func TestFeedAnswers500WhenKafkaIsUnreachable(t *testing.T) {
 }
 
 func TestPollAnswers500WhenRedisIsUnreachable(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	c.redis.Stop()
 	harness.WaitFor(t, "Redis is seen as gone", 5*time.Second, func() bool { return !in.svc.RedisConnected() })
 	a := in.post(t, "/poll", `{"poll_id": "abc"}`)

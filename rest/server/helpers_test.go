@@ -89,6 +89,14 @@ func (c *cluster) start(t testing.TB, extra ...string) *instance {
 	return in
 }
 
+// startOne starts a cluster and one REST instance on it (with extra
+// NAME=VALUE settings), connected: most tests' beginning.
+func startOne(t testing.TB, extra ...string) (*cluster, *instance) {
+	t.Helper()
+	c := newCluster(t)
+	return c, c.start(t, extra...)
+}
+
 // startInstance runs a REST instance with s, without waiting for connections.
 func startInstance(t testing.TB, s *settings.Settings, opts ...server.Option) *instance {
 	t.Helper()
