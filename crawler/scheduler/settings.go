@@ -19,7 +19,7 @@ import (
 // settings.py (times in seconds).
 var (
 	Persist                = settings.Bool("SCHEDULER_PERSIST", true, "false: the spider's queues and filters are cleared when the crawler stops")
-	QueueRefresh           = settings.Seconds("SCHEDULER_QUEUE_REFRESH", 10, "seconds between scans for domain queues (new queues are also announced at once)")
+	QueueRefresh           = settings.Seconds("SCHEDULER_QUEUE_REFRESH", 10, "seconds between scans for domain queues (new queues are also announced at once)").Positive()
 	QueueTimeout           = settings.Seconds("SCHEDULER_QUEUE_TIMEOUT", 3600, "seconds an unused domain queue stays in memory")
 	BacklogBlacklist       = settings.Bool("SCHEDULER_BACKLOG_BLACKLIST", true, "false: requests for blacklisted domains are not even queued")
 	TypeEnabled            = settings.Bool("SCHEDULER_TYPE_ENABLED", true, "throttle per spider type")
@@ -28,22 +28,22 @@ var (
 	ItemRetries            = settings.Int("SCHEUDLER_ITEM_RETRIES", 2, "accepted for compatibility (the original's misspelt name), unused: the scheduler waits on denials instead of cycling")
 	PublicIPURL            = settings.String("PUBLIC_IP_URL", "http://ip.42.pl/raw", "where the public IP is read; empty: never (127.0.0.1)")
 	IPAddrRegex            = settings.String("IP_ADDR_REGEX", `(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})`, "its first match in the answer is the public IP")
-	DupeFilterTimeout      = settings.Seconds("DUPEFILTER_TIMEOUT", 600, "seconds a crawl's duplicate filter outlives its last queued request")
+	DupeFilterTimeout      = settings.Seconds("DUPEFILTER_TIMEOUT", 600, "seconds a crawl's duplicate filter outlives its last queued request").Positive()
 	GlobalPageLimit        = settings.Int("GLOBAL_PAGE_PER_DOMAIN_LIMIT", 0, "pages any crawl may queue per domain; 0: no limit")
 	GlobalPageLimitTimeout = settings.Seconds("GLOBAL_PAGE_PER_DOMAIN_LIMIT_TIMEOUT", 600, "seconds that per-domain count outlives its last change")
 	DomainMaxPageTimeout   = settings.Seconds("DOMAIN_MAX_PAGE_TIMEOUT", 600, "seconds a crawl's `domain_max_pages` count outlives its last change")
 	LeaseTimeout           = settings.Seconds("LEASE_TIMEOUT", 20.0, "seconds a request stays leased to a crawler that stopped renewing its leases "+
-		"(rounded up to the next whole second of Redis's clock)").Ours()
-	LeaseReapInterval = settings.Seconds("LEASE_REAP_INTERVAL", 5.0, "seconds between returns of expired leases to their queues").Ours()
+		"(rounded up to the next whole second of Redis's clock)").Ours().AtLeast(time.Second)
+	LeaseReapInterval = settings.Seconds("LEASE_REAP_INTERVAL", 5.0, "seconds between returns of expired leases to their queues").Ours().Positive()
 	DupeFilterMode    = settings.String("DUPEFILTER_MODE", DupeExact, "`exact`: a crawl's duplicate filter is the set of its fingerprints "+
 		"(`<spiderid>:dupefilter:<crawlid>`, the original's); `bloom`: a compact filter (`bloom:<spiderid>:<crawlid>:bits` and `:meta`) "+
 		"that may drop a new request as seen at `DUPEFILTER_ERROR_RATE` at most, each crawl's ledger estimating how many it dropped. "+
 		"Every crawler of a spider must use the same").Ours()
 	DupeFilterErrorRate = settings.Float("DUPEFILTER_ERROR_RATE", 0.001, "with `DUPEFILTER_MODE` bloom: the most a new request may be "+
-		"taken for one seen before (its false-positive rate), between 1e-9 and 0.1; a crawl's filter keeps the rate it was made with").Ours()
+		"taken for one seen before (its false-positive rate); a crawl's filter keeps the rate it was made with").Ours().Within(1e-9, 0.1)
 	DupeFilterCapacity = settings.Int("DUPEFILTER_CAPACITY", 100000, "with `DUPEFILTER_MODE` bloom: the requests a crawl's filter "+
-		"holds before it grows (each new layer holds twice the last at half the rate), 1 to 10000000; "+
-		"a crawl's filter keeps the capacity it was made with").Ours()
+		"holds before it grows (each new layer holds twice the last at half the rate); "+
+		"a crawl's filter keeps the capacity it was made with").Ours().Within(1, 10000000)
 )
 
 // The duplicate filter modes (DUPEFILTER_MODE).
@@ -143,28 +143,20 @@ func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 	return c, c.validate()
 }
 
+// validate checks what the settings' declared bounds do not: the spider
+// type and DUPEFILTER_MODE (the empty mode is exact: a Config made in
+// code). The numbers (QUEUE_HITS, the queue, lease and filter times, a
+// compact filter's rate and capacity, the concurrency) are refused out of
+// their declared bounds when the settings are loaded; a Config made in
+// code keeps to the same.
 func (c Config) validate() error {
 	switch {
 	case c.SpiderID == "":
 		return fmt.Errorf("no spider type given")
-	case c.Hits < 1:
-		return fmt.Errorf("setting QUEUE_HITS: must be at least 1")
-	case c.Window <= 0:
-		return fmt.Errorf("setting QUEUE_WINDOW: must be positive")
-	case c.QueueRefresh <= 0:
-		return fmt.Errorf("setting SCHEDULER_QUEUE_REFRESH: must be positive")
-	case c.LeaseTTL < time.Second:
-		return fmt.Errorf("setting LEASE_TIMEOUT: must be at least 1 second")
-	case c.ReapInterval <= 0:
-		return fmt.Errorf("setting LEASE_REAP_INTERVAL: must be positive")
-	case c.Concurrency < 1:
-		return fmt.Errorf("setting CONCURRENT_REQUESTS: must be at least 1")
-	case c.PerDomain < 1:
-		return fmt.Errorf("setting CONCURRENT_REQUESTS_PER_DOMAIN: must be at least 1")
-	case c.DupeTimeout <= 0:
-		return fmt.Errorf("setting DUPEFILTER_TIMEOUT: must be positive")
+	case c.DupeMode != "" && c.DupeMode != DupeExact && c.DupeMode != DupeBloom:
+		return fmt.Errorf("setting DUPEFILTER_MODE: %q is neither %q nor %q", c.DupeMode, DupeExact, DupeBloom)
 	}
-	return c.validateDupeFilter()
+	return nil
 }
 
 // validateMode checks that c's key layout is the mode of rdb, and refuses
@@ -178,26 +170,6 @@ func (c Config) validateMode(rdb redis.UniversalClient) error {
 		return fmt.Errorf("the scheduler's key layout is a Redis Cluster's but its Redis client is not a cluster client")
 	case cluster && c.DupeMode == DupeBloom:
 		return fmt.Errorf("setting DUPEFILTER_MODE: %q is not supported on a Redis Cluster yet (%s is set): use %q", DupeBloom, redisconn.ClusterNodes.Name(), DupeExact)
-	}
-	return nil
-}
-
-// validateDupeFilter checks DUPEFILTER_MODE and, for a compact filter,
-// its rate and capacity (a first layer beyond Redis's 512 MB strings
-// could not be made). The empty mode is exact (a Config made in code).
-func (c Config) validateDupeFilter() error {
-	switch c.DupeMode {
-	case "", DupeExact:
-		return nil
-	case DupeBloom:
-	default:
-		return fmt.Errorf("setting DUPEFILTER_MODE: %q is neither %q nor %q", c.DupeMode, DupeExact, DupeBloom)
-	}
-	switch {
-	case !(c.BloomRate >= 1e-9 && c.BloomRate <= 0.1):
-		return fmt.Errorf("setting DUPEFILTER_ERROR_RATE: must be between 1e-9 and 0.1, got %v", c.BloomRate)
-	case c.BloomCapacity < 1 || c.BloomCapacity > 10000000:
-		return fmt.Errorf("setting DUPEFILTER_CAPACITY: must be between 1 and 10000000, got %d", c.BloomCapacity)
 	}
 	return nil
 }

@@ -21,8 +21,14 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
-// chromiumPath is Debian's chromium, or $CHROMIUM.
-func chromiumPath(t *testing.T) string {
+// chromiumFor starts a browser test: it skips the test with -short (why
+// says what it starts) and returns the Chromium to run, Debian's chromium
+// or $CHROMIUM.
+func chromiumFor(t *testing.T, why string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(why)
+	}
 	path := os.Getenv("CHROMIUM")
 	if path == "" {
 		path = "/usr/bin/chromium"
@@ -227,10 +233,7 @@ func screenshotDir(t *testing.T) string {
 // the Expire button and is purged when it passes; the Crawls page and the
 // API console show what the cluster holds.
 func TestConsoleInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a whole cluster and a browser")
-	}
-	chromium := chromiumPath(t)
+	chromium := chromiumFor(t, "starts a whole cluster and a browser")
 	c := newCluster(t)
 	b := newBrowser(t, chromium)
 	shots := screenshotDir(t)

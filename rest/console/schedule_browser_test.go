@@ -24,10 +24,7 @@ import (
 // and no later run starts, while the page shows the schedule ended and no
 // button. An unscheduled crawl's page shows none of it.
 func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a whole cluster and a browser")
-	}
-	chromium := chromiumPath(t)
+	chromium := chromiumFor(t, "starts a whole cluster and a browser")
 	// Each crawl comes in one message: no quiet period before a run
 	// completes (LEDGER_COMPLETE_QUIET), so runs follow every 2 s.
 	c := newCluster(t, map[string]string{"LEDGER_COMPLETE_QUIET": "0"})

@@ -19,10 +19,7 @@ import (
 // its extracted fields and its followed and refused links at once; a bad
 // rule shows the validation's reason naming it.
 func TestTryPageInABrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a browser")
-	}
-	chromium := chromiumPath(t)
+	chromium := chromiumFor(t, "starts a browser")
 	site := testsite.Start(t)
 	r := harness.StartRedis(t)
 	k := harness.StartKafka(t)

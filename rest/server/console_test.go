@@ -45,8 +45,7 @@ func (in *instance) raw(t testing.TB, method, path string, body io.Reader, heade
 }
 
 func TestTheConsoleIsServedUnderUIWithItsAssetsUnlessDisabled(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	code, h, body := in.raw(t, http.MethodGet, "/ui/", nil, nil)
 	if code != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") || !strings.Contains(body, "Kafka Monitors") {
 		t.Fatalf("GET /ui/: %d %s\n%.300s", code, h.Get("Content-Type"), body)
@@ -83,8 +82,7 @@ func TestTheConsoleIsServedUnderUIWithItsAssetsUnlessDisabled(t *testing.T) {
 }
 
 func TestTheConsoleTakesChangesOnlyFromItsOwnPages(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	form := url.Values{"url": {"http://example.com/"}, "appid": {"consoleapp"}, "crawlid": {"c1"}}.Encode()
 	formType := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
 	if code, _, body := in.raw(t, http.MethodPost, "/ui/submit", strings.NewReader(form), formType); code != http.StatusForbidden {
@@ -108,8 +106,7 @@ func TestTheConsoleTakesChangesOnlyFromItsOwnPages(t *testing.T) {
 }
 
 func TestAnAPITokenGuardsTheAPIAndTheConsoleButNotTheIndex(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "API_TOKEN=s3cret")
+	c, in := startOne(t, "API_TOKEN=s3cret")
 	crawl := `{"url": "http://example.com/", "appid": "tokenapp", "crawlid": "t1"}`
 	if a := in.post(t, "/feed", crawl); a.Code != http.StatusUnauthorized || a.Body["status"] != "FAILURE" {
 		t.Errorf("/feed without the token: %d %s", a.Code, a.Raw)
@@ -138,8 +135,7 @@ func TestAnAPITokenGuardsTheAPIAndTheConsoleButNotTheIndex(t *testing.T) {
 }
 
 func TestEveryConsolePageInTheNavigationAnswersAndIsCurrentThere(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	link := regexp.MustCompile(`<a href="(/ui/[^"]*)"( aria-current="page")?>([^<]+)</a>`)
 	nav := func(body string) (links []string, current string) {
 		start, end := strings.Index(body, "<nav>"), strings.Index(body, "</nav>")

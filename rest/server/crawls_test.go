@@ -51,8 +51,7 @@ func crawlIDs(t *testing.T, a answer) []string {
 }
 
 func TestCrawlsListsCrawlsNewestFirstByPage(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	t0 := time.Now().Add(-time.Hour)
 	for i := range 5 {
 		queueCrawl(t, c.rdb, ledger.Crawl{SpiderID: "link", AppID: "app1", CrawlID: fmt.Sprintf("c%d", i)}, t0.Add(time.Duration(i)*time.Minute), map[string]int{"a.com": 1}, 0)
@@ -95,8 +94,7 @@ func TestCrawlsListsCrawlsNewestFirstByPage(t *testing.T) {
 }
 
 func TestCrawlShowsItsProgressAndDomains(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	start := time.Unix(1767323000, 0)
 	queueCrawl(t, c.rdb, ledger.Crawl{SpiderID: "link", AppID: "app1", CrawlID: "c/1"}, start, map[string]int{"a.com": 3, "b.org": 1}, 0)
 	queueCrawl(t, c.rdb, ledger.Crawl{SpiderID: "wandering", AppID: "app1", CrawlID: "w"}, start, map[string]int{"a.com": 1}, 1)
@@ -109,8 +107,8 @@ func TestCrawlShowsItsProgressAndDomains(t *testing.T) {
 		`"in_flight":0,"last_activity":1767323000,"published":0,"published_truncated":0,"purged":{},"queued":4,"refused":{},` +
 		`"retried":0,"seeds":4,"started":1767323000,"state":"running","status_codes":{}},"spiderid":"link","total_pending":4},` +
 		`"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
-		t.Fatalf("status %d\n%s\nwant\n%s", a.Code, jsonText(t, a.Body), want)
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
+		t.Fatalf("status %d\n%s\nwant\n%s", a.Code, harness.JSONText(t, a.Body), want)
 	}
 	a = in.do(t, "GET", "/crawls/w?appid=app1&spiderid=wandering", "", "")
 	if p := a.Body["data"].(map[string]any)["progress"].(map[string]any); a.Code != 200 || p["published"] != 1.0 || p["queued"] != 0.0 {
@@ -123,8 +121,7 @@ func TestCrawlShowsItsProgressAndDomains(t *testing.T) {
 }
 
 func TestCrawlsRefuseBadQueriesClearly(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	const badQuery = "Invalid query parameter."
 	for _, tc := range []struct {
 		name, method, path string

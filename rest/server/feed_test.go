@@ -14,11 +14,10 @@ import (
 )
 
 func TestCrawlRequestIsSentToTheIncomingTopicAsGiven(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	body := `{"url": "http://istresearch.com", "appid":"madisonTest", "crawlid":"abc123",  "priority": 5}`
 	a := in.post(t, "/feed", body)
-	if a.Code != 200 || jsonText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// The answer came after Kafka acknowledged the request: it is there now.
@@ -36,12 +35,11 @@ func TestCrawlRequestIsSentToTheIncomingTopicAsGiven(t *testing.T) {
 }
 
 func TestStatsRequestReturnsTheAnswerAsData(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	c.fakeRedisMonitor(t, nil)
 	a := in.post(t, "/feed", `{"uuid": "abc123", "appid": "stuff", "stats": "rest"}`)
 	want := `{"data":{"answered_by":"fake","appid":"stuff","stats":"rest","uuid":"abc123"},"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// This instance delivered the answer to its caller: it keeps no copy.
@@ -60,7 +58,7 @@ func TestUnansweredRequestGetsAPollIDAndAnyInstanceCanPollTheLateAnswer(t *testi
 
 	start := time.Now()
 	a := first.post(t, "/feed", `{"uuid": "late-1", "appid": "stuff", "action": "info", "spiderid": "link"}`)
-	if a.Code != 200 || jsonText(t, a.Body) != `{"data":{"poll_id":"late-1"},"error":null,"status":"SUCCESS"}` {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":{"poll_id":"late-1"},"error":null,"status":"SUCCESS"}` {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	if waited := time.Since(start); waited < 300*time.Millisecond {
@@ -81,18 +79,17 @@ func TestUnansweredRequestGetsAPollIDAndAnyInstanceCanPollTheLateAnswer(t *testi
 	}
 	a = second.post(t, "/poll", `{"poll_id": "late-1"}`)
 	want := `{"data":{"answered_by":"fake","appid":"stuff","stats":null,"uuid":"late-1"},"error":null,"status":"SUCCESS"}`
-	if a.Code != 200 || jsonText(t, a.Body) != want {
+	if a.Code != 200 || harness.JSONText(t, a.Body) != want {
 		t.Fatalf("poll: %d %s", a.Code, a.Raw)
 	}
 	// A poll is answered once, as the original does.
-	if a := first.post(t, "/poll", `{"poll_id": "late-1"}`); a.Code != 404 || jsonText(t, a.Body) != failure("Could not find matching poll_id") {
+	if a := first.post(t, "/poll", `{"poll_id": "late-1"}`); a.Code != 404 || harness.JSONText(t, a.Body) != failure("Could not find matching poll_id") {
 		t.Fatalf("second poll: %d %s", a.Code, a.Raw)
 	}
 }
 
 func TestConcurrentCallersEachGetTheirOwnAnswer(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "WAIT_FOR_RESPONSE_TIME=10", "KAFKA_FEED_TIMEOUT=5")
+	c, in := startOne(t, "WAIT_FOR_RESPONSE_TIME=10", "KAFKA_FEED_TIMEOUT=5")
 	c.fakeRedisMonitor(t, nil)
 	const callers = 40
 	results := make([]answer, callers+2)
@@ -129,8 +126,7 @@ func TestConcurrentCallersEachGetTheirOwnAnswer(t *testing.T) {
 }
 
 func TestBadAnswersOnTheOutboundTopicAreSkipped(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "WAIT_FOR_RESPONSE_TIME=10")
+	c, in := startOne(t, "WAIT_FOR_RESPONSE_TIME=10")
 	gate := make(chan struct{})
 	c.fakeRedisMonitor(t, gate)
 	done := make(chan answer, 1)
@@ -152,11 +148,10 @@ func TestBadAnswersOnTheOutboundTopicAreSkipped(t *testing.T) {
 }
 
 func TestAnswerFoundInRedisThatIsNotJSONIs500(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	c.rdb.Set(context.Background(), rediskeys.RestPollKey("broken"), "{not json", time.Minute)
 	a := in.post(t, "/poll", `{"poll_id": "broken"}`)
-	if a.Code != 500 || jsonText(t, a.Body) != failure("Unparseable JSON Received from redis") {
+	if a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unparseable JSON Received from redis") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	if c.rdb.Exists(context.Background(), rediskeys.RestPollKey("broken")).Val() != 0 {
@@ -165,22 +160,20 @@ func TestAnswerFoundInRedisThatIsNotJSONIs500(t *testing.T) {
 }
 
 func TestPollReturnsAnAnswerStoredByThePythonService(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	// rest_service.py stores json.dumps(result), with Python's separators and no expiry.
 	stored := `{"uuid": "py-1", "appid": "stuff", "server_time": 1478714930, "stats": "all", "nested": {"a": [1, 2.5]}}`
 	c.rdb.Set(context.Background(), rediskeys.RestPollKey("py-1"), stored, 0)
 	a := in.post(t, "/poll", `{"poll_id": "py-1"}`)
 	var want any
 	_ = json.Unmarshal([]byte(stored), &want)
-	if a.Code != 200 || jsonText(t, a.Body["data"]) != jsonText(t, want) {
+	if a.Code != 200 || harness.JSONText(t, a.Body["data"]) != harness.JSONText(t, want) {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 }
 
 func TestRequestsWithoutUUIDDoNotWait(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "WAIT_FOR_RESPONSE_TIME=20")
+	c, in := startOne(t, "WAIT_FOR_RESPONSE_TIME=20")
 	start := time.Now()
 	for _, body := range []string{
 		`{"url": "http://example.com/a", "appid": "testapp", "crawlid": "c1"}`,
@@ -204,8 +197,7 @@ func TestRequestsWithoutUUIDDoNotWait(t *testing.T) {
 // /feed validates render with the Kafka Monitor's schema and checks, and
 // sends an accepted request on as given.
 func TestFeedPassesRenderOnAndRefusesWhatTheKafkaMonitorRefuses(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	for _, tc := range []struct{ name, body, cause string }{
 		{"an unknown option", `{"url": "http://example.com/", "appid": "abc", "crawlid": "1", "render": {"screenshot": true}}`, "additional properties 'screenshot' not allowed"},
 		{"a timeout of zero", `{"url": "http://example.com/", "appid": "abc", "crawlid": "1", "render": {"timeout": 0}}`, "render: timeout: want seconds above 0"},

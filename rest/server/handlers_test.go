@@ -21,8 +21,7 @@ func failureBecause(message, cause string) string {
 }
 
 func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "MAX_REQUEST_BYTES=1000")
+	c, in := startOne(t, "MAX_REQUEST_BYTES=1000")
 	const mustJSON = "The payload must be valid JSON."
 	for _, tc := range []struct {
 		name, method, path, contentType, body string
@@ -76,7 +75,7 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 				t.Fatalf("status %d, want %d; body %s", a.Code, tc.code, a.Raw)
 			}
 			if tc.want != "" {
-				if got := jsonText(t, a.Body); got != tc.want {
+				if got := harness.JSONText(t, a.Body); got != tc.want {
 					t.Fatalf("answer\n%s\nwant\n%s", got, tc.want)
 				}
 				return
@@ -96,8 +95,7 @@ func TestBadRequestsGetTheSpecsFailures(t *testing.T) {
 }
 
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	in.wantNotAllowed(t, map[string]string{
 		"GET /poll": "POST", "PUT /feed": "POST", "DELETE /": "GET, HEAD, POST",
 		"POST /crawls": "GET, HEAD", "PATCH /crawls/c1": "GET, HEAD",
@@ -108,19 +106,17 @@ func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 }
 
 func TestJSONContentTypesAreAcceptedAsFlaskDoes(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "application/vnd.scrapy+json"} {
 		a := in.do(t, "POST", "/feed", ct, `{"url": "http://example.com", "appid": "testapp", "crawlid": "ct"}`)
-		if a.Code != 200 || jsonText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
+		if a.Code != 200 || harness.JSONText(t, a.Body) != `{"data":null,"error":null,"status":"SUCCESS"}` {
 			t.Errorf("Content-Type %q: %d %s", ct, a.Code, a.Raw)
 		}
 	}
 }
 
 func TestAnswersAreIndentedAsFlasksJsonify(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	a := in.post(t, "/feed", `{"url": "http://example.com", "appid": "testapp", "crawlid": "abc123"}`)
 	if want := "{\n  \"data\": null,\n  \"error\": null,\n  \"status\": \"SUCCESS\"\n}\n"; a.Raw != want {
 		t.Fatalf("answer %q, want %q", a.Raw, want)
@@ -138,11 +134,11 @@ func TestFeedAnswers500WhenKafkaIsUnreachable(t *testing.T) {
 	harness.WaitFor(t, "Redis is connected", 5*time.Second, in.svc.RedisConnected)
 
 	a := in.post(t, "/feed", `{"url": "http://example.com", "appid": "testapp", "crawlid": "abc123"}`)
-	if a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
+	if a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unable to connect to Kafka") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	a = in.post(t, "/feed", `{"uuid": "x1", "appid": "testapp", "stats": "all"}`)
-	if a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
+	if a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unable to connect to Kafka") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// Invalid requests are still told why, without Kafka.
@@ -156,12 +152,11 @@ func TestFeedAnswers500WhenKafkaIsUnreachable(t *testing.T) {
 }
 
 func TestPollAnswers500WhenRedisIsUnreachable(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	c.redis.Stop()
 	harness.WaitFor(t, "Redis is seen as gone", 5*time.Second, func() bool { return !in.svc.RedisConnected() })
 	a := in.post(t, "/poll", `{"poll_id": "abc"}`)
-	if a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Redis") {
+	if a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unable to connect to Redis") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 	// Crawl requests do not need Redis.

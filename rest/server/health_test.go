@@ -26,8 +26,7 @@ func index(t *testing.T, in *instance) map[string]any {
 }
 
 func TestIndexReportsTheServiceAndItsConnections(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	got := index(t, in)
 	if got["kafka_connected"] != true || got["redis_connected"] != true || got["node_health"] != "GREEN" ||
 		got["my_id"] != in.svc.ID() || len(in.svc.ID()) != 12 {
@@ -52,8 +51,7 @@ func TestIndexReportsTheServiceAndItsConnections(t *testing.T) {
 }
 
 func TestIndexFollowsRedisGoingAndComing(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	c.redis.Stop()
 	harness.WaitFor(t, "the index shows Redis gone", 5*time.Second, func() bool {
 		got := index(t, in)
@@ -101,7 +99,7 @@ func TestServiceWaitsForKafkaAndFollowsItGoingAndComing(t *testing.T) {
 
 	k.Close()
 	harness.WaitFor(t, "Kafka is seen as gone", 10*time.Second, func() bool { return !in.svc.KafkaConnected() })
-	if a := in.post(t, "/feed", crawl); a.Code != 500 || jsonText(t, a.Body) != failure("Unable to connect to Kafka") {
+	if a := in.post(t, "/feed", crawl); a.Code != 500 || harness.JSONText(t, a.Body) != failure("Unable to connect to Kafka") {
 		t.Fatalf("%d %s", a.Code, a.Raw)
 	}
 

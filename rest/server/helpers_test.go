@@ -89,6 +89,14 @@ func (c *cluster) start(t testing.TB, extra ...string) *instance {
 	return in
 }
 
+// startOne starts a cluster and one REST instance on it (with extra
+// NAME=VALUE settings), connected: most tests' beginning.
+func startOne(t testing.TB, extra ...string) (*cluster, *instance) {
+	t.Helper()
+	c := newCluster(t)
+	return c, c.start(t, extra...)
+}
+
 // startInstance runs a REST instance with s, without waiting for connections.
 func startInstance(t testing.TB, s *settings.Settings, opts ...server.Option) *instance {
 	t.Helper()
@@ -167,16 +175,6 @@ func (in *instance) do(t testing.TB, method, path, contentType, body string) ans
 func (in *instance) post(t testing.TB, path, body string) answer {
 	t.Helper()
 	return in.do(t, http.MethodPost, path, "application/json", body)
-}
-
-// jsonText re-encodes v compactly with sorted keys, for comparisons.
-func jsonText(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // incoming collects what arrives on the incoming topic (every partition).

@@ -15,8 +15,7 @@ import (
 // schema's 400, a crawl the cluster does not know 404, a crawl without a
 // schedule and a schedule that ended 409.
 func TestRecrawlCancelEndsTheScheduleAlone(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	c, in := startOne(t)
 	ctx := context.Background()
 	scheduled := ledger.Crawl{SpiderID: "link", AppID: "app1", CrawlID: "hourly"}
 	pipe := c.rdb.TxPipeline()

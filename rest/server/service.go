@@ -47,6 +47,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -259,24 +260,9 @@ func (svc *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	srv.RegisterOnShutdown(svc.shutDownConsole)
 	svc.log.Info("Running main flask method on port "+portOf(ln.Addr()), logfactory.Extra{"address": ln.Addr().String(), "id": svc.id})
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
+	err := lifecycle.ServeHTTP(ctx, srv, ln, svc.writeTimeout)
 	svc.log.Info("Closing Rest Service")
-	sctx, cancel := context.WithTimeout(context.Background(), svc.writeTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		return fmt.Errorf("shut down the http server: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
-	}
-	return nil
+	return err
 }
 
 func portOf(a net.Addr) string {

@@ -17,8 +17,7 @@ import (
 )
 
 func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "WAIT_FOR_RESPONSE_TIME=10")
+	c, in := startOne(t, "WAIT_FOR_RESPONSE_TIME=10")
 	gate := make(chan struct{})
 	c.fakeRedisMonitor(t, gate)
 
@@ -137,8 +136,7 @@ func newService(set string) error {
 }
 
 func TestSlowClientsAreCutOffByTheReadTimeout(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t, "HTTP_READ_TIMEOUT=0.3")
+	_, in := startOne(t, "HTTP_READ_TIMEOUT=0.3")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -180,8 +178,7 @@ func TestATakenPortNamesTheFlagAndTheSettingToChange(t *testing.T) {
 	}
 	defer taken.Close()
 	_, port, _ := net.SplitHostPort(taken.Addr().String())
-	c := newCluster(t)
-	in := c.start(t, "FLASK_HOST=127.0.0.1", "FLASK_PORT="+port)
+	_, in := startOne(t, "FLASK_HOST=127.0.0.1", "FLASK_PORT="+port)
 	err = in.svc.ListenAndServe(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "--port") || !strings.Contains(err.Error(), "FLASK_PORT") || !strings.Contains(err.Error(), "127.0.0.1:"+port) {
 		t.Fatalf("ListenAndServe on a taken port: %v, want an error naming --port and FLASK_PORT", err)

@@ -10,8 +10,7 @@ import (
 
 func TestTryAnswersTheResultExtractedFieldsAndLinksAndQueuesNothing(t *testing.T) {
 	site := testsite.Start(t)
-	c := newCluster(t)
-	in := c.start(t, "FETCH_ALLOWED_NETWORKS=127.0.0.0/8")
+	c, in := startOne(t, "FETCH_ALLOWED_NETWORKS=127.0.0.0/8")
 	a := in.post(t, "/try", `{"url": "`+site.URL("/")+`", "appid": "app", "crawlid": "t1", "maxdepth": 1,
 		"deny_regex": ["/deny/"], "extract": {"title": {"css": "title"}, "h1": {"xpath": "//h1"}}}`)
 	if a.Code != 200 {
@@ -59,8 +58,7 @@ func TestTryRefusesAnInternalAddressAsTheCrawlerDoes(t *testing.T) {
 }
 
 func TestTryRefusesBadRequestsAsFeedDoes(t *testing.T) {
-	c := newCluster(t)
-	in := c.start(t)
+	_, in := startOne(t)
 	for _, tc := range []struct{ body, cause string }{
 		{`{"url": "http://x.example/", "appid": "app", "crawlid": "t", "extract": {"t": {"css": "a["}}}`, `extract.t: css "a[": `},
 		{`{"url": "http://x.example/", "appid": "app", "crawlid": "t", "headers": {"Host": "y"}}`, `headers: Host is the cluster's to send`},
@@ -76,8 +74,7 @@ func TestTryRefusesBadRequestsAsFeedDoes(t *testing.T) {
 
 func TestTryIsLimitedInRateAndGuardedAsFeedIs(t *testing.T) {
 	site := testsite.Start(t)
-	c := newCluster(t)
-	in := c.start(t, "FETCH_ALLOWED_NETWORKS=127.0.0.0/8", "TRY_RATE=0.01", "TRY_BURST=2", "API_TOKEN=sesame")
+	_, in := startOne(t, "FETCH_ALLOWED_NETWORKS=127.0.0.0/8", "TRY_RATE=0.01", "TRY_BURST=2", "API_TOKEN=sesame")
 	body := `{"url": "` + site.URL("/") + `", "appid": "app", "crawlid": "t3"}`
 	if a := in.post(t, "/try", body); a.Code != http.StatusUnauthorized {
 		t.Fatalf("without the token: %d %s", a.Code, a.Raw)

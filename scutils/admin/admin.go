@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -246,7 +247,8 @@ func Listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve serves the admin endpoint on ln until ctx ends, then closes it.
+// Serve serves the admin endpoint on ln until ctx ends, then shuts it down,
+// cutting requests still running a second later (a profile in progress).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -254,18 +256,5 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// Long enough for a 30-second CPU profile.
 		WriteTimeout: 2 * time.Minute,
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve the admin endpoint on %s: %w", ln.Addr(), err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	<-errc
-	return nil
+	return lifecycle.ServeHTTP(ctx, srv, ln, time.Second)
 }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -44,4 +45,15 @@ func RedisContents(tb testing.TB, rdb *redis.Client) map[string]any {
 		}
 	}
 	return out
+}
+
+// JSONText is v as encoding/json writes it (compact, map keys sorted), for
+// a test to compare values as text; it fails tb when v has no JSON form.
+func JSONText(tb testing.TB, v any) string {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatalf("JSON of %#v: %v", v, err)
+	}
+	return string(b)
 }

@@ -6,6 +6,10 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"time"
 )
 
@@ -50,4 +54,29 @@ func WithGrace(ctx context.Context, grace time.Duration) (work context.Context, 
 		stopAfter()
 		cancel()
 	}
+}
+
+// ServeHTTP serves srv on ln until ctx is done, then shuts it down
+// gracefully: it stops accepting connections and lets the requests in
+// flight finish within grace, cutting those that take longer. The error is
+// the server's own failure, or a shutdown that had to cut requests.
+func ServeHTTP(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		<-errc
+		return fmt.Errorf("shut down the http server on %s: %w", ln.Addr(), err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve http on %s: %w", ln.Addr(), err)
+	}
+	return nil
 }

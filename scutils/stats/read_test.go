@@ -112,30 +112,19 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 	}
 	empty := &ComponentStats{Total: Counts{}, Fail: Counts{}, Plugins: map[string]Counts{}, Nodes: map[string][]string{}}
 
-	km, err := r.Component(ctx, "kafka-monitor")
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "Component(kafka-monitor)", km, wantKM)
-	crawlers, err := r.Crawlers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	check(t, "Component(kafka-monitor)", must(r.Component(ctx, "kafka-monitor"))(t), wantKM)
+	crawlers := must(r.Crawlers(ctx))(t)
 	check(t, "Crawlers", crawlers, wantCrawlers)
 	if n := crawlers.UniqueSpiders(); n != 2 {
 		t.Errorf("UniqueSpiders = %d, want 2", n)
 	}
 	checkQueues(t, r, wantQueues)
-	crawlers, _, err = r.CrawlersAndQueues(ctx)
+	crawlers, _, err := r.CrawlersAndQueues(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(t, "CrawlersAndQueues crawlers", crawlers, wantCrawlers)
-	cluster, err := r.Cluster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "Cluster", cluster, &ClusterStats{
+	check(t, "Cluster", must(r.Cluster(ctx))(t), &ClusterStats{
 		Components: map[string]*ComponentStats{"kafka-monitor": wantKM, "redis-monitor": empty, "rest": empty},
 		Crawlers:   wantCrawlers,
 		Queues:     wantQueues,
@@ -147,31 +136,20 @@ func TestReaderReadsTypedStatsSummedAndSorted(t *testing.T) {
 func checkQueues(t *testing.T, r Reader, want *QueueStats) {
 	t.Helper()
 	ctx := context.Background()
-	queues, err := r.Queues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "Queues", queues, want)
-	_, queues, err = r.CrawlersAndQueues(ctx)
+	check(t, "Queues", must(r.Queues(ctx))(t), want)
+	_, queues, err := r.CrawlersAndQueues(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check(t, "CrawlersAndQueues queues", queues, want)
-	cluster, err := r.Cluster(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "Cluster queues", cluster.Queues, want)
+	check(t, "Cluster queues", must(r.Cluster(ctx))(t).Queues, want)
 }
 
 func TestSectionsHaveTheSpecsShapes(t *testing.T) {
 	rdb := harness.StartRedis(t).TestClient(t)
 	now := time.Now()
 	writeClusterState(t, rdb, now)
-	cluster, err := Reader{Redis: rdb, Now: now}.Cluster(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster := must(Reader{Redis: rdb, Now: now}.Cluster(context.Background()))(t)
 	for _, tc := range []struct {
 		name    string
 		section map[string]any
@@ -302,10 +280,7 @@ func TestRenderQueuesCountInTheirDomainsBacklog(t *testing.T) {
 		RenderBacklog: 5,
 	}
 	checkQueues(t, r, want)
-	queues, err := r.Queues(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	queues := must(r.Queues(context.Background()))(t)
 	got, err := json.Marshal(queues.Section())
 	if err != nil {
 		t.Fatal(err)
