@@ -293,8 +293,9 @@ func (r *rule) compileOptions(obj map[string]any) error {
 
 // Apply runs the rules on a page: its URL and its text (UTF-8). The result
 // holds a value (a string, or for xpath a number or boolean), a list
-// (all; jsonld), or nothing for a field without a match; it is nil when no
-// rule applies to the URL.
+// (all: a []string, or a []any of the one number or boolean an xpath
+// computed; jsonld: a []any), or nothing for a field without a match; it
+// is nil when no rule applies to the URL.
 func (rs *Rules) Apply(pageURL, text string) map[string]any {
 	return rs.apply(pageURL, text, false)
 }
@@ -364,7 +365,8 @@ type page struct {
 	// fragBase is base without its fragment, when fastFragment may use it
 	fragBase string
 	parsed   bool
-	based    bool // base is known
+	based    bool   // base is known
+	joiner   joiner // makes the resolved URLs
 }
 
 // tree parses the page once, for every css and xpath rule: buildTree's
@@ -462,26 +464,24 @@ var (
 
 // apply is one rule's value on p, if it has one.
 func (r *rule) apply(p *page) (any, bool) {
-	var vals []any
 	switch r.kind {
 	case kindCSS:
-		vals = r.applyCSS(p)
+		return r.finish(r.applyCSS(p))
 	case kindXPath:
-		vals = r.applyXPath(p)
+		return r.applyXPath(p)
 	case kindRegex:
-		vals = r.applyRegex(p)
-	case kindJSONLD:
-		return jsonLD(p), true
+		return r.finish(r.applyRegex(p))
 	}
-	return r.finish(vals)
+	return jsonLD(p), true
 }
 
 // finish is the rule's value from its values on the page: the first, or
-// with all every one.
-func (r *rule) finish(vals []any) (any, bool) {
+// with all every one (a []string: the strings need no allocation of
+// their own as a []any's would).
+func (r *rule) finish(vals []string) (any, bool) {
 	if r.all {
 		if vals == nil {
-			vals = []any{}
+			vals = []string{}
 		}
 		return vals, true
 	}
@@ -489,6 +489,15 @@ func (r *rule) finish(vals []any) (any, bool) {
 		return nil, false
 	}
 	return vals[0], true
+}
+
+// finishScalar is the rule's value when it computed v (an xpath number or
+// boolean).
+func (r *rule) finishScalar(v any) (any, bool) {
+	if r.all {
+		return []any{v}, true
+	}
+	return v, true
 }
 
 // limit is how many values a rule needs: one, or every one.
@@ -499,14 +508,14 @@ func (r *rule) limit() int {
 	return 1
 }
 
-func (r *rule) applyCSS(p *page) []any {
-	var vals []any
+func (r *rule) applyCSS(p *page) []string {
+	var vals []string
 	if !r.all {
 		// The first element with a value: most often the first match,
 		// found without collecting the others.
 		if n := r.css.MatchFirst(p.tree()); n != nil {
 			if v, ok := r.nodeValue(p, n); ok {
-				return []any{v}
+				return []string{v}
 			}
 		}
 	}
@@ -521,13 +530,14 @@ func (r *rule) applyCSS(p *page) []any {
 	return vals
 }
 
-func (r *rule) applyXPath(p *page) []any {
+// applyXPath is the rule's value on p, if it has one (rule.apply).
+func (r *rule) applyXPath(p *page) (any, bool) {
 	nav := htmlquery.CreateXPathNavigator(p.tree())
 	expr := r.xpath.get()
 	defer r.xpath.put(expr)
 	switch res := expr.Evaluate(nav).(type) {
 	case *xpath.NodeIterator:
-		var vals []any
+		var vals []string
 		for (r.all || len(vals) == 0) && res.MoveNext() {
 			n := res.Current().(*htmlquery.NodeNavigator)
 			if n.NodeType() == xpath.AttributeNode {
@@ -536,16 +546,16 @@ func (r *rule) applyXPath(p *page) []any {
 				vals = append(vals, v)
 			}
 		}
-		return vals
+		return r.finish(vals)
 	case string:
 		if res == "" {
-			return nil
+			return r.finish(nil)
 		}
-		return []any{res}
+		return r.finish([]string{res})
 	case float64, bool:
-		return []any{res}
+		return r.finishScalar(res)
 	}
-	return nil
+	return r.finish(nil)
 }
 
 // nodeValue is an element's value for the rule: its attribute attr, or
@@ -567,10 +577,10 @@ func (p *page) resolve(attr, v string) string {
 		return v
 	}
 	if p.plainBase() {
-		if u, ok := fastResolve(p.prefix, v); ok {
+		if u, ok := fastResolve(&p.joiner, p.prefix, v); ok {
 			return u
 		}
-		if u, ok := fastFragment(p.fragBase, v); ok {
+		if u, ok := fastFragment(&p.joiner, p.fragBase, v); ok {
 			return u
 		}
 	}
@@ -578,10 +588,10 @@ func (p *page) resolve(attr, v string) string {
 	if base == nil {
 		return v
 	}
-	if u, ok := fastResolve(p.prefix, v); ok {
+	if u, ok := fastResolve(&p.joiner, p.prefix, v); ok {
 		return u
 	}
-	if u, ok := fastFragment(p.fragBase, v); ok {
+	if u, ok := fastFragment(&p.joiner, p.fragBase, v); ok {
 		return u
 	}
 	u, err := base.Parse(strings.TrimSpace(v))
@@ -600,8 +610,8 @@ func attrOf(n *html.Node, name string) (string, bool) {
 	return "", false
 }
 
-func (r *rule) applyRegex(p *page) []any {
-	var vals []any
+func (r *rule) applyRegex(p *page) []string {
+	var vals []string
 	group := 0 // the whole match
 	if r.regex.re.NumSubexp() > 0 {
 		group = 1

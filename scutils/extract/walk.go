@@ -17,7 +17,7 @@ import (
 // walked is a rule the walk serves and what it found.
 type walked struct {
 	r     *rule
-	vals  []any
+	vals  []string
 	count int
 	done  bool
 	// same is the index of the first rule of the walk with r's kind and
@@ -107,7 +107,7 @@ func (w *walked) take(p *page, n *html.Node) {
 // result is the rule's value from what the walk found (rule.apply's).
 func (w *walked) result() (any, bool) {
 	if w.r.simple != nil && w.r.simple.count {
-		return w.r.finish([]any{float64(w.count)})
+		return w.r.finishScalar(float64(w.count))
 	}
 	return w.r.finish(w.vals)
 }
