@@ -115,6 +115,9 @@ type rule struct {
 	// (kind and src); -1 when this one is
 	first int
 	regex matcher
+	// tag is the tag name of the elements the css or simple xpath rule may
+	// match ("": any node), which the walk calls its matcher on
+	tag   string
 	attr  string
 	all   bool
 	onURL *regexp.Regexp // nil: every page
@@ -233,7 +236,9 @@ func (r *rule) compileKind(k string, v any) error {
 	switch k {
 	case "css":
 		r.kind = kindCSS
-		r.css, err = cascadia.Compile(s)
+		if r.css, err = cascadia.Compile(s); err == nil {
+			r.tag = subjectTag(s)
+		}
 	case "xpath":
 		r.kind = kindXPath
 		var e *xpath.Expr
@@ -241,6 +246,9 @@ func (r *rule) compileKind(k string, v any) error {
 			r.xpath = newXPathExprs(s, e)
 			if sp, ok := parseSimplePath(s); ok {
 				r.simple = sp
+				if sp.step.name != "*" {
+					r.tag = sp.step.name
+				}
 			}
 		}
 	case "regex":
