@@ -80,6 +80,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/andybalholm/cascadia"
 	"github.com/antchfx/htmlquery"
@@ -121,6 +122,23 @@ type rule struct {
 	attr  string
 	all   bool
 	onURL *regexp.Regexp // nil: every page
+	// size is how many values the rule (all) gave on its last page, up to
+	// maxSizeHint: the room its next page's list starts with, instead of
+	// growing to it (read and written atomically: a crawl's rules serve
+	// the crawler's pages at once)
+	size int32
+}
+
+// maxSizeHint bounds rule.size.
+const maxSizeHint = 1 << 12
+
+// newVals is an empty list for the rule's values, with room for as many
+// as its last page gave (nil without all).
+func (r *rule) newVals() []string {
+	if n := atomic.LoadInt32(&r.size); r.all && n > 0 {
+		return make([]string, 0, n)
+	}
+	return nil
 }
 
 // Rules are a request's compiled rules, in field name order. A nil *Rules
@@ -338,7 +356,7 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 			out = make(map[string]any, len(rs.rules)-i)
 		}
 		if !rs.oneByOne && r.walks() {
-			ws = append(ws, walked{r: r, same: len(ws)})
+			ws = append(ws, walked{r: r, same: len(ws), vals: r.newVals()})
 			if r.first >= 0 { // share the match of the first rule of r's matcher, if walked
 				first := &rs.rules[r.first]
 				if j := slices.IndexFunc(ws, func(w walked) bool { return w.r == first }); j >= 0 {
@@ -488,6 +506,9 @@ func (r *rule) apply(p *page) (any, bool) {
 // their own as a []any's would).
 func (r *rule) finish(vals []string) (any, bool) {
 	if r.all {
+		if n := int32(min(len(vals), maxSizeHint)); atomic.LoadInt32(&r.size) != n {
+			atomic.StoreInt32(&r.size, n)
+		}
 		if vals == nil {
 			vals = []string{}
 		}
@@ -517,7 +538,7 @@ func (r *rule) limit() int {
 }
 
 func (r *rule) applyCSS(p *page) []string {
-	var vals []string
+	vals := r.newVals()
 	if !r.all {
 		// The first element with a value: most often the first match,
 		// found without collecting the others.
@@ -545,7 +566,7 @@ func (r *rule) applyXPath(p *page) (any, bool) {
 	defer r.xpath.put(expr)
 	switch res := expr.Evaluate(nav).(type) {
 	case *xpath.NodeIterator:
-		var vals []string
+		vals := r.newVals()
 		for (r.all || len(vals) == 0) && res.MoveNext() {
 			n := res.Current().(*htmlquery.NodeNavigator)
 			if n.NodeType() == xpath.AttributeNode {
@@ -619,7 +640,7 @@ func attrOf(n *html.Node, name string) (string, bool) {
 }
 
 func (r *rule) applyRegex(p *page) []string {
-	var vals []string
+	vals := r.newVals()
 	group := 0 // the whole match
 	if r.regex.re.NumSubexp() > 0 {
 		group = 1
