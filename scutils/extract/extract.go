@@ -68,7 +68,21 @@
 // alternating between the two ways (BenchmarkOneWalk): BenchmarkExtract's
 // 20 rules take 0.65-0.76 of the CPU time of each rule on its own, a
 // test-site page's five rules 0.95; the 20 rules allocate 9,610 times a
-// page instead of 17,333.
+// page instead of 17,333. A matcher whose selector's subject names a tag
+// (`li.item a`, `//span[@class='price']`: subjectTag, the step's name) is
+// called only on elements of that tag, and once a node for all the rules
+// that share it: the walk's share of the 20 rules' CPU went from 27% to
+// 20% (pprof).
+//
+// The values allocate little: a list of strings is a []string (in a []any
+// each string needed an allocation of its own), it starts with the room
+// its rule's last page needed, and resolved URLs are written many to one
+// allocation (joiner). The 20 rules allocate 1,974 times and 232 KB a page
+// instead of 9,607 and 433 KB, 5 rules 32 times and 69 KB instead of 2,887
+// and 134 KB; on a 2-CPU machine at load 18-24, runs alternating with the
+// code before (BenchmarkExtract, 3 each), the 20 rules' process CPU time
+// (the collector's included) is 2.7-5.2 ms a page at p50 and 8.7-11.2 at
+// p99 against 5.7-6.7 and 12.2-16.7.
 package extract
 
 import (
