@@ -123,7 +123,8 @@ func TestExtraValuesAreWrittenAsEncodingJSONWritesThem(t *testing.T) {
 		[]any{"a", 1.5, true, nil, []any{"b"}, map[string]any{"z": "1", "a": []any{}, "é": false}},
 		map[string]any{"title": "Lamp", "links": []any{"http://shop.example/1?a=1&b=2"}, "n": 3.0,
 			"ld": []any{map[string]any{"@type": "Product", "offers": map[string]any{"price": "12.50"}}}},
-		[]string{"typed"}, map[string]string{"k": "v"}, 7,
+		[]string{"typed"}, []string{}, []string(nil), []string{"<a href=\"x\">&amp;</a>", "bad \xff utf-8 \u2028", ""},
+		map[string]any{"links": []string{"http://shop.example/1?a=1&b=2"}}, map[string]string{"k": "v"}, 7,
 	}
 	for _, v := range values {
 		p := &spider.Page{Extra: map[string]any{"extracted": v}}
@@ -142,7 +143,7 @@ func TestExtraValuesAreWrittenAsEncodingJSONWritesThem(t *testing.T) {
 // it before; ns/op, allocs/op.
 func BenchmarkExtractedValue(b *testing.B) {
 	v := map[string]any{"title": "Page 1.2", "heading": "Page 1.2", "level": "2", "ld": []any{},
-		"links": []any{"http://127.0.0.1:8080/page/1/2/1", "http://127.0.0.1:8080/page/1/2/2", "http://127.0.0.1:8080/page/1/2/3"}}
+		"links": []string{"http://127.0.0.1:8080/page/1/2/1", "http://127.0.0.1:8080/page/1/2/2", "http://127.0.0.1:8080/page/1/2/3"}}
 	p := &spider.Page{Extra: map[string]any{"extracted": v}}
 	b.Run("AppendJSON", func(b *testing.B) {
 		b.ReportAllocs()

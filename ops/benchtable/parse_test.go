@@ -76,7 +76,9 @@ func TestParseReal(t *testing.T) {
 // Colly and per-site-CPU values, from one later run on a loaded machine), and that of
 // the ninth, the crawler's memory under hostile pages (BenchmarkBombMixRSS,
 // same machine), and those of the tenth and eleventh, extraction
-// (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40),
+// (BenchmarkExtract, BenchmarkExtractionCost, on a 2-CPU machine at load 40;
+// BenchmarkExtract's lines replaced by a later run at load 18-20, when it
+// gained its process CPU figures),
 // then that of the re-run's cost (BenchmarkRerunCost, on a loaded 2-CPU
 // machine; its first ns/op includes building the binaries), those of
 // order and memory (BenchmarkDupeFilterBytesPerURL, BenchmarkFIFOEnqueue,
@@ -158,7 +160,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"Redis socket reads per page":                     0.1834,
 		"crawler under hostile pages":                     165.9,
 		"crawler growth for one 50 MB plain page":         13.38,
-		"20 rules on a 200 KB page, p99 µs (CPU":          65582,
+		"20 rules on a 200 KB page, p99 µs (CPU":          8979,
+		"20 rules on a 200 KB page, p99 µs (process":      12588,
 		"extraction: what 5 rules add":                    15.38,
 		"Redis bytes per remembered URL":                  61.2,
 		"adaptive: fetches per change detected":           4.094,

@@ -156,8 +156,10 @@ func featureBenches() []Bench {
 			Figures: []Figure{
 				{Label: "5 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=5", Unit: "p99-µs"},
 				{Label: "5 rules on a 200 KB page, p99 µs (CPU of its thread)", Result: "BenchmarkExtract/rules=5", Unit: "cpu-p99-µs"},
-				{Label: "20 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=20", Unit: "p99-µs", Target: AtMost(5000)},
-				{Label: "20 rules on a 200 KB page, p99 µs (CPU of its thread)", Result: "BenchmarkExtract/rules=20", Unit: "cpu-p99-µs", Target: AtMost(5000)},
+				{Label: "5 rules on a 200 KB page, p99 µs (process CPU, the collector's included)", Result: "BenchmarkExtract/rules=5", Unit: "proc-cpu-p99-µs"},
+				{Label: "20 rules on a 200 KB page, p99 µs (elapsed)", Result: "BenchmarkExtract/rules=20", Unit: "p99-µs"},
+				{Label: "20 rules on a 200 KB page, p99 µs (CPU of its thread)", Result: "BenchmarkExtract/rules=20", Unit: "cpu-p99-µs"},
+				{Label: "20 rules on a 200 KB page, p99 µs (process CPU, the collector's included)", Result: "BenchmarkExtract/rules=20", Unit: "proc-cpu-p99-µs", Target: AtMost(5000)},
 			}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkExtractionCost$", Benchtime: "1x", Section: SectionExtract,
 			Figures: []Figure{

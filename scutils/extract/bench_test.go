@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/net/html"
+	"golang.org/x/sys/unix"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
@@ -28,17 +28,24 @@ func productPage(size int) string {
 	return b.String()
 }
 
-// threadCPU is the CPU time the calling OS thread used so far.
-func threadCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+// threadCPU is the CPU time the calling OS thread used so far, from
+// clock_gettime(CLOCK_THREAD_CPUTIME_ID): continuous (the scheduler's
+// nanosecond accounting), where getrusage(RUSAGE_THREAD) moves in steps
+// of the kernel's tick (~4 ms here, longer than a page). The caller has
+// its goroutine locked to its thread (runtime.LockOSThread).
+func threadCPU(b *testing.B) time.Duration { return clockCPU(b, unix.CLOCK_THREAD_CPUTIME_ID) }
+
+// processCPU is the CPU time the whole process used so far (every thread:
+// the garbage collector's workers too), as continuous as threadCPU.
+func processCPU(b *testing.B) time.Duration { return clockCPU(b, unix.CLOCK_PROCESS_CPUTIME_ID) }
+
+func clockCPU(b *testing.B, clock int32) time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(clock, &ts); err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }
-
-// rusageThread is Linux's RUSAGE_THREAD.
-const rusageThread = 1
 
 // benchRules are n rules of every kind, cycling through css, xpath and regex.
 func benchRules(n int) string {
@@ -56,9 +63,15 @@ func benchRules(n int) string {
 
 // BenchmarkExtract: a crawl's rules (5 or 20, every kind) on a 200 KB
 // page, the page parsed once per Apply as the crawler does; p50 and p99 of
-// each page's time in µs, as elapsed (p99-µs) and as the CPU time of the
-// thread that ran it (cpu-p99-µs: what the page costs whatever else the
-// machine runs; the garbage collector's work on other threads is not in it).
+// each page's time in µs, three ways (measure):
+//   - proc-cpu-p99-µs, the CPU time the whole process spent on the page
+//     (its thread's, and the garbage collector's on other threads): what
+//     a page costs, whatever else the machine runs. The target
+//     (20 rules: p99 ≤ 5 ms a page) is judged on it;
+//   - cpu-p99-µs, the CPU time of the thread that ran it (without the
+//     collector's background work);
+//   - p99-µs, elapsed: on a shared machine mostly the time other
+//     processes held the CPU, on a quiet one about the thread's CPU time.
 func BenchmarkExtract(b *testing.B) {
 	for _, n := range []int{5, 20} {
 		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) { measureApply(b, benchRules(n), n) })
@@ -128,34 +141,41 @@ func measureApply(b *testing.B, spec string, n int) {
 	})
 }
 
-// measure runs f b.N times and reports the quantiles of each run's elapsed
-// and thread CPU time, and the mean thread CPU time (cpu-µs/op: the
-// quantiles of runs much shorter than the kernel's accounting tick are
-// coarse).
+// measure runs f b.N times and reports the quantiles of each run's
+// elapsed, thread CPU (cpu-) and process CPU (proc-cpu-) time, and the
+// means of the CPU times (cpu-µs/op, proc-cpu-µs/op). The clocks are
+// clock_gettime's CPU clocks, continuous (threadCPU).
 func measure(b *testing.B, f func()) {
 	times := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
+	proc := make([]time.Duration, 0, b.N)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start, cpuStart := time.Now(), threadCPU(b)
+		start, cpuStart, procStart := time.Now(), threadCPU(b), processCPU(b)
 		f()
 		times = append(times, time.Since(start))
 		cpu = append(cpu, threadCPU(b)-cpuStart)
+		proc = append(proc, processCPU(b)-procStart)
 	}
 	b.StopTimer()
-	var total time.Duration
-	for _, d := range cpu {
-		total += d
+	for _, m := range []struct {
+		prefix string
+		ds     []time.Duration
+	}{{"", times}, {"cpu-", cpu}, {"proc-cpu-", proc}} {
+		q := harness.Quantiles(m.ds)
+		b.ReportMetric(q(0.50)*1000, m.prefix+"p50-µs")
+		b.ReportMetric(q(0.99)*1000, m.prefix+"p99-µs")
+		if m.prefix != "" {
+			var total time.Duration
+			for _, d := range m.ds {
+				total += d
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/1e3/float64(b.N), m.prefix+"µs/op")
+		}
 	}
-	b.ReportMetric(float64(total.Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
-	ms, cpuMS := harness.Quantiles(times), harness.Quantiles(cpu)
-	b.ReportMetric(ms(0.50)*1000, "p50-µs")
-	b.ReportMetric(ms(0.99)*1000, "p99-µs")
-	b.ReportMetric(cpuMS(0.50)*1000, "cpu-p50-µs")
-	b.ReportMetric(cpuMS(0.99)*1000, "cpu-p99-µs")
 }
 
 // testSitePage is a page of the crawler's test site (crawler/testsite),

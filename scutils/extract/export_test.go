@@ -8,9 +8,12 @@ var BuildTree = buildTree
 var (
 	InnerText     = innerText
 	ResolvePrefix = resolvePrefix
-	FastResolve   = fastResolve
-	FastFragment  = fastFragment
 )
+
+// FastResolve and FastFragment are fastResolve and fastFragment, their
+// strings of their own.
+func FastResolve(prefix, v string) (string, bool)    { return fastResolve(nil, prefix, v) }
+func FastFragment(fragBase, v string) (string, bool) { return fastFragment(nil, fragBase, v) }
 
 // ApplyParsed is Rules.Apply on html.Parse's tree of the page.
 func ApplyParsed(rs *Rules, pageURL, text string) map[string]any {

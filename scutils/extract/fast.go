@@ -69,7 +69,8 @@ var plainFragment = bytesOf("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY
 // segments or a fragment, or an absolute http(s) URL of such a path and a
 // plain host ("http://shop.example:8080/a"), which resolves to itself. ok
 // is false for any other v.
-func fastResolve(prefix, v string) (string, bool) {
+// The resolved URL is made by j (nil: a string of its own).
+func fastResolve(j *joiner, prefix, v string) (string, bool) {
 	if prefix == "" || len(v) < 1 {
 		return "", false
 	}
@@ -79,7 +80,39 @@ func fastResolve(prefix, v string) (string, bool) {
 	if len(v) > 1 && v[1] == '/' || !isPlainPath(v) {
 		return "", false
 	}
-	return prefix + v, true
+	return j.join(prefix, v), true
+}
+
+// A joiner makes the strings a page's values are made of (resolved URLs)
+// many to one allocation: the bytes of each are written once after those
+// of the last in a buffer of its own and never changed, so that a string
+// of them stays as made (strings.Builder's String, a view of its bytes
+// without a copy). A nil *joiner gives each string its own allocation.
+// The values of the 200 KB page's 20 rules (BenchmarkExtract) joined 2,130
+// strings a page, one allocation each.
+type joiner struct {
+	b strings.Builder
+}
+
+// joinerChunk is the first buffer's size; each next one is twice the last,
+// up to maxJoinerChunk (a page with one URL to resolve holds little).
+const joinerChunk, maxJoinerChunk = 256, 16 << 10
+
+// join is x+y.
+func (j *joiner) join(x, y string) string {
+	if j == nil {
+		return x + y
+	}
+	n := len(x) + len(y)
+	if j.b.Cap()-j.b.Len() < n {
+		size := min(max(2*j.b.Cap(), joinerChunk), maxJoinerChunk)
+		j.b = strings.Builder{} // the strings made keep the last buffer
+		j.b.Grow(max(size, n))
+	}
+	start := j.b.Len()
+	j.b.WriteString(x)
+	j.b.WriteString(y)
+	return j.b.String()[start:]
 }
 
 // isPlainPath is whether v is of plainPath bytes, without dot segments.
@@ -126,7 +159,8 @@ func isPlainAbsolute(v string) bool {
 // fastFragment is url.URL.Parse's resolution of a fragment of plain
 // characters ("#top") against a base written fragBase without its
 // fragment; ok is false for any other v.
-func fastFragment(fragBase, v string) (string, bool) {
+// The resolved URL is made by j (nil: a string of its own).
+func fastFragment(j *joiner, fragBase, v string) (string, bool) {
 	if fragBase == "" || len(v) < 2 || v[0] != '#' {
 		return "", false
 	}
@@ -135,7 +169,7 @@ func fastFragment(fragBase, v string) (string, bool) {
 			return "", false
 		}
 	}
-	return fragBase + v, true
+	return j.join(fragBase, v), true
 }
 
 // xpathExprs hands out copies of an xpath rule's compiled expression, one

@@ -141,6 +141,31 @@ func FuzzSimplePath(f *testing.F) {
 	})
 }
 
+// FuzzCSSOneWalk: any css selector gives, on the test pages, in the one
+// walk (which calls its matcher only on the elements of its subject's tag,
+// when subjectTag finds one) what cascadia's MatchFirst and MatchAll give.
+func FuzzCSSOneWalk(f *testing.F) {
+	for _, sel := range []string{"title", "li.item a", "UL > LI:nth-child(2n+1)", "#items li", "a[href^='/']", "div ~ p#x",
+		"li+a", "ul li:not(.x y)", "p:has(a)", "*", ":root", "body :empty", "p, li", `a[href="x y"]`, "svg|rect", "clipPath",
+		"li *", "a:not(b c) .z", "img[src]", "span.price", "meta[name=description]"} {
+		f.Add(sel)
+	}
+	pages := []string{readPage(f), productPage(8 << 10)}
+	for _, src := range fastPages {
+		pages = append(pages, src)
+	}
+	f.Fuzz(func(t *testing.T, sel string) {
+		rs, err := extract.Compile(map[string]any{"one": map[string]any{"css": sel}, "all": map[string]any{"css": sel, "all": true},
+			"src": map[string]any{"css": sel, "attr": "src", "all": true}})
+		if err != nil {
+			return
+		}
+		for _, src := range pages {
+			sameAsOneByOne(t, rs, sel, src)
+		}
+	})
+}
+
 // A rule shares the match of an earlier rule of its expression only when
 // that one applies to the page (url_regex).
 func TestOneWalkSharesOnlyTheMatchesOfRulesThatApply(t *testing.T) {
