@@ -2,12 +2,46 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
+
+// completer is ledger.Completer, or with a Redis Cluster
+// ledger.ClusterCompleter (the crawl's shares summed over every master, its
+// crawl-complete claimed once on its completion marker). Their claims last
+// claimTTL.
+type completer interface {
+	Claim(ctx context.Context) ([]ledger.Finished, error)
+	Finish(ctx context.Context, f ledger.Finished) error
+}
+
+// claimTTL is how long a completer's claim keeps the other monitors off a
+// crawl: ledger.NewCompleter's and NewClusterCompleter's default.
+const claimTTL = 30 * time.Second
+
+// newCompleter is the completer of the key layout l, with quiet as its
+// LEDGER_COMPLETE_QUIET.
+func newCompleter(rdb redis.UniversalClient, l rediskeys.Layout, owner string, ttl, quiet time.Duration) (completer, error) {
+	if !l.IsCluster() {
+		c := ledger.NewCompleter(rdb, owner, ttl)
+		c.Quiet, c.ClaimTTL = quiet, claimTTL
+		return c, nil
+	}
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, fmt.Errorf("cluster mode needs a Redis Cluster client, got %T", rdb)
+	}
+	c := ledger.NewClusterCompleter(cc, owner, ttl)
+	c.Quiet, c.ClaimTTL = quiet, claimTTL
+	return c, nil
+}
 
 // completeLoop publishes a crawl-complete for every crawl whose ledger says
 // nothing is left (ledger.Completer), every LEDGER_COMPLETE_INTERVAL until
@@ -55,7 +89,7 @@ func (m *Monitor) completeOnce(ctx, work context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := claimed.Add(m.completer.ClaimTTL * 2 / 3)
+	deadline := claimed.Add(claimTTL * 2 / 3)
 	for _, f := range finished {
 		pctx, cancel := context.WithDeadline(work, deadline)
 		err := m.publish(pctx, f.Message(time.Now()))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -40,8 +42,9 @@ const demandTimeout = 5 * time.Second
 // stats request reads it), the domain configuration is the one the
 // monitor follows, as the crawlers do.
 type demand struct {
-	rdb redis.UniversalClient
-	log *logfactory.Logger
+	rdb    redis.UniversalClient
+	layout rediskeys.Layout
+	log    *logfactory.Logger
 	// hits per window is the throttle of a domain the configuration does
 	// not list: QUEUE_HITS per QUEUE_WINDOW, as the crawlers apply.
 	hits   int
@@ -53,7 +56,7 @@ type demand struct {
 // newDemand reads the default throttle (QUEUE_HITS and QUEUE_WINDOW, whose
 // declarations bound them as the crawlers need).
 func newDemand(s *settings.Settings, rdb redis.UniversalClient, log *logfactory.Logger) *demand {
-	return &demand{rdb: rdb, log: log, hits: throttle.QueueHits.From(s), window: throttle.QueueWindow.From(s)}
+	return &demand{rdb: rdb, layout: redisconn.KeyLayout(s), log: log, hits: throttle.QueueHits.From(s), window: throttle.QueueWindow.From(s)}
 }
 
 // follow keeps config up to date from the domain configuration's store
@@ -84,7 +87,7 @@ func (d *demand) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), demandTimeout)
 	defer cancel()
-	crawlers, queues, err := stats.Reader{Redis: d.rdb, Now: time.Now()}.CrawlersAndQueues(ctx)
+	crawlers, queues, err := stats.Reader{Redis: d.rdb, Now: time.Now(), Layout: d.layout}.CrawlersAndQueues(ctx)
 	if err != nil {
 		d.log.Warning("Cannot read the queues for scrapy_redis_monitor_eligible_requests", logfactory.Extra{"error": err.Error()})
 		return

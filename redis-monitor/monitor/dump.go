@@ -71,4 +71,6 @@ func QueueDump(ctx context.Context, m *Monitor) (map[string]any, error) {
 }
 
 // statsReader reads the cluster's stats as of now.
-func (m *Monitor) statsReader() stats.Reader { return stats.Reader{Redis: m.rdb, Now: time.Now()} }
+func (m *Monitor) statsReader() stats.Reader {
+	return stats.Reader{Redis: m.rdb, Now: time.Now(), Layout: m.layout}
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
@@ -30,12 +29,13 @@ type lock struct {
 	done sync.WaitGroup
 }
 
-// tryLock takes the lock of key without waiting; ok is false when another
+// tryLock takes the lock name (a request's Layout.RequestLock: in cluster
+// mode in the request's slot) without waiting; ok is false when another
 // monitor holds it.
-func tryLock(ctx context.Context, rdb redis.UniversalClient, key string, ttl time.Duration) (l *lock, ok bool, err error) {
+func tryLock(ctx context.Context, rdb redis.UniversalClient, name string, ttl time.Duration) (l *lock, ok bool, err error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	l = &lock{rdb: rdb, name: rediskeys.LockKey(key), token: hex.EncodeToString(b[:]), ttl: ttl, stop: make(chan struct{})}
+	l = &lock{rdb: rdb, name: name, token: hex.EncodeToString(b[:]), ttl: ttl, stop: make(chan struct{})}
 	ok, err = rdb.SetNX(ctx, l.name, l.token, ttl).Result()
 	if err != nil || !ok {
 		return nil, false, err

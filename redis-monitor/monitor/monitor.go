@@ -45,6 +45,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -56,6 +57,7 @@ type Monitor struct {
 	settings  *settings.Settings
 	log       *logfactory.Logger
 	rdb       redis.UniversalClient
+	layout    rediskeys.Layout // of the settings' Redis mode
 	publisher *kafkaclient.Publisher
 	plugins   []plugin.Loaded
 	stats     *stats.MonitorStats
@@ -71,7 +73,7 @@ type Monitor struct {
 	dumpEvery            time.Duration // STATS_DUMP; 0 never
 	dumpCrawl, dumpQueue bool          // STATS_DUMP_CRAWL, STATS_DUMP_QUEUE
 
-	completer     *ledger.Completer
+	completer     completer
 	completeEvery time.Duration
 	starter       *recrawl.Starter
 	recrawlEvery  time.Duration
@@ -99,7 +101,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	host, _ := os.Hostname()
 	m := &Monitor{
-		settings: s, log: log, rdb: rdb, plugins: plugins,
+		settings: s, log: log, rdb: rdb, plugins: plugins, layout: redisconn.KeyLayout(s),
 		publisher: kcfg.NewPublisher("outbound", AppIDTopics.From(s), log),
 		host:      host, id: heartbeat.NewID(),
 		lockTTL:   LockExpiration.From(s),
@@ -121,13 +123,16 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if m.completeEvery = ledger.CompleteInterval.From(s); m.completeEvery <= 0 {
 		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.CompleteInterval.Name(), m.completeEvery)
 	}
-	m.completer = ledger.NewCompleter(rdb, m.id, ttl)
-	if m.completer.Quiet = ledger.CompleteQuiet.From(s); m.completer.Quiet < 0 {
-		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), m.completer.Quiet)
+	quiet := ledger.CompleteQuiet.From(s)
+	if quiet < 0 {
+		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), quiet)
+	}
+	if m.completer, err = newCompleter(rdb, m.layout, m.id, ttl, quiet); err != nil {
+		return nil, err
 	}
 	m.recrawlEvery = recrawl.Interval.From(s)
 	m.starter = recrawl.NewStarter(rdb, ttl, recrawl.RunsKept.From(s))
-	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Publish: m.publish, Now: time.Now}
+	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Layout: m.layout, Publish: m.publish, Now: time.Now}
 	for i, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
 			m.closePlugins(plugins[:i])
@@ -217,7 +222,9 @@ func (m *Monitor) Run(ctx context.Context) error {
 		m.completeLoop(ctx, work)
 	}()
 	defer func() { <-completing }() // a crawl-complete in hand is sent before Close
-	go m.recrawlLoop(bg)
+	if !m.layout.IsCluster() {      // no re-crawl schedule exists in cluster mode: the Kafka Monitor refuses them
+		go m.recrawlLoop(bg)
+	}
 	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugin_count": len(m.plugins)})
 
 	backoff := 100 * time.Millisecond
@@ -256,8 +263,12 @@ func (m *Monitor) Cycle(ctx, work context.Context) error {
 	return nil
 }
 
-// scan finds p's keys, a page at a time, and processes them.
+// scan finds p's keys, a page at a time, and processes them. In cluster
+// mode the keys are found on every master (scanCluster).
 func (m *Monitor) scan(ctx, work context.Context, p plugin.Plugin) error {
+	if cc, ok := m.rdb.(*redis.ClusterClient); ok {
+		return m.scanCluster(ctx, work, cc, p)
+	}
 	var cursor uint64
 	for {
 		keys, next, err := m.rdb.Scan(ctx, cursor, p.Pattern(), 1000).Result()
@@ -296,7 +307,7 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 	if err == nil && !ready {
 		return nil
 	}
-	l, ok, lerr := tryLock(ctx, m.rdb, key, m.lockTTL)
+	l, ok, lerr := tryLock(ctx, m.rdb, m.layout.RequestLock(key), m.lockTTL)
 	m.metrics.lockTried(p.Name(), ok, lerr)
 	if lerr != nil || !ok {
 		return lerr
@@ -324,7 +335,7 @@ func (m *Monitor) process(ctx context.Context, p plugin.Plugin, key, value strin
 		if err == nil {
 			m.handled.Add(1)
 			m.metrics.outcome(p.Name(), outcomeHandled)
-			return deleteHandled(ctx, m.rdb, key, value)
+			return m.deleteHandled(ctx, key, value)
 		}
 		if ctx.Err() != nil {
 			m.log.Info("Stopped before the request was handled; it is left for the next monitor", logfactory.Extra{"key": key})
@@ -357,7 +368,7 @@ func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value strin
 		m.log.Warning("Failed to record stats", logfactory.Extra{"error": err.Error()})
 	}
 	extra := logfactory.Extra{"plugin": p.Name(), "key": key, "value": preview(value), "error": cause.Error()}
-	failKey := rediskeys.FailuresKey(key)
+	failKey := m.layout.RequestFailures(key)
 	if m.retry {
 		n, err := m.rdb.Incr(ctx, failKey).Result()
 		if err != nil {
@@ -373,13 +384,14 @@ func (m *Monitor) failure(ctx context.Context, p plugin.Plugin, key, value strin
 	m.log.Error("Could not process action within failure limit; dropping it", extra)
 	m.dropped.Add(1)
 	m.metrics.outcome(p.Name(), outcomeDropped)
-	return deleteHandled(ctx, m.rdb, key, value)
+	return m.deleteHandled(ctx, key, value)
 }
 
 // deleteHandled removes a handled request if it still holds the value
-// that was handled, and its failure count (request_delete.lua).
-func deleteHandled(ctx context.Context, rdb redis.UniversalClient, key, value string) error {
-	return redisscripts.Run(context.WithoutCancel(ctx), rdb, redisscripts.RequestDelete{Key: key, Failures: rediskeys.FailuresKey(key), Value: value}).Err()
+// that was handled, and its failure count (request_delete.lua; in cluster
+// mode the count is in the request's slot, RequestFailures).
+func (m *Monitor) deleteHandled(ctx context.Context, key, value string) error {
+	return redisscripts.Run(context.WithoutCancel(ctx), m.rdb, redisscripts.RequestDelete{Key: key, Failures: m.layout.RequestFailures(key), Value: value}).Err()
 }
 
 // safeCheck and safeHandle turn a plugin's panic into a failure of the

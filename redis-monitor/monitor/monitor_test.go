@@ -157,7 +157,12 @@ type running struct {
 
 func (c *cluster) start(t testing.TB, overrides map[string]string) *running {
 	t.Helper()
-	s := c.settings(t, overrides)
+	return c.run(t, c.settings(t, overrides), redisServer.TestClient(t))
+}
+
+// run starts a monitor of settings s on rdb in the background.
+func (c *cluster) run(t testing.TB, s *settings.Settings, rdb redis.UniversalClient) *running {
+	t.Helper()
 	out := &harness.OutputBuffer{}
 	cfg := logfactory.Settings("").Config(s)
 	cfg.Output, cfg.Level, cfg.JSON = out, "DEBUG", true
@@ -165,7 +170,6 @@ func (c *cluster) start(t testing.TB, overrides map[string]string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redisServer.TestClient(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	m, err := monitor.New(ctx, s, log, rdb)
 	if err != nil {

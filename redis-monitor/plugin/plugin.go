@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
@@ -60,6 +61,10 @@ type Env struct {
 	// may need more than single commands: the zookeeper plugin's domain
 	// configuration in Redis updates with WATCH.
 	Redis redis.UniversalClient
+	// Layout is the key layout of Redis's mode (redisconn.KeyLayout): the
+	// original's keys with one Redis, rediskeys.Cluster in cluster mode,
+	// where a plugin reads the queues and ledger shares of every master.
+	Layout rediskeys.Layout
 	// Publish sends an answer to <prefix>.outbound_firehose (and with
 	// KAFKA_APPID_TOPICS to <prefix>.outbound_<appid>, appid taken from
 	// answer["appid"]). It returns once Kafka acknowledged it, waiting

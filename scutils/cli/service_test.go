@@ -72,7 +72,7 @@ func TestOnlyTheCrawlerAndTheKafkaMonitorRunInClusterMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": false, "rest": false} {
+	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": true, "rest": false} {
 		err := cli.RefuseCluster(s, name)
 		if ready && err != nil || !ready && !errors.Is(err, redisconn.ErrClusterUnsupported) {
 			t.Errorf("%s in cluster mode: %v", name, err)

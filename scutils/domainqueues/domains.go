@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // DomainInfo is one domain queue's share of a crawl's queued requests, as
@@ -36,9 +38,15 @@ func (d *DomainInfo) Add(p json.Number) {
 // crawl appID/crawlID (a domain's queue and render queue together), and
 // how many requests that is in all.
 func CrawlDomains(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]*DomainInfo, int, error) {
+	return CrawlDomainsIn(ctx, rdb, rediskeys.Single, spiderID, appID, crawlID)
+}
+
+// CrawlDomainsIn is CrawlDomains over the queues of the key layout l (in
+// Cluster, those of every master).
+func CrawlDomainsIn(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID, appID, crawlID string) (map[string]*DomainInfo, int, error) {
 	domains := map[string]*DomainInfo{}
 	pending := 0
-	err := Scan(ctx, rdb, spiderID, func(q Queue) error {
+	err := ScanIn(ctx, rdb, l, spiderID, func(q Queue) error {
 		for _, e := range q.Entries {
 			if e.AppID != appID || e.CrawlID != crawlID {
 				continue

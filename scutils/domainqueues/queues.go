@@ -32,6 +32,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -63,10 +64,18 @@ const batch = 100
 // reading the queues' members in pipelined batches (one round trip per
 // SCAN page of up to 1000 keys and per 100 queues). Keys that are not
 // sorted sets are ignored. It stops at fn's first error and returns it.
+// It is ScanIn with the one-Redis layout (the original's keys).
 func Scan(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func(Queue) error) error {
-	return scanKeys(ctx, rdb, spiderID, func(keys []string) error {
+	return ScanIn(ctx, rdb, rediskeys.Single, spiderID, fn)
+}
+
+// ScanIn is Scan over the queues of the key layout l: in Cluster, the
+// spider's cluster queues and render queues found on every master of rdb
+// (a *redis.ClusterClient), read in pipelines (one per master).
+func ScanIn(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID string, fn func(Queue) error) error {
+	return scanKeys(ctx, rdb, l, spiderID, func(keys []string) error {
 		for lo := 0; lo < len(keys); lo += batch {
-			if err := readBatch(ctx, rdb, spiderID, keys[lo:min(lo+batch, len(keys))], fn); err != nil {
+			if err := readBatch(ctx, rdb, l, spiderID, keys[lo:min(lo+batch, len(keys))], fn); err != nil {
 				return err
 			}
 		}
@@ -76,10 +85,15 @@ func Scan(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func(Queue
 
 // Keys are the keys of spiderID's domain queues and render queues, sorted.
 func Keys(ctx context.Context, rdb redis.Cmdable, spiderID string) ([]string, error) {
+	return KeysIn(ctx, rdb, rediskeys.Single, spiderID)
+}
+
+// KeysIn is Keys in the key layout l (in Cluster, found on every master).
+func KeysIn(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID string) ([]string, error) {
 	var out []string
-	err := scanKeys(ctx, rdb, spiderID, func(keys []string) error {
+	err := scanKeys(ctx, rdb, l, spiderID, func(keys []string) error {
 		for _, k := range keys {
-			if spider, _, _, ok := rediskeys.ParseAnyQueueKey(k); ok && spider == spiderID {
+			if spider, _, _, ok := l.ParseAnyQueue(k); ok && spider == spiderID {
 				out = append(out, k)
 			}
 		}
@@ -90,10 +104,23 @@ func Keys(ctx context.Context, rdb redis.Cmdable, spiderID string) ([]string, er
 }
 
 // scanKeys calls fn with each SCAN page of the keys matching spiderID's
-// queue pattern and then its render queue pattern (which may hold keys
-// that are not queues: check each with rediskeys.ParseAnyQueueKey).
-func scanKeys(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func([]string) error) error {
-	for _, pattern := range []string{rediskeys.QueuePattern(spiderID), rediskeys.RenderQueuePattern(spiderID)} {
+// queue pattern and then its render queue pattern in l (which may hold
+// keys that are not queues: check each with l.ParseAnyQueue). In Cluster
+// it scans every master and calls fn once with all the keys found.
+func scanKeys(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID string, fn func([]string) error) error {
+	patterns := []string{l.QueuePattern(spiderID), l.RenderQueuePattern(spiderID)}
+	if cc, ok := rdb.(*redis.ClusterClient); ok && l.IsCluster() {
+		var all []string
+		for _, pattern := range patterns {
+			keys, err := redisconn.MasterKeys(ctx, cc, pattern)
+			if err != nil {
+				return fmt.Errorf("find the %s queues: %w", spiderID, err)
+			}
+			all = append(all, keys...)
+		}
+		return fn(all)
+	}
+	for _, pattern := range patterns {
 		var cursor uint64
 		for {
 			keys, next, err := rdb.Scan(ctx, cursor, pattern, 1000).Result()
@@ -112,7 +139,7 @@ func scanKeys(ctx context.Context, rdb redis.Cmdable, spiderID string, fn func([
 	return nil
 }
 
-func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []string, fn func(Queue) error) error {
+func readBatch(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID string, keys []string, fn func(Queue) error) error {
 	pipe := rdb.Pipeline()
 	cmds := make([]*redis.StringSliceCmd, len(keys))
 	for i, k := range keys {
@@ -127,7 +154,7 @@ func readBatch(ctx context.Context, rdb redis.Cmdable, spiderID string, keys []s
 			}
 			return err
 		}
-		spider, domain, render, ok := rediskeys.ParseAnyQueueKey(keys[i])
+		spider, domain, render, ok := l.ParseAnyQueue(keys[i])
 		if !ok || spider != spiderID {
 			continue // matched the pattern, but not a queue of spiderID
 		}
@@ -155,10 +182,17 @@ func isWrongType(err error) bool { return err != nil && strings.HasPrefix(err.Er
 // catch requests a crawler queued during a pass (later passes run only
 // while the previous one removed something).
 func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string, p ledger.Purge, now time.Time) (int, error) {
+	return PurgeIn(ctx, rdb, rediskeys.Single, spiderID, appID, crawlID, p, now)
+}
+
+// PurgeIn is Purge in the key layout l: in Cluster over the queues of every
+// master, each removal counted in the crawl's ledger share of the queue's
+// domain (ledger.Crawl.LedgerIn), in the queue's slot.
+func PurgeIn(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID, appID, crawlID string, p ledger.Purge, now time.Time) (int, error) {
 	crawl := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
 	total := 0
 	for range 3 {
-		n, err := purgeOnce(ctx, rdb, crawl, p, now)
+		n, err := purgeOnce(ctx, rdb, l, crawl, p, now)
 		total += n
 		if err != nil || n == 0 {
 			return total, err
@@ -169,24 +203,24 @@ func Purge(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID stri
 
 // purgeGroup is one queue's members to remove.
 type purgeGroup struct {
-	queue   string
-	members []string
+	queue, domain string
+	members       []string
 }
 
-func purgeOnce(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, now time.Time) (int, error) {
+func purgeOnce(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, crawl ledger.Crawl, p ledger.Purge, now time.Time) (int, error) {
 	var groups []purgeGroup
 	flush := func() (int, error) {
 		if len(groups) == 0 {
 			return 0, nil
 		}
-		n, err := purgeGroups(ctx, rdb, crawl, p, now, groups)
+		n, err := purgeGroups(ctx, rdb, l, crawl, p, now, groups)
 		if ledger.IsNoScript(err) { // Redis restarted without its scripts
 			if err := ledger.LoadScripts(ctx, rdb); err != nil {
 				return n, err
 			}
 			// What the first attempt removed is gone: removing it again counts nothing.
 			var again int
-			again, err = purgeGroups(ctx, rdb, crawl, p, now, groups)
+			again, err = purgeGroups(ctx, rdb, l, crawl, p, now, groups)
 			n += again
 		}
 		groups = groups[:0]
@@ -196,7 +230,7 @@ func purgeOnce(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p led
 		return n, nil
 	}
 	total := 0
-	err := Scan(ctx, rdb, crawl.SpiderID, func(q Queue) error {
+	err := ScanIn(ctx, rdb, l, crawl.SpiderID, func(q Queue) error {
 		var members []string
 		for _, e := range q.Entries {
 			if e.AppID == crawl.AppID && e.CrawlID == crawl.CrawlID {
@@ -206,7 +240,7 @@ func purgeOnce(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p led
 		if len(members) == 0 {
 			return nil
 		}
-		groups = append(groups, purgeGroup{queue: q.Key, members: members})
+		groups = append(groups, purgeGroup{queue: q.Key, domain: q.Domain, members: members})
 		if len(groups) >= batch {
 			n, err := flush()
 			total += n
@@ -224,11 +258,11 @@ func purgeOnce(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p led
 
 // purgeGroups removes groups in one round trip and returns how many
 // members went.
-func purgeGroups(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, now time.Time, groups []purgeGroup) (int, error) {
+func purgeGroups(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, crawl ledger.Crawl, p ledger.Purge, now time.Time, groups []purgeGroup) (int, error) {
 	pipe := rdb.Pipeline()
 	var cmds []*redis.Cmd
 	for _, g := range groups {
-		cmds = append(cmds, ledger.PurgeQueued(ctx, pipe, g.queue, crawl, p, g.members, now)...)
+		cmds = append(cmds, ledger.PurgeQueuedIn(ctx, pipe, g.queue, crawl.LedgerIn(l, g.domain), p, g.members, now)...)
 	}
 	_, err := pipe.Exec(ctx)
 	n := 0

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,13 +47,7 @@ func (s Shares) LastWork(c Crawl) float64 {
 // node's SCAN is the cluster's). An entry that is no crawl's is skipped.
 func ActiveShares(ctx context.Context, rdb *redis.ClusterClient) (Shares, error) {
 	l := rediskeys.Cluster
-	var mu sync.Mutex
-	var keys []string
-	err := redisconn.ScanMasters(ctx, rdb, l.LedgerActivePattern(), 1000, func(batch []string) {
-		mu.Lock()
-		keys = append(keys, batch...)
-		mu.Unlock()
-	})
+	keys, err := redisconn.MasterKeys(ctx, rdb, l.LedgerActivePattern())
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger's active crawls on every master: %w", err)
 	}

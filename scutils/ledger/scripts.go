@@ -188,15 +188,7 @@ const maxPurgeMembers = 1000
 // purged by p (ledger_purge.lua); each command's result is how many it
 // removed.
 func PurgeQueued(ctx context.Context, pipe redis.Pipeliner, queue string, c Crawl, p Purge, members []string, now time.Time) []*redis.Cmd {
-	var cmds []*redis.Cmd
-	l := c.Ledger()
-	for len(members) > 0 {
-		chunk := members[:min(len(members), maxPurgeMembers)]
-		members = members[len(chunk):]
-		cmds = append(cmds, redisscripts.Run(ctx, pipe, redisscripts.Purge{Queue: queue, Ledger: l,
-			Field: PrefixPurged + string(p), Stamp: Stamp(now), Members: chunk}))
-	}
-	return cmds
+	return PurgeQueuedIn(ctx, pipe, queue, c.Ledger(), p, members, now)
 }
 
 // EndedBy records, in pipe, that p (a stop or an expire) ended c: its

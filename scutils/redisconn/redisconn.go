@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,7 +33,7 @@ var (
 	DB            = settings.Int("REDIS_DB", 0, "Redis database")
 	Password      = settings.String("REDIS_PASSWORD", "", "Redis password (empty: none)")
 	SocketTimeout = settings.Seconds("REDIS_SOCKET_TIMEOUT", 10, "seconds connecting to Redis, or a call to it, may take")
-	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md (not supported yet: components refuse to start with it set); empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
+	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md (the REST service does not support it yet and refuses to start with it set); empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
 )
 
 // Settings are the Redis settings, for a component's settings.Group.
@@ -131,6 +133,21 @@ func ScanMasters(ctx context.Context, c redis.UniversalClient, pattern string, c
 		})
 	}
 	return scan(ctx, c)
+}
+
+// MasterKeys are the keys matching pattern in c, found with ScanMasters
+// (every master of a cluster), sorted, each once (SCAN may return a key
+// twice).
+func MasterKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	err := ScanMasters(ctx, c, pattern, 1000, func(batch []string) {
+		mu.Lock()
+		keys = append(keys, batch...)
+		mu.Unlock()
+	})
+	slices.Sort(keys)
+	return slices.Compact(keys), err
 }
 
 // Ping reports whether Redis answers, naming the address when it does not:

@@ -1,6 +1,10 @@
 package rediskeys
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
 
 // Layout builds the keys whose form depends on the Redis mode: a domain's
 // queue, throttle and leases, and a crawl's per-domain duplicate filter,
@@ -340,4 +344,81 @@ func (l Layout) SpiderPatterns(spiderID string) []string {
 	s := GlobEscape(spiderID)
 	return []string{l.QueuePattern(spiderID), l.RenderQueuePattern(spiderID),
 		"cluster:{*}:seen:" + s + ":*", "cluster:{*}:domain_max_page:" + s + ":*", "cluster:{*}:global_page_count:" + s + ":*"}
+}
+
+// RequestLock is the lock a Redis Monitor takes on a request key (info:*,
+// stop:*, timeout:*, statsrequest:*, zk:*): LockKey in Single (the
+// original's "lock:<key>", python-redis-lock's protocol); in Cluster
+// "cluster:{<tag>}:lock:<key>", where <tag> is SlotTag of the request
+// key's slot, so the lock, the failure count and the request are in one
+// slot and one master decides who holds the request.
+func (l Layout) RequestLock(key string) string {
+	if l.cluster {
+		return "cluster:{" + SlotTag(Slot(key)) + "}:lock:" + key
+	}
+	return LockKey(key)
+}
+
+// RequestFailures counts the failed attempts at a Redis Monitor request:
+// FailuresKey in Single ("lock:<key>:failures"); in Cluster
+// "cluster:{<tag>}:failures:<key>" in the request key's slot (RequestLock),
+// so that request_delete.lua removes the request and its count in one
+// step.
+func (l Layout) RequestFailures(key string) string {
+	if l.cluster {
+		return "cluster:{" + SlotTag(Slot(key)) + "}:failures:" + key
+	}
+	return FailuresKey(key)
+}
+
+// LedgerSharesPattern is the SCAN MATCH pattern, in Cluster, of the
+// ledger shares (LedgerCounts) of every crawl of a spider and app, in every
+// domain, to be scanned on every master.
+func (l Layout) LedgerSharesPattern(spiderID, appID string) string {
+	return "cluster:{*}:ledger:" + GlobEscape(spiderID+":"+appID+":") + "*"
+}
+
+// ParseLedgerShares splits a Cluster ledger share key of spiderID and appID
+// (LedgerCounts) into its domain and crawl.
+func (l Layout) ParseLedgerShares(key, spiderID, appID string) (domain, crawlID string, ok bool) {
+	rest, found := strings.CutPrefix(key, "cluster:{")
+	if !found {
+		return "", "", false
+	}
+	domain, crawlID, found = strings.Cut(rest, "}:ledger:"+spiderID+":"+appID+":")
+	if !found || domain == "" || crawlID == "" || strings.ContainsAny(domain, "{}") {
+		return "", "", false
+	}
+	return domain, crawlID, true
+}
+
+// slotTags[s] is the shortest, first in counting order, base-36 string
+// whose slot is s (SlotTag); built on first use.
+var slotTags = sync.OnceValue(func() []string {
+	tags := make([]string, 16384)
+	left := len(tags)
+	for n := uint64(0); left > 0; n++ {
+		tag := strconv.FormatUint(n, 36)
+		if s := Slot(tag); tags[s] == "" {
+			tags[s] = tag
+			left--
+		}
+	}
+	return tags
+})
+
+// SlotTag is a short hash tag (no braces) whose keys are in slot (0 to
+// 16383): "cluster:{" + SlotTag(Slot(k)) + "}:..." is in k's slot, whatever
+// k holds. It panics on a slot out of range.
+func SlotTag(slot int) string { return slotTags()[slot] }
+
+// AllQueuePatterns are the SCAN MATCH patterns of every spider's queues and
+// render queues in l: AllQueuesPattern and AllRenderQueuesPattern in
+// Single; in Cluster "cluster:{*}:queue:*" and "cluster:{*}:renderqueue:*",
+// to be scanned on every master.
+func (l Layout) AllQueuePatterns() []string {
+	if l.cluster {
+		return []string{"cluster:{*}:queue:*", "cluster:{*}:renderqueue:*"}
+	}
+	return []string{AllQueuesPattern, AllRenderQueuesPattern}
 }

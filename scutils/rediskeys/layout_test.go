@@ -3,7 +3,9 @@ package rediskeys_test
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
@@ -23,6 +25,8 @@ func TestSingleLayoutIsTheOriginalsKeys(t *testing.T) {
 		{l.GlobalPageCount("link", "example.com", "c1"), "link:global_page_count_filter:example.com:c1"},
 		{l.LedgerCounts("link", "app", "c1", "example.com"), "ledger:link:app:c1:counts"},
 		{l.QueuePattern("link"), "link:*:queue"},
+		{l.RequestLock("info:link:app:c1"), "lock:info:link:app:c1"},
+		{l.RequestFailures("info:link:app:c1"), "lock:info:link:app:c1:failures"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
@@ -233,5 +237,34 @@ func TestLayoutLeaseAndClearPatterns(t *testing.T) {
 		if matches(k) {
 			t.Errorf("SpiderPatterns match %s", k)
 		}
+	}
+}
+
+// Every slot has a tag, and a Redis Monitor request's lock and failure
+// count are in the request key's slot in Cluster, whatever the key holds
+// (braces too), while naming it.
+func TestSlotTagsAndRequestKeysShareTheRequestsSlot(t *testing.T) {
+	for slot := range 16384 {
+		if tag := rediskeys.SlotTag(slot); rediskeys.Slot(tag) != slot || strings.ContainsAny(tag, "{}") {
+			t.Fatalf("SlotTag(%d) = %q, in slot %d", slot, tag, rediskeys.Slot(tag))
+		}
+	}
+	l := rediskeys.Cluster
+	for _, key := range []string{"info:link:app:c1", "stop:link:app:{c}1", "timeout:link:a}p:{", "statsrequest:all:app", "zk:{}:x"} {
+		for _, k := range []string{l.RequestLock(key), l.RequestFailures(key)} {
+			if rediskeys.Slot(k) != rediskeys.Slot(key) || !strings.HasSuffix(k, ":"+key) || !strings.HasPrefix(k, "cluster:{") {
+				t.Errorf("%q: slot %d, want %q's %d", k, rediskeys.Slot(k), key, rediskeys.Slot(key))
+			}
+		}
+	}
+	share := l.LedgerCounts("link", "app", "c:1", "a.com")
+	if d, c, ok := l.ParseLedgerShares(share, "link", "app"); !ok || d != "a.com" || c != "c:1" {
+		t.Errorf("ParseLedgerShares(%q): %q %q %v", share, d, c, ok)
+	}
+	if _, _, ok := l.ParseLedgerShares(share, "link", "ap"); ok {
+		t.Error("ParseLedgerShares took another app's share")
+	}
+	if ok, _ := path.Match(l.LedgerSharesPattern("link", "app"), share); !ok {
+		t.Errorf("%q does not match %q", share, l.LedgerSharesPattern("link", "app"))
 	}
 }

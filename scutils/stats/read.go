@@ -30,6 +30,9 @@ type Reader struct {
 	Redis redis.Cmdable
 	// Now is the instant the windows are counted back from.
 	Now time.Time
+	// Layout is the key layout of the domain queues (redisconn.KeyLayout).
+	// With a *redis.ClusterClient as Redis, every master is scanned.
+	Layout rediskeys.Layout
 }
 
 // Counts is one counter's count per window, by the last part of its keys:
@@ -145,6 +148,7 @@ type QueueStats struct {
 	TotalBacklog int64
 	// RenderBacklog is how many of them are in render queues.
 	RenderBacklog int64
+	layout        rediskeys.Layout // of the queue keys counted
 }
 
 // SpiderQueue is one spider type's queues, in the spec's shape, plus
@@ -212,7 +216,7 @@ func (r Reader) Crawlers(ctx context.Context) (*CrawlerStats, error) {
 // Queues reads the backlog of every domain queue.
 func (r Reader) Queues(ctx context.Context) (*QueueStats, error) {
 	q := newQueueStats()
-	if err := r.scanAll(ctx, scanJob{queuePatterns, q}); err != nil {
+	if err := r.scanAll(ctx, r.queueJob(q)); err != nil {
 		return nil, err
 	}
 	q.finish()
@@ -222,7 +226,7 @@ func (r Reader) Queues(ctx context.Context) (*QueueStats, error) {
 // CrawlersAndQueues reads what Crawlers and Queues read, both at once.
 func (r Reader) CrawlersAndQueues(ctx context.Context) (*CrawlerStats, *QueueStats, error) {
 	c, q := newCrawlerStats(), newQueueStats()
-	if err := r.scanAll(ctx, scanJob{[]string{crawlerPattern}, c}, scanJob{queuePatterns, q}); err != nil {
+	if err := r.scanAll(ctx, scanJob{[]string{crawlerPattern}, c}, r.queueJob(q)); err != nil {
 		return nil, nil, err
 	}
 	q.finish()
@@ -238,7 +242,7 @@ func (r Reader) Cluster(ctx context.Context) (*ClusterStats, error) {
 		out.Components[name] = newComponentStats()
 		route[name] = out.Components[name]
 	}
-	if err := r.scanAll(ctx, scanJob{[]string{allStatsPattern}, route}, scanJob{queuePatterns, out.Queues}); err != nil {
+	if err := r.scanAll(ctx, scanJob{[]string{allStatsPattern}, route}, r.queueJob(out.Queues)); err != nil {
 		return nil, err
 	}
 	for _, c := range out.Components {
@@ -291,6 +295,16 @@ type scanJob struct {
 // domain's backlog is both.
 var queuePatterns = []string{rediskeys.AllQueuesPattern, rediskeys.AllRenderQueuesPattern}
 
+// queueJob is the scan of the domain queues of r's layout into q: in
+// Cluster the cluster layout's queues and render queues of every spider.
+func (r Reader) queueJob(q *QueueStats) scanJob {
+	if !r.Layout.IsCluster() {
+		return scanJob{queuePatterns, q}
+	}
+	q.layout = r.Layout
+	return scanJob{r.Layout.AllQueuePatterns(), q}
+}
+
 // scanAll runs the scans concurrently (each on its own connection), so a
 // read made of several scans takes as long as the longest.
 func (r Reader) scanAll(ctx context.Context, jobs ...scanJob) error {
@@ -316,6 +330,9 @@ const scanCount = 1000
 // counts c asks for. Each round trip carries the reads for one page and the
 // SCAN for the next. SCAN may return a key twice; it is counted once.
 func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
+	if cc, ok := r.Redis.(*redis.ClusterClient); ok {
+		return r.scanMasters(ctx, cc, pattern, c)
+	}
 	type read struct {
 		key   string
 		parts []string
@@ -373,6 +390,31 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 			return nil
 		}
 	}
+}
+
+// scanMasters is scan on every master of a Redis Cluster, one after the
+// other (c is not safe for concurrent use): a cluster's keys are spread
+// over its masters, and one node's SCAN sees only its own.
+func (r Reader) scanMasters(ctx context.Context, cc *redis.ClusterClient, pattern string, c collector) error {
+	var mu sync.Mutex
+	var masters []*redis.Client
+	err := cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+		mu.Lock()
+		masters = append(masters, m)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan %s: %w", pattern, err)
+	}
+	for _, m := range masters {
+		one := r
+		one.Redis = m
+		if err := one.scan(ctx, pattern, c); err != nil {
+			return fmt.Errorf("master %s: %w", m.Options().Addr, err)
+		}
+	}
+	return nil
 }
 
 // count queues the read of one counter key, chosen by its last part:
@@ -483,19 +525,19 @@ func (c *CrawlerStats) add(parts []string, n int64) {
 
 func newQueueStats() *QueueStats { return &QueueStats{Spiders: map[string]*SpiderQueue{}} }
 
-// queueKeyParts is rediskeys.ParseAnyQueueKey of a key split on ':'.
-func queueKeyParts(parts []string) (spider, domain string, render, ok bool) {
-	return rediskeys.ParseAnyQueueKey(strings.Join(parts, ":"))
+// queueKeyParts is l.ParseAnyQueue of a key split on ':'.
+func queueKeyParts(l rediskeys.Layout, parts []string) (spider, domain string, render, ok bool) {
+	return l.ParseAnyQueue(strings.Join(parts, ":"))
 }
 
 func (q *QueueStats) take(parts []string) bool {
-	_, _, _, ok := queueKeyParts(parts)
+	_, _, _, ok := queueKeyParts(q.layout, parts)
 	return ok
 }
 
 // add counts a domain queue's or render queue's backlog in its domain's.
 func (q *QueueStats) add(parts []string, n int64) {
-	spider, domain, render, _ := queueKeyParts(parts)
+	spider, domain, render, _ := queueKeyParts(q.layout, parts)
 	s := q.Spiders[spider]
 	if s == nil {
 		s = &SpiderQueue{index: map[string]int{}}

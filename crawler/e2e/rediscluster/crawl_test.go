@@ -32,7 +32,7 @@ import (
 
 func TestMain(m *testing.M) { bins.Main(m) }
 
-var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler", "./kafka-monitor/cmd/kafka-monitor"}}
+var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler", "./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor"}}
 
 // notFile leaves out the links to files, which the crawler does not follow.
 func notFile(link string) bool {
@@ -69,7 +69,8 @@ func startSites(t *testing.T, n int) []*testsite.Site {
 // crawlers: 20 domains, their keys on all three masters; every page the
 // crawl reaches is published exactly once, nothing is left queued or
 // leased, and the crawl's ledger, summed over its shares on every master,
-// has nothing outstanding and counts what was published.
+// has nothing outstanding and counts what was published; the Redis Monitor
+// publishes its crawl-complete once.
 func TestCrawlOnARedisCluster(t *testing.T) {
 	rc := harness.StartRedisCluster(t)
 	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
@@ -80,14 +81,18 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	env := harness.ClusterSettings(1, k.Hosts(), "") // REDIS_PORT 1: nothing there, the cluster is used
 	env[redisconn.ClusterNodes.Name()] = rc.Seeds()
 	env["LOG_LEVEL"], env["SC_LOG_LEVEL"] = "INFO", "INFO"
-	for _, name := range []string{"kafka-monitor", "crawler-1", "crawler-2"} {
+	for _, name := range []string{"kafka-monitor", "crawler-1", "crawler-2", "redis-monitor"} {
 		path, args := bins.Path(t, "crawler"), []string(nil)
-		if name == "kafka-monitor" {
+		switch name {
+		case "kafka-monitor":
 			path, args = bins.Path(t, "kafka-monitor"), []string{"run"}
+		case "redis-monitor":
+			path = bins.Path(t, "redis-monitor")
 		}
 		harness.StartProcess(t, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: harness.Environ(env),
 			StopGrace: 10 * time.Second, Supervise: true})
 	}
+	outbound := readAll(t, k, "outbound_firehose")
 	req := fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "rc1", "spiderid": "link", "maxdepth": 2}`, seed)
 	feed := exec.Command(bins.Path(t, "kafka-monitor"), "feed", req)
 	feed.Env = harness.Environ(env)
@@ -100,13 +105,13 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	crawl := ledger.Crawl{SpiderID: "link", AppID: "e2e", CrawlID: "rc1"}
 	var domains []string
 	harness.WaitFor(t, "the crawl's ledger to have nothing outstanding", 60*time.Second, func() bool {
-		shares, err := ledger.ActiveShares(context.Background(), c)
+		shares, err := ledger.ClusterShares(context.Background(), c, crawl.SpiderID, crawl.AppID, crawl.CrawlID)
 		if err != nil {
 			return false
 		}
-		domains = shares.Domains(crawl)
+		domains = shares[crawl] // all its shares: a completed crawl leaves the active sets
 		p, consistent, err := ledger.ReadSum(context.Background(), c, crawl, domains)
-		return err == nil && consistent && p.Queued == 0 && p.InFlight == 0 && p.Published == int64(len(want))
+		return err == nil && consistent && p != nil && p.Queued == 0 && p.InFlight == 0 && p.Published == int64(len(want))
 	})
 	for u, n := range counts {
 		if !slices.Contains(want, u) {
@@ -136,6 +141,20 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	left := leftovers(t, c)
 	if len(left) > 0 {
 		t.Errorf("queued or leased after the crawl: %v", left)
+	}
+	// The Redis Monitor publishes the crawl's crawl-complete once, with the
+	// summed counts; its marker then says done, so no monitor claims it again.
+	m, _ := outbound.first(t, "the crawl-complete of rc1", completion("rc1"))
+	if m["reason"] != "finished" || field(m, "progress", "state") != "complete" || num(m, "progress", "seeds") != 1 ||
+		num(m, "progress", "published") != int64(len(want)) || num(m, "progress", "done") != p.Seeds+p.Enqueued {
+		t.Errorf("crawl-complete %v: want finished, 1 seed, %d published, everything done", m, len(want))
+	}
+	harness.WaitFor(t, "rc1's completion marker to say done", 30*time.Second, func() bool {
+		v, err := c.Get(context.Background(), rediskeys.Cluster.Completed("link", "e2e", "rc1")).Result()
+		return err == nil && strings.HasPrefix(v, "done|")
+	})
+	if all, _ := outbound.where(completion("rc1")); len(all) != 1 {
+		t.Errorf("rc1 completed %d times, want once", len(all))
 	}
 }
 

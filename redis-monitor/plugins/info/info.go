@@ -7,9 +7,12 @@
 package info
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -51,10 +54,10 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	if len(parts) == 4 {
 		extra["crawlid"] = parts[3]
 		m.Logger.Info("Received info request", extra)
-		answer, err = CrawlInfo(ctx, m.Redis, spiderID, appID, parts[3])
+		answer, err = CrawlInfo(ctx, m.Redis, m.Layout, spiderID, appID, parts[3])
 	} else {
 		m.Logger.Info("Received info request", extra)
-		answer, err = AppInfo(ctx, m.Redis, spiderID, appID)
+		answer, err = AppInfo(ctx, m.Redis, m.Layout, spiderID, appID)
 	}
 	if err != nil {
 		return err
@@ -89,12 +92,13 @@ type CrawlSummary struct {
 // as in the original; the app's crawls of the spider that have a ledger
 // (the newest MaxAppProgress of them) get their progress in "progress",
 // by crawlid, whether or not requests are pending. Without any, the answer
-// has no "progress".
-func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (map[string]any, error) {
+// has no "progress". l is the key layout: in Cluster the queues and the
+// ledger shares of every master are read.
+func AppInfo(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID, appID string) (map[string]any, error) {
 	crawls := map[string]*CrawlSummary{}
 	domains := map[string]bool{}
 	pending := 0
-	err := domainqueues.Scan(ctx, rdb, spiderID, func(q domainqueues.Queue) error {
+	err := domainqueues.ScanIn(ctx, rdb, l, spiderID, func(q domainqueues.Queue) error {
 		for _, e := range q.Entries {
 			if e.AppID != appID {
 				continue
@@ -129,6 +133,9 @@ func AppInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID string) (ma
 		"crawlids": crawls,
 	}
 	progress, err := appProgress(ctx, rdb, spiderID, appID)
+	if l.IsCluster() {
+		progress, err = clusterProgress(ctx, rdb, spiderID, appID, "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -179,9 +186,11 @@ func appProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID string)
 // expires (its value, a string as the original reads it) and, when the
 // crawl has a ledger (the original's Kafka Monitor writes none), its
 // progress, and when it has a re-crawl schedule, the schedule (recrawl:
-// every, runs, runs_started, next_run_at, emit, adaptive, state).
-func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]any, error) {
-	domains, pending, err := domainqueues.CrawlDomains(ctx, rdb, spiderID, appID, crawlID)
+// every, runs, runs_started, next_run_at, emit, adaptive, state). l is the
+// key layout: in Cluster the queues and the crawl's ledger shares of every
+// master are read (and no re-crawl schedule exists).
+func CrawlInfo(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID, appID, crawlID string) (map[string]any, error) {
+	domains, pending, err := domainqueues.CrawlDomainsIn(ctx, rdb, l, spiderID, appID, crawlID)
 	if err != nil {
 		return nil, err
 	}
@@ -195,6 +204,16 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 		answer["expires"] = expires
 	case err != redis.Nil:
 		return nil, err
+	}
+	if l.IsCluster() {
+		progress, err := clusterProgress(ctx, rdb, spiderID, appID, crawlID)
+		if err != nil {
+			return nil, err
+		}
+		if p := progress[crawlID]; p != nil {
+			answer["progress"] = p
+		}
+		return answer, nil
 	}
 	progress, err := ledger.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
 	if err != nil {
@@ -211,4 +230,31 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID 
 		answer["recrawl"] = schedule
 	}
 	return answer, nil
+}
+
+// clusterProgress is, on a Redis Cluster, the progress of the app's crawls
+// of spiderID (of crawlID alone unless it is ""), summed over their ledger
+// shares on every master, by crawlid: the newest MaxAppProgress (by start).
+func clusterProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]*ledger.Progress, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, fmt.Errorf("the cluster layout needs a Redis Cluster client, got %T", rdb)
+	}
+	shares, err := ledger.ClusterShares(ctx, cc, spiderID, appID, crawlID)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := ledger.ReadCluster(ctx, cc, shares)
+	if err != nil {
+		return nil, err
+	}
+	crawls := slices.Collect(maps.Keys(ps))
+	slices.SortFunc(crawls, func(a, b ledger.Crawl) int {
+		return cmp.Or(cmp.Compare(ps[b].Started, ps[a].Started), strings.Compare(a.CrawlID, b.CrawlID))
+	})
+	out := map[string]*ledger.Progress{}
+	for _, c := range crawls[:min(len(crawls), MaxAppProgress)] {
+		out[c.CrawlID] = ps[c]
+	}
+	return out, nil
 }

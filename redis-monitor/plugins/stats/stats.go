@@ -59,7 +59,7 @@ func (m *Monitor) Handle(ctx context.Context, key, value string) error {
 	m.Logger.Info(fmt.Sprintf("Received %s stats request", stats),
 		logfactory.Extra{"action": "stats", "appid": appid, "uuid": uuid})
 
-	answer, err := gather(ctx, scstats.Reader{Redis: m.Redis, Now: m.Now()}, stats)
+	answer, err := gather(ctx, scstats.Reader{Redis: m.Redis, Now: m.Now(), Layout: m.Layout}, stats)
 	if errors.Is(err, errUnknownStats) {
 		m.Logger.Warn(fmt.Sprintf("Received invalid stats request: %s", stats),
 			logfactory.Extra{"action": "stats", "appid": appid, "uuid": uuid})

@@ -57,6 +57,9 @@ func CrawlOfKey(key, form string) (ledger.Crawl, error) {
 // Halt ends the crawl (the package's Halt), held by e, and returns how many
 // of its requests were purged.
 func (e *Ender) Halt(ctx context.Context, crawl ledger.Crawl, p ledger.Purge) (int, error) {
+	if e.Layout.IsCluster() {
+		return HaltCluster(ctx, e.Redis, crawl, p, e.holder, e.Now())
+	}
 	return Halt(ctx, e.Redis, crawl, p, e.holder, e.Now())
 }
 
@@ -64,7 +67,11 @@ func (e *Ender) Halt(ctx context.Context, crawl ledger.Crawl, p ledger.Purge) (i
 // answer is out. A failed release only delays it (the hold lapses after
 // HoldFor) and is logged: an error here would answer the request twice.
 func (e *Ender) Release(ctx context.Context, crawl ledger.Crawl) {
-	if err := ledger.Release(ctx, e.Redis, crawl, e.holder); err != nil {
+	release := ledger.Release
+	if e.Layout.IsCluster() {
+		release = ledger.ReleaseCluster
+	}
+	if err := release(ctx, e.Redis, crawl, e.holder); err != nil {
 		e.Logger.Warning("Could not release the ended crawl; its crawl-complete waits for the hold to lapse", logfactory.Extra{"crawlid": crawl.CrawlID, "error": err.Error()})
 	}
 }
@@ -127,4 +134,25 @@ func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.P
 		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
 	}
 	return domainqueues.Purge(ctx, rdb, crawl.SpiderID, crawl.AppID, crawl.CrawlID, p, now)
+}
+
+// HaltCluster is Halt on a Redis Cluster (rdb a *redis.ClusterClient): the
+// crawl is blacklisted (the one Redis's <spiderid>:blacklist, in its own
+// slot, which the crawlers read), its end recorded in every one of its
+// ledger shares while its completion is held (ledger.EndCluster), and its
+// requests purged from the cluster queues of every master, each counted in
+// the share of its domain. Re-crawl schedules do not exist in cluster mode
+// (the Kafka Monitor refuses them): there is none to cancel.
+func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return 0, fmt.Errorf("the cluster layout needs a Redis Cluster client, got %T", rdb)
+	}
+	if err := cc.SAdd(ctx, rediskeys.BlacklistKey(crawl.SpiderID), crawl.AppID+"||"+crawl.CrawlID).Err(); err != nil {
+		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
+	}
+	if _, err := ledger.EndCluster(ctx, cc, crawl, p, holder, now, now.Add(HoldFor)); err != nil {
+		return 0, err
+	}
+	return domainqueues.PurgeIn(ctx, cc, rediskeys.Cluster, crawl.SpiderID, crawl.AppID, crawl.CrawlID, p, now)
 }
