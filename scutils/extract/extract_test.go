@@ -1,13 +1,13 @@
 package extract_test
 
 import (
-	"encoding/json"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 const pageURL = "http://shop.example/items/lamp?id=1"
@@ -31,14 +31,6 @@ func compile(t testing.TB, spec string) *extract.Rules {
 }
 
 // asJSON writes the extracted fields as JSON, for comparison.
-func asJSON(t testing.TB, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
 
 func TestEveryRuleKindGivesTheExpectedValue(t *testing.T) {
 	page := readPage(t)
@@ -71,7 +63,7 @@ func TestEveryRuleKindGivesTheExpectedValue(t *testing.T) {
 			if !ok {
 				t.Fatalf("no value; got %v", got)
 			}
-			if s := asJSON(t, v); s != tc.want {
+			if s := harness.JSONText(t, v); s != tc.want {
 				t.Errorf("got %s, want %s", s, tc.want)
 			}
 		})
@@ -93,8 +85,8 @@ func TestAFieldWithoutAMatchIsAbsent(t *testing.T) {
 
 func TestURLRegexLimitsTheRuleToMatchingPages(t *testing.T) {
 	rs := compile(t, `{"name": {"css": "h1", "url_regex": "/items/"}, "title": {"css": "title"}}`)
-	if got := rs.Apply("http://shop.example/about", readPage(t)); asJSON(t, got) != `{"title":"The Shop"}` {
-		t.Errorf("got %s", asJSON(t, got))
+	if got := rs.Apply("http://shop.example/about", readPage(t)); harness.JSONText(t, got) != `{"title":"The Shop"}` {
+		t.Errorf("got %s", harness.JSONText(t, got))
 	}
 	only := compile(t, `{"name": {"css": "h1", "url_regex": "/items/"}}`)
 	if got := only.Apply("http://shop.example/about", readPage(t)); got != nil {
@@ -105,11 +97,11 @@ func TestURLRegexLimitsTheRuleToMatchingPages(t *testing.T) {
 func TestMalformedPagesGiveWhatTheyHold(t *testing.T) {
 	rs := compile(t, `{"t": {"css": "b"}, "x": {"xpath": "//i"}, "j": {"jsonld": true}}`)
 	got := rs.Apply(pageURL, "<b>bold <i>it</b> not closed<script type=application/ld+json>{")
-	if asJSON(t, got) != `{"j":[],"t":"bold it","x":"it"}` {
-		t.Errorf("got %s", asJSON(t, got))
+	if harness.JSONText(t, got) != `{"j":[],"t":"bold it","x":"it"}` {
+		t.Errorf("got %s", harness.JSONText(t, got))
 	}
-	if got := rs.Apply(pageURL, ""); asJSON(t, got) != `{"j":[]}` {
-		t.Errorf("empty page: got %s", asJSON(t, got))
+	if got := rs.Apply(pageURL, ""); harness.JSONText(t, got) != `{"j":[]}` {
+		t.Errorf("empty page: got %s", harness.JSONText(t, got))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // resolveBases are page URLs fastResolve resolves against.
@@ -124,12 +125,12 @@ func TestRulesGiveTheSameOnEitherTree(t *testing.T) {
 	for name, src := range pages {
 		got := rs.Apply("http://shop.example/list/", src)
 		want := extract.ApplyParsed(rs, "http://shop.example/list/", src)
-		results = append(results, result{name, asJSON(t, want), asJSON(t, got)})
+		results = append(results, result{name, harness.JSONText(t, want), harness.JSONText(t, got)})
 		if results[len(results)-1].got != results[len(results)-1].want {
 			t.Errorf("%s: buildTree's tree gives\n%s\nhtml.Parse's\n%s", name, results[len(results)-1].got, results[len(results)-1].want)
 		}
 		defer func(got map[string]any, r result) { // after every other page
-			if again := asJSON(t, got); again != r.got {
+			if again := harness.JSONText(t, got); again != r.got {
 				t.Errorf("%s: the values changed after other pages: %s, were %s", r.name, again, r.got)
 			}
 		}(got, results[len(results)-1])
@@ -208,14 +209,14 @@ func TestConcurrentPagesKeepTheirValues(t *testing.T) {
 	pages := treePages(t)
 	want := map[string]string{}
 	for name, src := range pages {
-		want[name] = asJSON(t, extract.ApplyParsed(rs, "http://shop.example/", src))
+		want[name] = harness.JSONText(t, extract.ApplyParsed(rs, "http://shop.example/", src))
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 8*len(pages))
 	for range 8 {
 		wg.Go(func() {
 			for name, src := range pages {
-				if got := asJSON(t, rs.Apply("http://shop.example/", src)); got != want[name] {
+				if got := harness.JSONText(t, rs.Apply("http://shop.example/", src)); got != want[name] {
 					errs <- name + ": " + got
 				}
 			}

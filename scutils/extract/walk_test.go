@@ -9,6 +9,7 @@ import (
 	"github.com/antchfx/xpath"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 )
 
 // simplePaths are xpath expressions parseSimplePath takes.
@@ -69,8 +70,8 @@ func walkRules(t testing.TB) []*extract.Rules {
 // sameAsOneByOne fails t when the rules give on src other values than each
 // rule walking the tree on its own (xpath rules through antchfx/xpath).
 func sameAsOneByOne(t testing.TB, rs *extract.Rules, name, src string) {
-	got := asJSON(t, rs.Apply("http://shop.example/list/", src))
-	want := asJSON(t, extract.OneByOne(rs).Apply("http://shop.example/list/", src))
+	got := harness.JSONText(t, rs.Apply("http://shop.example/list/", src))
+	want := harness.JSONText(t, extract.OneByOne(rs).Apply("http://shop.example/list/", src))
 	if got != want {
 		t.Fatalf("%s: one walk gives\n%s\neach rule on its own\n%s", name, got, want)
 	}
@@ -173,7 +174,7 @@ func TestOneWalkSharesOnlyTheMatchesOfRulesThatApply(t *testing.T) {
 		` "d": {"xpath": "//h1", "url_regex": "elsewhere"}, "e": {"xpath": "//h1"}}`)
 	page := readPage(t)
 	sameAsOneByOne(t, rs, "page", page)
-	if got := asJSON(t, rs.Apply(pageURL, page)); got != `{"b":"The Shop","c":"Lamp","e":"Lamp"}` {
+	if got := harness.JSONText(t, rs.Apply(pageURL, page)); got != `{"b":"The Shop","c":"Lamp","e":"Lamp"}` {
 		t.Errorf("got %s", got)
 	}
 }

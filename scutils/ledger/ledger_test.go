@@ -2,7 +2,6 @@ package ledger_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path"
@@ -330,7 +329,7 @@ func TestATallyCountsEveryFateAndQueuedPlusInFlightIsWhatIsLeft(t *testing.T) {
 		Dropped: map[string]int64{"timeout": 1}, Refused: map[string]int64{"duplicate": 4, "off_domain": 2, "robots": 1},
 		Purged: map[string]int64{"stop": 2}, Done: 6, LastActivity: 1700000000, Started: 1700000000,
 	}
-	if got, exp := jsonOf(t, p), jsonOf(t, &want); got != exp {
+	if got, exp := harness.JSONText(t, p), harness.JSONText(t, &want); got != exp {
 		t.Fatalf("progress\n got %s\nwant %s", got, exp)
 	}
 	if p.Queued+p.InFlight != p.Seeds+p.Enqueued-p.Done {
@@ -348,15 +347,6 @@ func TestALedgerFirstWrittenByACrawlerExpires(t *testing.T) {
 	if ttl := rdb.TTL(ctx, crawl.Key()).Val(); ttl <= 0 || ttl > time.Hour {
 		t.Fatalf("ledger ttl %v, want within an hour", ttl)
 	}
-}
-
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestPurgeRemovesTheCrawlsMembersAndCountsThemDone(t *testing.T) {
