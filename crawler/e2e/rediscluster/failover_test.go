@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +33,18 @@ func TestCrawlThroughAFailover(t *testing.T) {
 	f := crawlThroughAFailover(t, 0, "fo0")
 	t.Logf("failover with REDIS_WAIT_REPLICAS=0: %d of %d pages lost, %d published twice or more, %d pages before the kill",
 		len(f.lost), f.want, f.dupes, f.before)
+}
+
+// With REDIS_WAIT_REPLICAS=1 every write that records accepted work is
+// on the replica before it is relied on: a failover mid-crawl loses not
+// one page.
+func TestCrawlThroughAFailoverWaitingForReplicas(t *testing.T) {
+	f := crawlThroughAFailover(t, 1, "fo1")
+	t.Logf("failover with REDIS_WAIT_REPLICAS=1: %d of %d pages lost, %d published twice or more, %d pages before the kill",
+		len(f.lost), f.want, f.dupes, f.before)
+	if len(f.lost) > 0 {
+		t.Errorf("with REDIS_WAIT_REPLICAS=1 the failover lost %d pages: %v", len(f.lost), f.lost)
+	}
 }
 
 // failover is what a crawl through a failover published.
@@ -93,6 +107,9 @@ func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
 		}
 		return len(leftovers(t, c)) == 0 && time.Since(last) > 3*time.Second
 	})
+	if n := waits(t, rc); (n > 0) != (wait > 0) {
+		t.Errorf("the masters ran WAIT %d times with REDIS_WAIT_REPLICAS=%d", n, wait)
+	}
 	f := failover{want: len(want), before: before}
 	counts := pages.snapshot()
 	for u, n := range counts {
@@ -146,6 +163,27 @@ func busiestMaster(t *testing.T, rc *harness.RedisCluster, c *redis.ClusterClien
 		}
 	}
 	return best
+}
+
+// waits is how many WAIT commands the masters of rc have run.
+func waits(t *testing.T, rc *harness.RedisCluster) int {
+	t.Helper()
+	n := 0
+	for _, m := range rc.Masters(t) {
+		rdb := m.Client()
+		stats, err := rdb.Info(context.Background(), "commandstats").Result()
+		rdb.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(stats, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_wait:calls="); ok {
+				calls, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				n += calls
+			}
+		}
+	}
+	return n
 }
 
 // pageLog counts the crawl results of one crawl read from the crawled
