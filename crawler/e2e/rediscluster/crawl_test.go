@@ -45,7 +45,7 @@ func notFile(link string) bool {
 // unless opts say otherwise; the first's "/" links to every other's,
 // and each other's "/" to the next one's (a link met twice, in another
 // slot than the page that has it).
-func startSites(t *testing.T, n int, opts ...testsite.Option) []*testsite.Site {
+func startSites(t testing.TB, n int, opts ...testsite.Option) []*testsite.Site {
 	t.Helper()
 	var sites []*testsite.Site
 	for i := range n {
@@ -135,7 +135,7 @@ func clusterEnv(rc *harness.RedisCluster, k *harness.Kafka, more map[string]stri
 
 // startComponents starts the Kafka Monitor and two crawlers with env,
 // supervised: the test fails if one exits before the test ends it.
-func startComponents(t *testing.T, env map[string]string) {
+func startComponents(t testing.TB, env map[string]string) {
 	t.Helper()
 	for _, name := range []string{"kafka-monitor", "crawler-1", "crawler-2"} {
 		path, args := bins.Path(t, "crawler"), []string(nil)
@@ -148,7 +148,7 @@ func startComponents(t *testing.T, env map[string]string) {
 }
 
 // feed sends req to the incoming topic (kafka-monitor feed).
-func feed(t *testing.T, env map[string]string, req string) {
+func feed(t testing.TB, env map[string]string, req string) {
 	t.Helper()
 	cmd := exec.Command(bins.Path(t, "kafka-monitor"), "feed", req)
 	cmd.Env = harness.Environ(env)

@@ -63,20 +63,14 @@ type failover struct {
 // nothing outstanding, nothing is queued or leased, and no page came for
 // a few seconds) and says what was published.
 func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
-	rc := harness.StartRedisCluster(t)
-	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
-	sites := startSites(t, 20, testsite.WithPages(3))
-	seed := sites[0].URL("/")
-	const depth = 3
-	want := testsite.Reachable(seed, depth, notFile, sites...)
-
+	rc, k, seed, want := depthThreeCrawl(t, 3)
 	env := clusterEnv(rc, k, map[string]string{"QUEUE_HITS": "2", "QUEUE_WINDOW": "1"})
 	if wait > 0 {
 		env["REDIS_WAIT_REPLICAS"] = fmt.Sprint(wait)
 	}
 	startComponents(t, env)
 	pages := readPages(t, k, crawlID)
-	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": %q, "spiderid": "link", "maxdepth": %d}`, seed, crawlID, depth))
+	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": %q, "spiderid": "link", "maxdepth": 3}`, seed, crawlID))
 
 	c := rc.TestClient(t)
 	var victim *harness.Redis
@@ -126,6 +120,17 @@ func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
 		}
 	}
 	return f
+}
+
+// depthThreeCrawl starts a Redis Cluster, a broker and 20 sites, each
+// "/" linking to roots tree roots, and returns the seed of a crawl of
+// depth 3 and the pages it reaches.
+func depthThreeCrawl(tb testing.TB, roots int) (rc *harness.RedisCluster, k *harness.Kafka, seed string, want []string) {
+	rc = harness.StartRedisCluster(tb)
+	k = harness.StartKafka(tb, harness.KafkaOptions{NoAutoCreate: true})
+	sites := startSites(tb, 20, testsite.WithPages(roots))
+	seed = sites[0].URL("/")
+	return rc, k, seed, testsite.Reachable(seed, 3, notFile, sites...)
 }
 
 // busiestMaster is the master whose domain queues hold the most requests
@@ -218,7 +223,7 @@ func (p *pageLog) snapshot() map[string]int {
 
 // readPages reads the crawled firehose from its start in the background
 // and counts the results of crawlID by url.
-func readPages(t *testing.T, k *harness.Kafka, crawlID string) *pageLog {
+func readPages(t testing.TB, k *harness.Kafka, crawlID string) *pageLog {
 	t.Helper()
 	cfg := kafkaclient.Config{Brokers: k.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
 		MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20, FetchMaxWait: 50 * time.Millisecond,
