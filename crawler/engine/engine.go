@@ -137,6 +137,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	scfg.Render = rcfg != nil
 	scfg.Layout = redisconn.KeyLayout(s)
+	if scfg.Wait, err = redisconn.NewWaiter(s, log); err != nil {
+		return nil, err
+	}
 	sched, err := scheduler.New(rdb, scfg, log)
 	if err != nil {
 		return nil, err

@@ -109,6 +109,9 @@ func (e *Engine) Collectors() []prometheus.Collector {
 	if e.pool != nil {
 		cs = append(cs, e.pool.Metrics().Collectors()...)
 	}
+	if w := e.sched.Wait(); w != nil {
+		cs = append(cs, w.Collector())
+	}
 	return cs
 }
 

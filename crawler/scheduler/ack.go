@@ -122,7 +122,7 @@ func (b *ackBatcher) send(ctx context.Context, batch []ackRequest) {
 		}
 		f.Acks = append(f.Acks, a)
 	}
-	res, err := f.Run(ctx, b.rdb)
+	res, err := f.Run(b.cfg.Wait.Context(ctx), b.rdb)
 	if err != nil {
 		for _, r := range batch {
 			r.done <- ackResult{err: err}

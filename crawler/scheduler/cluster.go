@@ -275,7 +275,7 @@ func (s *Scheduler) enqueueCluster(ctx context.Context, f *followUps) (Enqueued,
 	}
 	pages := s.acks.domainPages(f, bl[f.page.Crawl])
 	runs, at := s.acks.pageRuns([][]domainPage{pages}, s.now())
-	res, errs := redisscripts.RunAll(ctx, s.rdb, runs)
+	res, errs := redisscripts.RunAll(s.cfg.Wait.Context(ctx), s.rdb, runs)
 	results := make([]redisscripts.PageResult, len(pages))
 	for j, a := range at[0] {
 		if errs[a[0]] != nil {
@@ -315,7 +315,7 @@ func (b *ackBatcher) sendCluster(ctx context.Context, batch []ackRequest) {
 		}
 	}
 	runs, at := b.pageRuns(others, now)
-	res, errs := redisscripts.RunAll(ctx, b.rdb, runs)
+	res, errs := redisscripts.RunAll(b.cfg.Wait.Context(ctx), b.rdb, runs)
 	results := make([][]redisscripts.PageResult, len(batch))
 	failed := make([]error, len(batch))
 	for i := range batch {
@@ -359,7 +359,7 @@ func (b *ackBatcher) sendClusterAcks(ctx context.Context, batch []ackRequest, pa
 		runs[n].Acks = append(runs[n].Acks, a)
 		members[n] = append(members[n], i)
 	}
-	res, errs := redisscripts.RunAll(ctx, b.rdb, runs)
+	res, errs := redisscripts.RunAll(b.cfg.Wait.Context(ctx), b.rdb, runs)
 	for n, run := range runs {
 		sub := make([]ackRequest, len(members[n]))
 		for k, i := range members[n] {

@@ -60,7 +60,7 @@ func (s *Scheduler) Enqueue(ctx context.Context, parent *crawlrequest.Request, r
 	owners, records := s.leases.Keys()
 	fin := newFinish(s.cfg, owners, records, s.now())
 	fin.Pages = []redisscripts.FinishPage{f.page}
-	res, err := fin.Run(ctx, s.rdb)
+	res, err := fin.Run(s.cfg.Wait.Context(ctx), s.rdb)
 	if err != nil {
 		return f.out, fmt.Errorf("queue follow-up requests: %w", err)
 	}

@@ -174,7 +174,7 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	if lease == nil {
 		lease = leases.New()
 	}
-	res, err := q.AttemptN(ctx, lease, want)
+	res, err := q.AttemptN(s.cfg.Wait.Context(ctx), lease, want) // the lease waits for replicas (REDIS_WAIT_REPLICAS)
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -56,6 +56,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
@@ -150,6 +151,10 @@ func New(rdb redis.UniversalClient, cfg Config, log *logfactory.Logger) (*Schedu
 // Redis the spider's one lease set; on a Redis Cluster nil, each domain
 // having its own (LeasesOf).
 func (s *Scheduler) Leases() *throttle.Leases { return s.leases }
+
+// Wait is the Waiter of the scheduler's writes (Config.Wait), for its
+// metric; nil when they do not wait for replicas.
+func (s *Scheduler) Wait() *redisconn.Waiter { return s.cfg.Wait }
 
 // Stats returns the counters.
 func (s *Scheduler) Stats() Stats {

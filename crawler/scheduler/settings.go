@@ -106,6 +106,11 @@ type Config struct {
 	// Render: the crawler renders (RENDER_ENABLED), so it also finds and
 	// pops its spider's render queues (<spiderid>:<domain>:renderqueue).
 	Render bool
+	// Wait, when not nil, makes the writes that record accepted work (a
+	// pop's leases, a finish ending leases and queueing follow-ups) wait
+	// for replicas (REDIS_WAIT_REPLICAS): the caller's
+	// redisconn.NewWaiter, whose client is the scheduler's.
+	Wait *redisconn.Waiter
 }
 
 func (c Config) ledgerTTL() time.Duration {

@@ -56,7 +56,11 @@ func newMetrics(m *Monitor) *metrics {
 // Collectors are the Kafka Monitor's metrics, for the admin endpoint
 // (admin.Instrumented).
 func (m *Monitor) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.metrics.requests, m.metrics.writeDuration, m.metrics.writeErrors, m.metrics.lag}
+	cs := []prometheus.Collector{m.metrics.requests, m.metrics.writeDuration, m.metrics.writeErrors, m.metrics.lag}
+	if m.wait != nil {
+		cs = append(cs, m.wait.Collector())
+	}
+	return cs
 }
 
 // count counts a stored batch's requests (not those skipped as stored

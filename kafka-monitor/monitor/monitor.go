@@ -42,6 +42,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/pyrepr"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/stats"
@@ -52,6 +53,7 @@ type Monitor struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
 	rdb      redis.UniversalClient
+	wait     *redisconn.Waiter // REDIS_WAIT_REPLICAS: the stores wait for replicas before the offsets are committed
 	kafka    kafkaclient.Config
 	plugins  []plugin.Loaded
 
@@ -92,9 +94,13 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
+	wait, err := redisconn.NewWaiter(s, log)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	m := &Monitor{
-		settings: s, log: log, rdb: rdb, kafka: kcfg, plugins: plugins,
+		settings: s, log: log, rdb: rdb, wait: wait, kafka: kcfg, plugins: plugins,
 		host: host, id: heartbeat.NewID(), maxBytes: MaxRequestBytes.From(s), batchSize: max(1, BatchSize.From(s)),
 		readAhead: int64(ReadAheadBytes.From(s)),
 		topic:     IncomingTopic.From(s), group: ConsumerGroup.From(s), partitions: plugin.IncomingPartitions.From(s),
@@ -637,7 +643,10 @@ func preview(raw []byte) string {
 // store runs the accepted requests' plugins on one pipeline and executes it,
 // retrying with back-off while Redis fails.
 func (m *Monitor) store(ctx context.Context, reqs []request) error {
-	work := context.WithoutCancel(ctx) // a started write finishes on shutdown
+	// A started write finishes on shutdown; with REDIS_WAIT_REPLICAS it
+	// waits for replicas, on each master, before its offsets may be
+	// committed.
+	work := m.wait.Context(context.WithoutCancel(ctx))
 	backoff := 100 * time.Millisecond
 	for {
 		err := m.metrics.write(func() error { return m.storeOnce(work, reqs) })

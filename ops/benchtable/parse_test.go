@@ -99,8 +99,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
 	// 6 duplicate filter bytes, 6 FIFO enqueue, 3 rendered pages/s, 3 render
 	// memory.
-	if len(res) != 81 {
-		t.Fatalf("got %d results, want 81", len(res))
+	if len(res) != 87 {
+		t.Fatalf("got %d results, want 87", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -142,8 +142,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 19 {
-		t.Errorf("%d commands, want 19", len(commands))
+	if len(commands) != 20 {
+		t.Errorf("%d commands, want 20", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                            7426,
@@ -175,6 +175,7 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"rendered pages/s":                                7.849,
 		"processor ms per rendered page, every process":   159.8,
 		"last 500 over first 500, PSS %":                  5.386,
+		"REDIS_WAIT_REPLICAS=1: pages/s":                  335.6,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

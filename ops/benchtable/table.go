@@ -73,6 +73,7 @@ const (
 	SectionFreshness  = "Re-crawls (recrawl): re-run cost, page memory, run starts, adaptive revisits"
 	SectionOrder      = "Order and memory: the duplicate filter's bytes per URL, the cost of FIFO within a priority"
 	SectionRender     = "Rendering (headless Chromium): one rendering crawler, default RENDER_* settings, the test site's script pages"
+	SectionWait       = "Redis Cluster, REDIS_WAIT_REPLICAS: three masters with a replica each, the Kafka Monitor and two crawlers, a 520-page crawl of 20 domains"
 )
 
 // Default is what `make bench` measures: the cluster's own figures, then
@@ -200,6 +201,15 @@ func featureBenches() []Bench {
 			Figures: []Figure{
 				{Label: "Kafka Monitor seeds with the FIFO tiebreak: Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=on", Unit: "redis-cpu-µs/seed"},
 				{Label: "the same without it (a score with a fraction): Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=off", Unit: "redis-cpu-µs/seed"},
+			}},
+		{Pkg: "./crawler/e2e/rediscluster/", Pattern: "^BenchmarkWaitReplicasCost$", Benchtime: "1x", Section: SectionWait,
+			Figures: []Figure{
+				{Label: "REDIS_WAIT_REPLICAS=0: pages/s", Result: "BenchmarkWaitReplicasCost/wait=0", Unit: "pages/s"},
+				{Label: "REDIS_WAIT_REPLICAS=1: pages/s", Result: "BenchmarkWaitReplicasCost/wait=1", Unit: "pages/s"},
+				{Label: "REDIS_WAIT_REPLICAS=0: Redis CPU per page, the three masters", Result: "BenchmarkWaitReplicasCost/wait=0", Unit: "masters-cpu-µs/page"},
+				{Label: "REDIS_WAIT_REPLICAS=1: Redis CPU per page, the three masters", Result: "BenchmarkWaitReplicasCost/wait=1", Unit: "masters-cpu-µs/page"},
+				{Label: "REDIS_WAIT_REPLICAS=0: Redis CPU per page, the busiest master", Result: "BenchmarkWaitReplicasCost/wait=0", Unit: "busiest-master-cpu-µs/page"},
+				{Label: "REDIS_WAIT_REPLICAS=1: Redis CPU per page, the busiest master", Result: "BenchmarkWaitReplicasCost/wait=1", Unit: "busiest-master-cpu-µs/page"},
 			}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderedPagesPerSecond$", Benchtime: "1x", Section: SectionRender,
 			Figures: []Figure{{Label: "rendered pages/s, default RENDER_CONCURRENCY (1,008 script pages, 16 trees crawled at once)", Result: "BenchmarkRenderedPagesPerSecond",

@@ -38,7 +38,7 @@ var (
 
 // Settings are the Redis settings, for a component's settings.Group.
 func Settings() settings.Group {
-	return settings.Declare(Host, Port, DB, Password, SocketTimeout, ClusterNodes)
+	return settings.Declare(Host, Port, DB, Password, SocketTimeout, ClusterNodes, WaitReplicas, WaitTimeout)
 }
 
 // Cluster reports whether s puts the components in cluster mode
@@ -93,12 +93,17 @@ func ClusterOptions(s *settings.Settings) *redis.ClusterOptions {
 
 // New returns a client for the REDIS_* settings; it connects lazily. It is
 // a *redis.Client of Options, or in cluster mode (Cluster) a
-// *redis.ClusterClient of ClusterOptions.
+// *redis.ClusterClient of ClusterOptions. Its writes made with a
+// Waiter's context wait for replicas (EnableWait).
 func New(s *settings.Settings) redis.UniversalClient {
+	var c redis.UniversalClient
 	if Cluster(s) {
-		return redis.NewClusterClient(ClusterOptions(s))
+		c = redis.NewClusterClient(ClusterOptions(s))
+	} else {
+		c = redis.NewClient(Options(s))
 	}
-	return redis.NewClient(Options(s))
+	EnableWait(c)
+	return c
 }
 
 // ScanMasters calls fn with each batch of the keys matching pattern (SCAN

@@ -9,7 +9,6 @@ package rediscluster_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -19,12 +18,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/segmentio/kafka-go"
 
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -45,14 +41,15 @@ func notFile(link string) bool {
 }
 
 // startSites starts n test sites, each on an address of its own in
-// 127.0.0.0/8 (a domain each); the first's "/" links to every other's,
+// 127.0.0.0/8 (a domain each), of one page tree of depth 1 and fan-out 2
+// unless opts say otherwise; the first's "/" links to every other's,
 // and each other's "/" to the next one's (a link met twice, in another
 // slot than the page that has it).
-func startSites(t *testing.T, n int) []*testsite.Site {
+func startSites(t testing.TB, n int, opts ...testsite.Option) []*testsite.Site {
 	t.Helper()
 	var sites []*testsite.Site
 	for i := range n {
-		sites = append(sites, testsite.StartAt(t, fmt.Sprintf("127.0.0.%d:0", i+2), testsite.WithPages(1), testsite.WithTree(2, 1)))
+		sites = append(sites, testsite.StartAt(t, fmt.Sprintf("127.0.0.%d:0", i+2), append([]testsite.Option{testsite.WithPages(1), testsite.WithTree(2, 1)}, opts...)...))
 	}
 	var roots []string
 	for _, s := range sites[1:] {
@@ -78,27 +75,10 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	seed := sites[0].URL("/")
 	want := testsite.Reachable(seed, 2, notFile, sites...)
 
-	env := harness.ClusterSettings(1, k.Hosts(), "") // REDIS_PORT 1: nothing there, the cluster is used
-	env[redisconn.ClusterNodes.Name()] = rc.Seeds()
-	env["LOG_LEVEL"], env["SC_LOG_LEVEL"] = "INFO", "INFO"
-	for _, name := range []string{"kafka-monitor", "crawler-1", "crawler-2", "redis-monitor"} {
-		path, args := bins.Path(t, "crawler"), []string(nil)
-		switch name {
-		case "kafka-monitor":
-			path, args = bins.Path(t, "kafka-monitor"), []string{"run"}
-		case "redis-monitor":
-			path = bins.Path(t, "redis-monitor")
-		}
-		harness.StartProcess(t, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: harness.Environ(env),
-			StopGrace: 10 * time.Second, Supervise: true})
-	}
+	env := clusterEnv(rc, k, nil)
+	startComponents(t, env, "kafka-monitor", "crawler-1", "crawler-2", "redis-monitor")
 	outbound := readAll(t, k, "outbound_firehose")
-	req := fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "rc1", "spiderid": "link", "maxdepth": 2}`, seed)
-	feed := exec.Command(bins.Path(t, "kafka-monitor"), "feed", req)
-	feed.Env = harness.Environ(env)
-	if out, err := feed.CombinedOutput(); err != nil {
-		t.Fatalf("feed: %v\n%s", err, out)
-	}
+	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "rc1", "spiderid": "link", "maxdepth": 2}`, seed))
 
 	counts := results(t, k, "rc1", want, 120*time.Second)
 	c := rc.TestClient(t)
@@ -158,27 +138,54 @@ func TestCrawlOnARedisCluster(t *testing.T) {
 	}
 }
 
+// clusterEnv is the components' settings for the Redis Cluster rc and
+// the broker k, with more.
+func clusterEnv(rc *harness.RedisCluster, k *harness.Kafka, more map[string]string) map[string]string {
+	env := harness.ClusterSettings(1, k.Hosts(), "") // REDIS_PORT 1: nothing there, the cluster is used
+	env[redisconn.ClusterNodes.Name()] = rc.Seeds()
+	env["LOG_LEVEL"], env["SC_LOG_LEVEL"] = "INFO", "INFO"
+	for name, v := range more {
+		env[name] = v
+	}
+	return env
+}
+
+// startComponents starts the named components with env, supervised: the
+// test fails if one exits before the test ends it. A name is
+// "kafka-monitor", "redis-monitor", or a crawler's (any other name).
+func startComponents(t testing.TB, env map[string]string, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		path, args := bins.Path(t, "crawler"), []string(nil)
+		switch name {
+		case "kafka-monitor":
+			path, args = bins.Path(t, "kafka-monitor"), []string{"run"}
+		case "redis-monitor":
+			path = bins.Path(t, "redis-monitor")
+		}
+		harness.StartProcess(t, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: harness.Environ(env),
+			StopGrace: 10 * time.Second, Supervise: true})
+	}
+}
+
+// feed sends req to the incoming topic (kafka-monitor feed).
+func feed(t testing.TB, env map[string]string, req string) {
+	t.Helper()
+	cmd := exec.Command(bins.Path(t, "kafka-monitor"), "feed", req)
+	cmd.Env = harness.Environ(env)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("feed: %v\n%s", err, out)
+	}
+}
+
 // results reads the crawled firehose until every url of want has a result
-// of crawlID, then a little longer (a duplicate would come soon after),
+// of crawlID, then a second longer (a duplicate would come soon after),
 // and returns how many results each url got.
 func results(t *testing.T, k *harness.Kafka, crawlID string, want []string, timeout time.Duration) map[string]int {
 	t.Helper()
-	cfg := kafkaclient.Config{Brokers: k.Addrs, TopicPrefix: "demo", ConnTimeout: 5 * time.Second, BatchLinger: time.Millisecond,
-		MaxRequestBytes: 1 << 20, StartAtEarliest: true, FetchMaxBytes: 10 << 20, FetchMaxWait: 50 * time.Millisecond,
-		Partitions: 1, ReplicationFactor: 1}
-	topic := cfg.Topic("crawled_firehose")
-	harness.WaitFor(t, "the crawled topic", 30*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return cfg.EnsureTopics(ctx, kafkaclient.TopicSpec{Name: topic, Partitions: 1}) == nil
-	})
-	r, err := cfg.NewPartitionReader(topic, 0, kafka.FirstOffset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	counts := map[string]int{}
+	pages := readPages(t, k, crawlID)
 	complete := func() bool {
+		counts := pages.snapshot()
 		for _, u := range want {
 			if counts[u] == 0 {
 				return false
@@ -186,34 +193,13 @@ func results(t *testing.T, k *harness.Kafka, crawlID string, want []string, time
 		}
 		return true
 	}
-	deadline := time.Now().Add(timeout)
-	var extra time.Time // when complete, read on until then
-	for {
-		until := deadline
-		if !extra.IsZero() {
-			until = extra
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), until)
-		msg, err := r.ReadMessage(ctx)
-		cancel()
-		if err != nil {
-			if !extra.IsZero() {
-				return counts
-			}
-			t.Fatalf("%d of %d pages published: %v; missing %v", len(counts), len(want), err,
-				slices.DeleteFunc(slices.Clone(want), func(u string) bool { return counts[u] > 0 }))
-		}
-		var page spider.Page
-		if err := json.Unmarshal(msg.Value, &page); err != nil {
-			t.Fatalf("not a crawl result: %v: %.300s", err, msg.Value)
-		}
-		if page.CrawlID == crawlID {
-			counts[page.URL]++
-		}
-		if extra.IsZero() && complete() {
-			extra = time.Now().Add(time.Second)
-		}
+	if !harness.Until(timeout, complete) {
+		counts := pages.snapshot()
+		t.Fatalf("%d of %d pages published; missing %v", len(counts), len(want),
+			slices.DeleteFunc(slices.Clone(want), func(u string) bool { return counts[u] > 0 }))
 	}
+	time.Sleep(time.Second) // not a synchronisation: the time a duplicate has to show
+	return pages.snapshot()
 }
 
 // leftovers are the spider's cluster queues and lease records that hold
