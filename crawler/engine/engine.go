@@ -156,10 +156,6 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	if err != nil {
 		return nil, err
 	}
-	configWait := DomainConfigWait.From(s)
-	if configWait < 0 {
-		return nil, fmt.Errorf("setting %s: must not be negative, got %v", DomainConfigWait.Name(), configWait)
-	}
 	ref, err := referer.FromSettings(s)
 	if err != nil {
 		return nil, err
@@ -174,18 +170,11 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
-		configWhere: configWhere, configWait: configWait, configReady: make(chan struct{}),
+		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
 	}
 	e.metrics = newMetrics(e)
-	if pagesTTL := recrawl.PagesTTL.From(s); pagesTTL < time.Second {
-		pub.Close()
-		return nil, fmt.Errorf("setting %s: must be at least 1 second, got %v", recrawl.PagesTTL.Name(), pagesTTL)
-	}
-	if e.adaptiveMax = recrawl.AdaptiveMax.From(s); e.adaptiveMax < 1 {
-		pub.Close()
-		return nil, fmt.Errorf("setting %s: must be at least 1, got %d", recrawl.AdaptiveMax.Name(), e.adaptiveMax)
-	}
+	e.adaptiveMax = recrawl.AdaptiveMax.From(s)
 	e.memory = recrawl.NewMemory(rdb, recrawl.PagesTTL.From(s))
 	if err := e.setupStats(ctx); err != nil {
 		pub.Close()

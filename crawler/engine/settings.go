@@ -28,7 +28,7 @@ var (
 	ShutdownGrace       = settings.Seconds("SHUTDOWN_GRACE", 10.0, "seconds requests in flight may take to finish after SIGTERM; the rest go back to their queues").Ours()
 	DomainConfigWait    = settings.Seconds("DOMAIN_CONFIG_WAIT", 30.0, "seconds a starting crawler waits for its first domain config (blacklist and throttles) before it pops anything; "+
 		"none stored yet counts as the empty config, so only an unreachable ZooKeeper (or Redis) makes it wait; past it the crawler starts with an error line "+
-		"and applies the config when it comes; 0: no wait").Ours()
+		"and applies the config when it comes; 0: no wait").Ours().AtLeast(0)
 	MetaRefreshEnabled  = settings.Bool("METAREFRESH_ENABLED", true, "follow a page's `<meta http-equiv=\"refresh\">` as Scrapy's MetaRefreshMiddleware: the target is queued at the page's depth and published under its own URL, the page is not published (ledger `dropped:meta_refresh`)")
 	MetaRefreshMaxDelay = settings.Seconds("METAREFRESH_MAXDELAY", 100.0, "the longest meta refresh delay followed, in seconds (a refresh of this delay or longer leaves the page as it is)")
 )

@@ -128,10 +128,7 @@ func ConfigFromSettings(s *settings.Settings, spiderID string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("setting %s: %w", IPAddrRegex.Name(), err)
 	}
-	ledgerTTL, err := ledger.TTLFromSettings(s)
-	if err != nil {
-		return Config{}, err
-	}
+	ledgerTTL := ledger.TTL.From(s)
 	c := Config{
 		LedgerTTL: ledgerTTL,
 		SpiderID:  spiderID, Hits: throttle.QueueHits.From(s), Window: throttle.QueueWindow.From(s), Moderated: throttle.QueueModerated.From(s),

@@ -116,18 +116,9 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	m.metrics = newMetrics(m)
 	m.demand = newDemand(s, rdb, log)
-	ttl, err := ledger.TTLFromSettings(s)
-	if err != nil {
-		return nil, err
-	}
-	if m.completeEvery = ledger.CompleteInterval.From(s); m.completeEvery <= 0 {
-		return nil, fmt.Errorf("setting %s: must be positive, got %v", ledger.CompleteInterval.Name(), m.completeEvery)
-	}
-	quiet := ledger.CompleteQuiet.From(s)
-	if quiet < 0 {
-		return nil, fmt.Errorf("setting %s: must not be negative, got %v", ledger.CompleteQuiet.Name(), quiet)
-	}
-	if m.completer, err = newCompleter(rdb, m.layout, m.id, ttl, quiet); err != nil {
+	ttl := ledger.TTL.From(s)
+	m.completeEvery = ledger.CompleteInterval.From(s)
+	if m.completer, err = newCompleter(rdb, m.layout, m.id, ttl, ledger.CompleteQuiet.From(s)); err != nil {
 		return nil, err
 	}
 	m.recrawlEvery = recrawl.Interval.From(s)

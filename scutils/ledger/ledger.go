@@ -59,24 +59,15 @@ const DefaultCompleteQuiet = 5 * time.Second
 // declare them (Settings).
 var (
 	TTL = settings.Seconds("LEDGER_TTL", int(DefaultTTL.Seconds()),
-		"seconds a crawl's ledger is kept after its last new work or its completion; at least 1").Ours()
+		"seconds a crawl's ledger is kept after its last new work or its completion").Ours().AtLeast(time.Second)
 	CompleteInterval = settings.Seconds("LEDGER_COMPLETE_INTERVAL", DefaultCompleteInterval.Seconds(),
-		"seconds between a Redis Monitor's looks for finished crawls (`crawl-complete`); positive. The other components ignore it").Ours()
+		"seconds between a Redis Monitor's looks for finished crawls (`crawl-complete`). The other components ignore it").Ours().Positive()
 	CompleteQuiet = settings.Seconds("LEDGER_COMPLETE_QUIET", DefaultCompleteQuiet.Seconds(),
-		"seconds a crawl with nothing left must also have had no new work (no seed, no follow-up queued) before it counts as finished (`crawl-complete`), so that seeds fed as separate messages make one crawl; 0: none. A stop or an expire ends a crawl at once. Read by the Redis Monitor").Ours()
+		"seconds a crawl with nothing left must also have had no new work (no seed, no follow-up queued) before it counts as finished (`crawl-complete`), so that seeds fed as separate messages make one crawl; 0: none. A stop or an expire ends a crawl at once. Read by the Redis Monitor").Ours().AtLeast(0)
 )
 
 // Settings are the ledger's settings, for a component's settings.Group.
 func Settings() settings.Group { return settings.Declare(TTL, CompleteInterval, CompleteQuiet) }
-
-// TTLFromSettings is LEDGER_TTL, checked.
-func TTLFromSettings(s *settings.Settings) (time.Duration, error) {
-	ttl := TTL.From(s)
-	if ttl < time.Second {
-		return 0, fmt.Errorf("setting %s: must be at least 1 second, got %v", TTL.Name(), ttl)
-	}
-	return ttl, nil
-}
 
 // The hash's fields. Counters by reason or code are "<prefix><reason>".
 const (

@@ -58,11 +58,7 @@ func (h *Handler) Schema() []byte { return schema }
 
 // Setup reads LEDGER_TTL and the key layout of the Redis mode.
 func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
-	ttl, err := ledger.TTLFromSettings(env.Settings)
-	if err != nil {
-		return err
-	}
-	h.ttl = ttl
+	h.ttl = ledger.TTL.From(env.Settings)
 	h.layout = redisconn.KeyLayout(env.Settings)
 	return nil
 }
