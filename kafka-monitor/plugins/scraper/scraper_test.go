@@ -21,7 +21,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // request builds a request the way the monitor does.
@@ -499,17 +498,6 @@ func TestABatchDroppedBeforeFlushWritesNothing(t *testing.T) {
 	}
 	if got := dump(t, c); !reflect.DeepEqual(got, map[string]any{"other": "1"}) {
 		t.Errorf("Redis holds %v, want only the other write", got)
-	}
-}
-
-func TestSetupRefusesALedgerTTLBelowOneSecond(t *testing.T) {
-	s, err := settings.Load(ledger.Settings(), settings.Options{NoEnv: true, Flags: map[string]string{ledger.TTL.Name(): "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = (&scraper.Handler{}).Setup(context.Background(), plugin.Env{Settings: s})
-	if err == nil || !strings.Contains(err.Error(), ledger.TTL.Name()) {
-		t.Fatalf("Setup with LEDGER_TTL 0 = %v, want an error naming the setting", err)
 	}
 }
 
