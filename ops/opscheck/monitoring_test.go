@@ -396,6 +396,10 @@ func liveMetrics(t *testing.T) map[string]bool {
 		"PUBLIC_IP_URL=", "QUEUE_MODERATED=false", "QUEUE_HITS=1000", "ROBOTSTXT_OBEY=true",
 		"FETCH_ALLOWED_NETWORKS=127.0.0.0/8", "FLASK_HOST=127.0.0.1", "FLASK_PORT=" + strconv.Itoa(ports["rest"]),
 		"LOG_LEVEL=WARNING", "SC_LOG_LEVEL=WARNING",
+		// Waiting for a replica that the one Redis does not have: the
+		// crawler and the Kafka Monitor export scrapy_redis_wait_short_total
+		// only when they wait (each write then waits 1 ms and carries on).
+		"REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT_MS=1",
 	}
 	admin := func(name string) []string {
 		return append(slices.Clone(env), "ADMIN_ADDR=127.0.0.1:"+strconv.Itoa(ports[name]))
