@@ -91,9 +91,21 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case []any:
-		return appendList(b, t, appendValue)
+		if t == nil {
+			return append(b, "null"...), nil
+		}
+		b = append(b, '[')
+		for i, x := range t {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, x); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
 	case []string: // the lists of css, xpath and regex rules
-		return appendList(b, t, appendString)
+		return wirejson.AppendStrings(b, t, wirejson.Go), nil
 	case map[string]any:
 		if t == nil {
 			return append(b, "null"...), nil
@@ -115,28 +127,6 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, bytes.TrimRight(buf.Bytes(), "\n")...), nil
-}
-
-// appendList appends a list (null for a nil one), each value by add.
-func appendList[T any](b []byte, xs []T, add func([]byte, T) ([]byte, error)) ([]byte, error) {
-	if xs == nil {
-		return append(b, "null"...), nil
-	}
-	b = append(b, '[')
-	for i, x := range xs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var err error
-		if b, err = add(b, x); err != nil {
-			return nil, err
-		}
-	}
-	return append(b, ']'), nil
-}
-
-func appendString(b []byte, s string) ([]byte, error) {
-	return wirejson.AppendString(b, s, wirejson.Go), nil
 }
 
 // appendHeaders writes a header map as encoding/json does: {} for none,

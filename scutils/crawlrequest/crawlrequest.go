@@ -768,18 +768,7 @@ func listField(name string, get func(*Request) []string) field {
 		},
 		zero: func(r *Request) bool { return get(r) == nil },
 		write: func(b []byte, r *Request) ([]byte, error) {
-			l := get(r)
-			if l == nil {
-				return append(b, "null"...), nil
-			}
-			b = append(b, '[')
-			for i, s := range l {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = wirejson.AppendString(b, s, wirejson.Go)
-			}
-			return append(b, ']'), nil
+			return wirejson.AppendStrings(b, get(r), wirejson.Go), nil
 		}}
 }
 

@@ -82,6 +82,23 @@ func AppendString(dst []byte, s string, opts Options) []byte {
 	return append(dst, '"')
 }
 
+// AppendStrings appends list to dst as a JSON array of strings, each as
+// AppendString writes it; a nil list as null (as encoding/json writes a
+// nil []string), an empty one as [].
+func AppendStrings(dst []byte, list []string, opts Options) []byte {
+	if list == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendString(dst, s, opts)
+	}
+	return append(dst, ']')
+}
+
 // AppendText appends s escaped as AppendString does, without the quotes,
 // stopping before the first character whose escaped form would take the
 // appended text past room bytes (room < 0: no limit). taken is how many

@@ -144,3 +144,30 @@ func BenchmarkAppendString(b *testing.B) {
 		buf = wirejson.AppendString(buf[:0], body, wirejson.Go)
 	}
 }
+
+// AppendStrings writes a list as encoding/json writes a []string without
+// HTML escaping (wirejson.Go): null for nil, [] for empty, each string
+// escaped as AppendString does.
+func TestAppendStringsWritesListsAsEncodingJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	lists := [][]string{nil, {}, {""}, {"a", `"q"`, "\xff", "<&>", "\u2028"}}
+	for range 50 {
+		l := make([]string, rng.IntN(5))
+		for i := range l {
+			l[i] = randomText(rng)
+		}
+		lists = append(lists, l)
+	}
+	for _, l := range lists {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(l); err != nil {
+			t.Fatal(err)
+		}
+		want := "prefix" + strings.TrimSuffix(buf.String(), "\n")
+		if got := wirejson.AppendStrings([]byte("prefix"), l, wirejson.Go); string(got) != want {
+			t.Fatalf("AppendStrings(%q) = %s, want %s", l, got, want)
+		}
+	}
+}
