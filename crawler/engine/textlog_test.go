@@ -23,8 +23,8 @@ func TestTextLogLinesNameTheRequestAndTheReason(t *testing.T) {
 
 	q := regexp.QuoteMeta
 	for _, want := range []struct{ what, re string }{
-		{"the scraped page", `\] INFO: Scraped page url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link .*status_code=200`},
-		{"the page sent to Kafka", `\] INFO: Sent page to Kafka url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link .*success=true`},
+		{"the scraped page", `\] INFO: Scraped page url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link action=emit .*status_code=200`},
+		{"the page sent to Kafka", `\] INFO: Sent page to Kafka url=` + q(page) + ` appid=testapp crawlid=text-ok spiderid=link action=ack .*success=true`},
 		{"the retry", `\] ERROR: Scraper Retry url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link error="[^"]+" error_reason="[^"]+" retry_count=0 status_code=504`},
 		{"the request given up", `\] ERROR: Gave up retrying the request; dropped url=` + q(hang) + ` appid=testapp crawlid=text-hang spiderid=link reason=timeout error="[^"]+" retry_times=1`},
 	} {
