@@ -183,3 +183,33 @@ func TestAZeroPageMarshalsWithEmptyCollections(t *testing.T) {
 		}
 	}
 }
+
+// The page's header lists are copies of the response's, each its own:
+// changing or growing one changes neither the response nor another list.
+// A nil list stays null, an empty one [].
+func TestNewPageHeadersAreCopiesOfTheirOwn(t *testing.T) {
+	resp := &spider.Response{URL: "http://example.com/", Status: 200,
+		Header:        http.Header{"A": {"1", "2"}, "B": {"3"}, "Nil": nil, "Empty": {}},
+		RequestHeader: http.Header{"User-Agent": {"ua"}}}
+	page := spider.NewPage(resp)
+	want := map[string][]string{"A": {"1", "2"}, "B": {"3"}, "Nil": nil, "Empty": {}}
+	if !reflect.DeepEqual(page.ResponseHeaders, want) {
+		t.Fatalf("response_headers %#v, want %#v", page.ResponseHeaders, want)
+	}
+	page.ResponseHeaders["A"][0] = "changed"
+	page.ResponseHeaders["A"] = append(page.ResponseHeaders["A"], "grown")
+	page.RequestHeaders["User-Agent"][0] = "changed"
+	if resp.Header["A"][0] != "1" || resp.RequestHeader["User-Agent"][0] != "ua" {
+		t.Errorf("the response's headers changed with the page's: %v %v", resp.Header, resp.RequestHeader)
+	}
+	if !slices.Equal(page.ResponseHeaders["B"], []string{"3"}) {
+		t.Errorf("growing one list changed another: B is %v", page.ResponseHeaders["B"])
+	}
+	got, err := json.Marshal(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(got, []byte(`"Empty":[]`)) || !bytes.Contains(got, []byte(`"Nil":null`)) {
+		t.Errorf("empty and nil lists: %s", got)
+	}
+}
