@@ -39,6 +39,9 @@ type Producer struct {
 	mu        sync.RWMutex // held for reading while enqueuing, for writing by Close
 	closed    bool
 
+	partsMu sync.Mutex
+	parts   map[string]partitions // by topic: what partition read last
+
 	// produceClient is client with Timeout set, which kafka-go sends to the
 	// broker (halved) as the time it may take to answer a produce request;
 	// without it kafka-go asks for 500 ms, and a broker whose replicas take
@@ -91,6 +94,21 @@ const (
 	recordOverhead  = 64
 	requestOverhead = 1024
 )
+
+// partitions are a topic's partitions as the metadata listed them at a
+// time.
+type partitions struct {
+	ids []int
+	at  time.Time
+}
+
+// partitionsTTL is how long a Producer uses a topic's partitions before
+// it reads the client's metadata again; a failed produce request reads it
+// again at once. Reading it per request, even from the client's cache,
+// was about 2% of a crawler's CPU (pprof of BenchmarkCrawlCost). A second,
+// as the transport's own metadata (MetadataTTL): new partitions are used
+// within two seconds.
+const partitionsTTL = time.Second
 
 // pending is one message and its caller's result channel.
 type pending struct {
@@ -280,6 +298,7 @@ func (p *Producer) produce(topic string, msgs []*pending) error {
 				return nil
 			}
 		}
+		p.forgetPartitions(topic)
 		err = fmt.Errorf("produce %d messages to %s/%d: %w", len(msgs), topic, partition, err)
 		if attempt >= maxAttempts || !retriable(err) {
 			return err
@@ -294,25 +313,59 @@ func (p *Producer) produce(topic string, msgs []*pending) error {
 }
 
 // partition picks the next of topic's partitions, round robin, from the
-// client's cached metadata (no round trip once the client knows the topic).
+// client's cached metadata (no round trip once the client knows the
+// topic), read again after partitionsTTL or a failure.
 func (p *Producer) partition(ctx context.Context, topic string) (int, error) {
+	p.partsMu.Lock()
+	known, ok := p.parts[topic]
+	p.partsMu.Unlock()
+	if !ok || time.Since(known.at) >= partitionsTTL {
+		ids, err := p.readPartitions(ctx, topic)
+		if err != nil {
+			return 0, err
+		}
+		known = partitions{ids: ids, at: time.Now()}
+		p.partsMu.Lock()
+		if p.parts == nil {
+			p.parts = map[string]partitions{}
+		}
+		p.parts[topic] = known
+		p.partsMu.Unlock()
+	}
+	return known.ids[(p.next.Add(1)-1)%uint64(len(known.ids))], nil
+}
+
+// forgetPartitions makes the next request to topic read its partitions
+// again.
+func (p *Producer) forgetPartitions(topic string) {
+	p.partsMu.Lock()
+	delete(p.parts, topic)
+	p.partsMu.Unlock()
+}
+
+// readPartitions lists topic's partitions from the client's metadata.
+func (p *Producer) readPartitions(ctx context.Context, topic string) ([]int, error) {
 	md, err := p.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
-		return 0, fmt.Errorf("read the metadata of %s: %w", topic, err)
+		return nil, fmt.Errorf("read the metadata of %s: %w", topic, err)
 	}
 	for _, t := range md.Topics {
 		if t.Name != topic {
 			continue
 		}
 		if t.Error != nil {
-			return 0, t.Error
+			return nil, t.Error
 		}
 		if len(t.Partitions) == 0 {
-			return 0, kafka.UnknownTopicOrPartition
+			return nil, kafka.UnknownTopicOrPartition
 		}
-		return t.Partitions[(p.next.Add(1)-1)%uint64(len(t.Partitions))].ID, nil
+		ids := make([]int, len(t.Partitions))
+		for i, pt := range t.Partitions {
+			ids[i] = pt.ID
+		}
+		return ids, nil
 	}
-	return 0, kafka.UnknownTopicOrPartition
+	return nil, kafka.UnknownTopicOrPartition
 }
 
 // retriable reports whether another attempt may succeed: Kafka's temporary
