@@ -188,7 +188,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize i
 	}
 	origin := u.Hostname()
 	method, body := cmp.Or(req.Method, http.MethodGet), req.Body
-	visited := map[string]bool{withoutFragment(u): true}
+	var visited map[string]bool // the URLs of the hops, made at the first redirect
 	for redirects := 0; ; redirects++ {
 		// Before robots.txt and before any proxy is asked: nothing is sent
 		// for a host that is an internal address.
@@ -235,6 +235,9 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize i
 			}
 			if redirects == f.cfg.MaxRedirects {
 				return nil, fmt.Errorf("%w: more than %d", ErrTooManyRedirects, f.cfg.MaxRedirects)
+			}
+			if visited == nil {
+				visited = map[string]bool{withoutFragment(u): true}
 			}
 			key := withoutFragment(next)
 			if visited[key] {
