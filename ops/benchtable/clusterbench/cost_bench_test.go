@@ -1,14 +1,19 @@
 package clusterbench_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -97,6 +102,12 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //
 // The broker keeps its log in files, as the local cluster does by default.
 //
+// CLUSTERBENCH_CPUPROFILE=<file> writes a CPU profile of the crawler
+// during the crawl measured (the first CLUSTERBENCH_CPUPROFILE_SECONDS,
+// default 10, from the feed; the crawler then serves Go's profiler on an
+// admin port of its own), for go tool pprof. The profiler's own cost, a
+// few per cent, shows in the crawler's figures of that run.
+//
 // Settings: costSettings (defaults otherwise, INFO text logs included),
 // then CLUSTERBENCH_EXTRA's, space-separated NAME=value pairs, to see what
 // one setting costs (e.g. CLUSTERBENCH_EXTRA=STATS_STATUS_CODES=false).
@@ -107,7 +118,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc")
 	}
-	bin := buildBinaries(b, "./crawler/cmd/testsite")
+	bin := harness.BuildBinaries(b, costPackages()...)
 	crawlerBin := binaryOr(bin, "crawler", "CLUSTERBENCH_CRAWLER_BINARY")
 	monitorBin := binaryOr(bin, "kafka-monitor", "CLUSTERBENCH_KAFKA_MONITOR_BINARY")
 
@@ -129,7 +140,14 @@ func BenchmarkCrawlCost(b *testing.B) {
 		env = append(env, strings.Fields(x)...)
 	}
 	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
-	crawler := startProcess(b, "crawler", crawlerBin, env, "--spider", "link")
+	profile := os.Getenv("CLUSTERBENCH_CPUPROFILE")
+	var adminAddr string
+	crawlerEnv := env
+	if profile != "" { // the crawler alone serves Go's profiler
+		adminAddr = "127.0.0.1:" + strconv.Itoa(harness.Port(b))
+		crawlerEnv = append(slices.Clone(env), "ADMIN_ADDR="+adminAddr, "ADMIN_PPROF=true")
+	}
+	crawler := startProcess(b, "crawler", crawlerBin, crawlerEnv, "--spider", "link")
 	pids := map[string]int{"crawler": crawler.Pid(), "redis-server": redisPid, "broker": broker.proc.Pid(),
 		"site": site.Pid(), "kafka-monitor": monitor.Pid()}
 
@@ -178,10 +196,14 @@ func BenchmarkCrawlCost(b *testing.B) {
 		logStart := dirBytes(b, broker.dir)
 		start := time.Now()
 		feed(crawlID)
+		profiled := profileCPU(b, adminAddr, profile, i)
 		pages += wait(crawlID, costPages)
 		elapsed += time.Since(start)
 		for name, t := range cpuTimes(b, pids) {
 			cpu[name] += t - cpuStart[name]
+		}
+		if err := <-profiled; err != nil { // after the measures: it may outlast the crawl
+			b.Fatalf("CPU profile of the crawler: %v", err)
 		}
 		reads += readsProcessed(b, rdb) - readsStart
 		logBytes += dirBytes(b, broker.dir) - logStart
@@ -228,6 +250,59 @@ func BenchmarkCrawlCost(b *testing.B) {
 		}
 	}
 	b.Logf("%d pages; Redis commands per page (Redis's own µs per page): %s", pages, strings.Join(breakdown, ", "))
+}
+
+// profileCPU starts taking a CPU profile of the crawler from its admin
+// endpoint at addr, for CLUSTERBENCH_CPUPROFILE_SECONDS (default 10; the
+// crawl takes 10 to 30 s on 2 cores), into path (".<i>" added after the
+// first iteration); the channel gets its result. No path: nothing, nil.
+func profileCPU(tb testing.TB, addr, path string, i int) <-chan error {
+	done := make(chan error, 1)
+	if path == "" {
+		done <- nil
+		return done
+	}
+	seconds := cmp.Or(os.Getenv("CLUSTERBENCH_CPUPROFILE_SECONDS"), "10")
+	if n, err := strconv.Atoi(seconds); err != nil || n < 1 {
+		tb.Fatalf("CLUSTERBENCH_CPUPROFILE_SECONDS=%q: not a whole number of seconds", seconds)
+	}
+	if i > 0 {
+		path += "." + strconv.Itoa(i)
+	}
+	go func() {
+		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + seconds)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("%s: %s", resp.Request.URL, resp.Status)
+			return
+		}
+		f, err := os.Create(path)
+		if err == nil {
+			_, err = io.Copy(f, resp.Body)
+			err = errors.Join(err, f.Close())
+		}
+		done <- err
+	}()
+	return done
+}
+
+// costPackages are the binaries BenchmarkCrawlCost builds: the test site,
+// and the crawler and the Kafka Monitor unless the environment names
+// others (on a loaded machine, linking the cluster's five binaries took
+// minutes of each run).
+func costPackages() []string {
+	pkgs := []string{"./crawler/cmd/testsite"}
+	for env, pkg := range map[string]string{"CLUSTERBENCH_CRAWLER_BINARY": "./crawler/cmd/crawler",
+		"CLUSTERBENCH_KAFKA_MONITOR_BINARY": "./kafka-monitor/cmd/kafka-monitor"} {
+		if os.Getenv(env) == "" {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	return pkgs
 }
 
 // dirBytes is the size of the files under dir.
