@@ -333,3 +333,40 @@ func batchCodecs(t *testing.T, client *kafka.Client) []string {
 	}
 	return codecs
 }
+
+// A producer keeps a topic's partitions for a while, not for ever:
+// partitions added to the topic get messages soon after.
+func TestPartitionsAddedToATopicGetMessages(t *testing.T) {
+	client := start(t, 1)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{})
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.Send(ctx, topic, []byte("before")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := client.CreatePartitions(ctx, &kafka.CreatePartitionsRequest{
+		Topics: []kafka.TopicPartitionsConfig{{Name: topic, Count: 3}}})
+	if err == nil {
+		err = errors.Join(res.Errors[topic])
+	}
+	if err != nil {
+		t.Fatalf("add partitions: %v", err)
+	}
+	sent := 0
+	harness.WaitFor(t, "a message in an added partition", 30*time.Second, func() bool {
+		if err := p.Send(ctx, topic, fmt.Appendf(nil, "after %d", sent)); err != nil {
+			t.Fatal(err)
+		}
+		sent++
+		for part := 1; part < 3; part++ { // the client may not know them yet either
+			res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: part, MaxBytes: 1 << 20})
+			if err == nil && res.Error == nil {
+				if _, err := res.Records.ReadRecord(); err == nil {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
