@@ -86,6 +86,7 @@ type treeBuilder struct {
 	joined     *html.Node // the text node whose text is being joined
 	joinedText []byte     // its text so far
 	sink       TokenSink  // nil: the tokens are for the tree only
+	cr, amp    bool       // the page has a '\r', a '&' (none: no piece has)
 }
 
 // treeIndex are elements buildTree notes on its way, in document order,
@@ -153,6 +154,7 @@ func buildIndexedTree(src string, sink TokenSink) (root *html.Node, found *treeI
 	if strings.IndexByte(src, 0) >= 0 {
 		unsure()
 	}
+	b.cr, b.amp = strings.IndexByte(src, '\r') >= 0, strings.IndexByte(src, '&') >= 0
 	b.doc = b.newNode(html.DocumentNode, 0, "", nil)
 	for {
 		t := b.next()
