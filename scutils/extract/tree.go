@@ -161,7 +161,7 @@ func buildIndexedTree(src string, sink TokenSink) (root *html.Node, found *treeI
 		if b.sink != nil {
 			b.emit(&t)
 		}
-		b.process(t)
+		b.process(&t)
 		if t.typ == tokEOF {
 			b.join(nil)
 			return b.doc, &b.found, nil
@@ -190,13 +190,14 @@ func (b *treeBuilder) top() *html.Node {
 	return b.oe[len(b.oe)-1]
 }
 
-// process runs a token through the insertion modes until one consumes it.
-func (b *treeBuilder) process(t token) {
+// process runs a token through the insertion modes until one consumes it
+// (which may trim its text).
+func (b *treeBuilder) process(t *token) {
 	for i := 0; ; i++ {
 		if i > 16 { // never happens: the modes always move on
 			unsure()
 		}
-		if b.step(&t) {
+		if b.step(t) {
 			return
 		}
 	}
