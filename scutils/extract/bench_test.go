@@ -253,3 +253,35 @@ func BenchmarkOneWalk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyLoop: BenchmarkTestSitePage's five rules on its page
+// (testsite) and BenchmarkExtract's 20 rules on the 200 KB page (rules=20)
+// as plain loops, no clock read around each page: for counting the
+// instructions a page takes, which no load on the machine moves, e.g.
+// (GOGC=off: the collector's share left out)
+//
+//	go test -c -o /tmp/extract.test ./scutils/extract/
+//	GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no \
+//	    /tmp/extract.test -test.run '^$' -test.bench '^BenchmarkApplyLoop$/testsite' -test.benchtime 10000x
+//
+// and the same with -test.benchtime 1x: the difference of the two "I refs"
+// over 9,999 is a page's instructions.
+func BenchmarkApplyLoop(b *testing.B) {
+	for _, tc := range []struct{ name, rules, url, page string }{
+		{"testsite", testSiteRules, "http://127.0.0.1:8080/page/1/2", testSitePage},
+		{"rules=20", benchRules(20), "http://shop.example/list", productPage(200 << 10)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rs, err := extract.CompileJSON([]byte(tc.rules))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := rs.Apply(tc.url, tc.page); len(got) != rs.Len() {
+					b.Fatalf("%d fields, want %d", len(got), rs.Len())
+				}
+			}
+		})
+	}
+}

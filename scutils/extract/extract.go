@@ -83,6 +83,16 @@
 // code before (BenchmarkExtract, 3 each), the 20 rules' process CPU time
 // (the collector's included) is 2.7-5.2 ms a page at p50 and 8.7-11.2 at
 // p99 against 5.7-6.7 and 12.2-16.7.
+//
+// Times on this shared machine move with its load more than with small
+// changes; instructions do not. Counted with cachegrind (BenchmarkApplyLoop,
+// GOGC=off), the tree builder's last trims (attribute keys without
+// atom.Lookup, a tag told from a comment or doctype by its second byte,
+// end tags that close a block and special elements by switch and by atom,
+// no look for '\r' or '&' in the pieces of a page that has none, the
+// token passed by pointer) take a test-site page's five rules from 52.6k
+// instructions to 46.1k, and the 20 rules on the 200 KB page from 24.2M
+// to 21.1M (-12%).
 package extract
 
 import (

@@ -86,6 +86,7 @@ type treeBuilder struct {
 	joined     *html.Node // the text node whose text is being joined
 	joinedText []byte     // its text so far
 	sink       TokenSink  // nil: the tokens are for the tree only
+	cr, amp    bool       // the page has a '\r', a '&' (none: no piece has)
 }
 
 // treeIndex are elements buildTree notes on its way, in document order,
@@ -153,13 +154,14 @@ func buildIndexedTree(src string, sink TokenSink) (root *html.Node, found *treeI
 	if strings.IndexByte(src, 0) >= 0 {
 		unsure()
 	}
+	b.cr, b.amp = strings.IndexByte(src, '\r') >= 0, strings.IndexByte(src, '&') >= 0
 	b.doc = b.newNode(html.DocumentNode, 0, "", nil)
 	for {
 		t := b.next()
 		if b.sink != nil {
 			b.emit(&t)
 		}
-		b.process(t)
+		b.process(&t)
 		if t.typ == tokEOF {
 			b.join(nil)
 			return b.doc, &b.found, nil
@@ -188,13 +190,14 @@ func (b *treeBuilder) top() *html.Node {
 	return b.oe[len(b.oe)-1]
 }
 
-// process runs a token through the insertion modes until one consumes it.
-func (b *treeBuilder) process(t token) {
+// process runs a token through the insertion modes until one consumes it
+// (which may trim its text).
+func (b *treeBuilder) process(t *token) {
 	for i := 0; ; i++ {
 		if i > 16 { // never happens: the modes always move on
 			unsure()
 		}
-		if b.step(&t) {
+		if b.step(t) {
 			return
 		}
 	}

@@ -135,10 +135,17 @@ func (b *treeBuilder) closeListItem(kinds ...a.Atom) {
 	}
 }
 
-// closesBlock are the end tags that close an element in scope.
-var closesBlock = []a.Atom{a.Address, a.Article, a.Aside, a.Blockquote, a.Button, a.Center, a.Details, a.Dialog, a.Dir,
-	a.Div, a.Dl, a.Fieldset, a.Figcaption, a.Figure, a.Footer, a.Header, a.Hgroup, a.Listing, a.Main, a.Menu, a.Nav,
-	a.Ol, a.Pre, a.Search, a.Section, a.Summary, a.Ul}
+// closesBlock reports whether at is an end tag that closes an element in
+// scope (a switch, not a list to scan: every end tag asks).
+func closesBlock(at a.Atom) bool {
+	switch at {
+	case a.Address, a.Article, a.Aside, a.Blockquote, a.Button, a.Center, a.Details, a.Dialog, a.Dir,
+		a.Div, a.Dl, a.Fieldset, a.Figcaption, a.Figure, a.Footer, a.Header, a.Hgroup, a.Listing, a.Main, a.Menu, a.Nav,
+		a.Ol, a.Pre, a.Search, a.Section, a.Summary, a.Ul:
+		return true
+	}
+	return false
+}
 
 func (b *treeBuilder) bodyEnd(t *token) bool {
 	switch at := t.atom; {
@@ -151,7 +158,7 @@ func (b *treeBuilder) bodyEnd(t *token) bool {
 			b.mode = modeAfterBody
 			return false
 		}
-	case oneOf(at, closesBlock...):
+	case closesBlock(at):
 		if b.inScope(defaultScope, at) >= 0 {
 			b.impliedEndTags("")
 			b.popUntil(defaultScope, at)
@@ -321,17 +328,22 @@ func (b *treeBuilder) impliedEndTags(except string) {
 }
 
 // special are html.Parse's special elements (golang.org/x/net/html's
-// isSpecialElementMap).
-var special = func() map[string]bool {
-	m := map[string]bool{}
+// isSpecialElementMap), by atom: each is one, and the builder's elements
+// of an atom are named by it (tagAtom), those of none are no special ones.
+var special = func() map[a.Atom]bool {
+	m := map[a.Atom]bool{}
 	for _, s := range strings.Fields(`address applet area article aside base basefont bgsound blockquote body br
 		button caption center col colgroup dd details dir div dl dt embed fieldset figcaption figure footer form
 		frame frameset h1 h2 h3 h4 h5 h6 head header hgroup hr html iframe img input keygen li link listing main
 		marquee menu meta nav noembed noframes noscript object ol p param plaintext pre script section select
 		source style summary table tbody td template textarea tfoot th thead title tr track ul wbr xmp`) {
-		m[s] = true
+		at := a.Lookup([]byte(s))
+		if at == 0 {
+			panic("extract: special element " + s + " has no atom")
+		}
+		m[at] = true
 	}
 	return m
 }()
 
-func isSpecial(n *html.Node) bool { return n.Namespace == "" && special[n.Data] }
+func isSpecial(n *html.Node) bool { return n.Namespace == "" && n.DataAtom != 0 && special[n.DataAtom] }
