@@ -296,11 +296,17 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 		chromedp.Flag("disable-dev-shm-usage", true),
 		// Not for a headless crawler: the back-forward cache (a page left
 		// stays alive), each window's WebUI omnibox popups (two renderers
-		// per tab), and site isolation (a renderer per site a page
-		// reaches, swapped at each navigation; a tab holds one page of a
-		// context without cookies at a time).
+		// per tab), site isolation (a renderer per site a page reaches,
+		// swapped at each navigation; a tab holds one page of a context
+		// without cookies at a time), and RenderDocument (a new frame host
+		// and renderer frame for every document, same-site ones included:
+		// without it a navigation within a site reuses the frame, as
+		// Chromium did before; a fifth less processor time per page on the
+		// script pages, whose wipe to about:blank and next page are two
+		// navigations).
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,BackForwardCache,"+
-			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,IsolateOrigins,site-per-process,SpareRendererForSitePerProcess"),
+			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,IsolateOrigins,site-per-process,SpareRendererForSitePerProcess,"+
+			"RenderDocument"),
 		chromedp.Flag("disable-site-isolation-trials", true),
 		chromedp.Flag("js-flags", "--max-old-space-size=256"),
 		// The network service in the browser process, not a process of
