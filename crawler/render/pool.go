@@ -320,6 +320,15 @@ func (p *Pool) startBrowser() (*browserProc, error) {
 		// pages (no frame hops between threads for pages nobody watches);
 		// frames, animation frames and observers work as before.
 		chromedp.Flag("disable-threaded-compositing", true),
+		// No popups: a popup would belong to no render, and nobody would
+		// wipe or close it between crawls. The headless shell refuses
+		// every new window with block-new-web-contents; Chromium's
+		// headless mode, which does not know that switch, with its popup
+		// blocker (chromedp's defaults turn it off), which refuses
+		// window.open without a user's gesture, and no page is rendered
+		// with one.
+		chromedp.Flag("block-new-web-contents", true),
+		chromedp.Flag("disable-popup-blocking", false),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		}),

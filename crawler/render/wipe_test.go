@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -166,5 +167,65 @@ func TestRenderedPagesAreNeverServedFromTheCache(t *testing.T) {
 	defer mu.Unlock()
 	if hits["/cacheable"] != 4 || hits["/cacheable.js"] != 4 {
 		t.Errorf("the site was asked %v, want each path 4 times", hits)
+	}
+}
+
+// A page cannot open windows: window.open from its scripts is refused, so
+// no popup outlives its page and no popup's request reaches a site. A
+// popup would belong to no render: nobody would wipe or close it between
+// crawls. Both kinds of browser refuse it in their own way: the headless
+// shell (the default) and Chromium's headless mode, when installed.
+func TestAPageCannotOpenAWindow(t *testing.T) {
+	browsers := []string{""} // the default search: the headless shell
+	if _, err := exec.LookPath("chromium"); err == nil {
+		browsers = append(browsers, "chromium")
+	}
+	for _, browser := range browsers {
+		name := browser
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("RENDER_BROWSER", browser)
+			pageCannotOpenAWindow(t)
+		})
+	}
+}
+
+func pageCannotOpenAWindow(t *testing.T) {
+	var mu sync.Mutex
+	opened := 0
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path == "/opened" {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+			fmt.Fprint(w, `<!DOCTYPE html><html><body>opened</body></html>`)
+			return
+		}
+		fmt.Fprint(w, `<!DOCTYPE html><html><body><p id="out"></p><script>
+var w = window.open("/opened", "_blank");
+document.getElementById("out").textContent = w ? "opened" : "refused";
+</script></body></html>`)
+	}))
+	t.Cleanup(site.Close)
+	p := newPool(t, render.Config{Concurrency: 1, Block: render.DefaultBlock})
+	res, err := p.Render(context.Background(), render.Request{URL: site.URL + "/opener", Spec: defaultSpec}, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(res.Body), `<p id="out">refused</p>`) {
+		t.Errorf("window.open was not refused:\n%s", res.Body)
+	}
+	// The second render runs in the same browser after the first: a popup
+	// the first opened would have asked for /opened by the time it is done.
+	if _, err := p.Render(context.Background(), render.Request{URL: site.URL + "/opener", Spec: defaultSpec, Session: "other"}, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != 0 {
+		t.Errorf("a popup asked the site for /opened %d times", opened)
 	}
 }
