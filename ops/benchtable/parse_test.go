@@ -98,9 +98,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
 	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
 	// 6 duplicate filter bytes, 6 FIFO enqueue, 3 rendered pages/s, 3 render
-	// memory, 6 REDIS_WAIT_REPLICAS cost, 3 Redis CPU per page on a cluster.
-	if len(res) != 90 {
-		t.Fatalf("got %d results, want 90", len(res))
+	// memory, 6 REDIS_WAIT_REPLICAS cost, 3 Redis CPU per page on a cluster,
+	// 12 duplicate filter bytes on a cluster.
+	if len(res) != 102 {
+		t.Fatalf("got %d results, want 102", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -115,7 +116,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost",
 		"BenchmarkDupeFilterBytesPerURL/mode=exact", "BenchmarkDupeFilterBytesPerURL/mode=bloom",
 		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off",
-		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS", "BenchmarkRedisCPUPerPage"} {
+		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS", "BenchmarkRedisCPUPerPage",
+		"BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=bloom", "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=exact"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -142,8 +144,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 21 {
-		t.Errorf("%d commands, want 21", len(commands))
+	if len(commands) != 22 {
+		t.Errorf("%d commands, want 22", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                                   7426,
@@ -179,6 +181,7 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"the busiest master's CPU per page over the one Redis's": 0.6584,
 		"the three masters' CPU per page over the one Redis's":   1.822,
 		"one Redis: Redis CPU per page":                          263.5,
+		"Redis Cluster, 20 domains of 5,000 URLs, bloom":         3.35,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

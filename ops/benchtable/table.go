@@ -198,6 +198,13 @@ func featureBenches() []Bench {
 				{Label: "follow-ups through the exact filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=exact", Unit: "redis-cpu-µs/url"},
 				{Label: "follow-ups through the bloom filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=bloom", Unit: "redis-cpu-µs/url"},
 			}},
+		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkClusterDupeFilterBytesPerURL$", Benchtime: "1x", Section: SectionOrder,
+			Figures: []Figure{
+				{Label: "Redis Cluster, 20 domains of 5,000 URLs, exact: Redis bytes per URL (a filter per domain)", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=exact", Unit: "redis-bytes/url"},
+				{Label: "Redis Cluster, 20 domains of 5,000 URLs, bloom (rate 0.001, from 1,024 a domain): Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=bloom", Unit: "redis-bytes/url", Target: AtMost(10)},
+				{Label: "Redis Cluster, 1,000 domains of 100 URLs, exact: Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=exact", Unit: "redis-bytes/url"},
+				{Label: "Redis Cluster, 1,000 domains of 100 URLs, bloom: Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=bloom", Unit: "redis-bytes/url"},
+			}},
 		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkFIFOEnqueue$", Benchtime: "200x", Section: SectionOrder,
 			Figures: []Figure{
 				{Label: "Kafka Monitor seeds with the FIFO tiebreak: Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=on", Unit: "redis-cpu-µs/seed"},
