@@ -180,10 +180,10 @@ func (b *ackBatcher) domainPages(f *followUps, blacklisted bool) []domainPage {
 		d := f.domains[g]
 		i, ok := at[d]
 		if !ok {
-			dupes, _ := b.cfg.dupeFilter(d, f.crawlID)
+			dupes, meta := b.cfg.dupeFilter(d, f.crawlID)
 			i = len(pages)
 			at[d] = i
-			pages = append(pages, domainPage{domain: d, page: redisscripts.FinishPage{Crawl: f.page.Crawl, DupeFilter: dupes}})
+			pages = append(pages, domainPage{domain: d, page: redisscripts.FinishPage{Crawl: f.page.Crawl, DupeFilter: dupes, DupeFilterMeta: meta}})
 		}
 		p := &pages[i]
 		if blacklisted {

@@ -66,10 +66,20 @@ var clusterCrawl = ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "c1
 // (which the next domain's seed links to as well, a duplicate across
 // pages in another slot). Every page is crawled exactly once, the domains'
 // keys are on all three masters, and the crawl's ledger, summed over its
-// shares, has counted every request and has nothing outstanding.
+// shares, has counted every request and has nothing outstanding. In both
+// duplicate filter modes: with DUPEFILTER_MODE bloom each domain has a
+// compact filter of its own in its slot, started at 1,024 requests.
 func TestClusterCrawlFollowsLinksAcrossSlotsOnce(t *testing.T) {
+	for _, mode := range []string{scheduler.DupeExact, scheduler.DupeBloom} {
+		t.Run(mode, func(t *testing.T) { crawlAcrossSlots(t, mode) })
+	}
+}
+
+func crawlAcrossSlots(t *testing.T, mode string) {
 	rc := harness.StartRedisCluster(t)
-	s, c, _ := runOnCluster(t, rc, clusterConfig())
+	cfg := clusterConfig()
+	cfg.DupeMode, cfg.BloomRate, cfg.BloomCapacity = mode, 0.001, 100000 // DUPEFILTER_* defaults
+	s, c, _ := runOnCluster(t, rc, cfg)
 	const n = 20
 	var urls, want []string
 	for i := range n {
@@ -155,6 +165,20 @@ func TestClusterCrawlFollowsLinksAcrossSlotsOnce(t *testing.T) {
 	}
 	if p.Seeds != n || p.Enqueued != 2*n || p.Queued != 0 || p.InFlight != 0 || p.Published != 3*n || p.Refused["duplicate"] != n {
 		t.Errorf("ledger sum %+v: want %d seeds, %d enqueued, %d published, %d duplicates, nothing outstanding", p, n, 2*n, 3*n, n)
+	}
+	if est := p.DupeFilterFalseDropsEstimate; (mode == scheduler.DupeExact && est != 0) || est < 0 || est > 1e-3 {
+		t.Errorf("false drops estimate %v in mode %s", est, mode)
+	}
+	for _, d := range domains {
+		bits, meta := rediskeys.Cluster.BloomFilter("link", d, "c1")
+		exact := c.Exists(context.Background(), rediskeys.Cluster.DupeFilter("link", d, "c1")).Val()
+		compact := c.Exists(context.Background(), bits, meta).Val()
+		if (mode == scheduler.DupeExact) != (exact == 1 && compact == 0) || (mode == scheduler.DupeBloom) != (exact == 0 && compact == 2) {
+			t.Errorf("%s in mode %s: %d exact filter, %d keys of a compact one", d, mode, exact, compact)
+		}
+		if capacity := c.HGet(context.Background(), meta, "capacity").Val(); mode == scheduler.DupeBloom && capacity != "1024" {
+			t.Errorf("%s's compact filter starts at %q requests, want 1024", d, capacity)
+		}
 	}
 }
 

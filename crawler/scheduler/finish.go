@@ -21,7 +21,7 @@ func newFinish(cfg Config, owners, records string, now time.Time) *redisscripts.
 		LedgerTTL: cfg.ledgerTTL(), DupeFilterTTL: cfg.DupeTimeout, DomainMaxPageTTL: cfg.DomainMaxPageTimeout,
 		GlobalPageTTL: cfg.GlobalPageTimeout, GlobalPageLimit: cfg.GlobalPageLimit}
 	if cfg.DupeMode == DupeBloom {
-		f.BloomRate, f.BloomCapacity = cfg.BloomRate, cfg.BloomCapacity
+		f.BloomRate, f.BloomCapacity = cfg.BloomRate, cfg.bloomCapacity()
 	}
 	return f
 }

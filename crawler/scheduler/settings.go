@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,7 +44,8 @@ var (
 		"taken for one seen before (its false-positive rate); a crawl's filter keeps the rate it was made with").Ours().Within(1e-9, 0.1)
 	DupeFilterCapacity = settings.Int("DUPEFILTER_CAPACITY", 100000, "with `DUPEFILTER_MODE` bloom: the requests a crawl's filter "+
 		"holds before it grows (each new layer holds twice the last at half the rate); "+
-		"a crawl's filter keeps the capacity it was made with").Ours().Within(1, 10000000)
+		"a crawl's filter keeps the capacity it was made with; on a Redis Cluster, where a crawl has a filter per domain, each starts at "+
+		"the smaller of this and "+strconv.Itoa(clusterBloomCapacity)).Ours().Within(1, 10000000)
 )
 
 // The duplicate filter modes (DUPEFILTER_MODE).
@@ -161,8 +163,7 @@ func (c Config) validate() error {
 	return nil
 }
 
-// validateMode checks that c's key layout is the mode of rdb, and refuses
-// what a Redis Cluster does not have yet: a compact duplicate filter.
+// validateMode checks that c's key layout is the mode of rdb.
 func (c Config) validateMode(rdb redis.UniversalClient) error {
 	_, cluster := rdb.(*redis.ClusterClient)
 	switch {
@@ -170,21 +171,36 @@ func (c Config) validateMode(rdb redis.UniversalClient) error {
 		return fmt.Errorf("the scheduler's Redis client is a cluster client but its key layout is the one Redis's (Config.Layout: redisconn.KeyLayout)")
 	case !cluster && c.Layout.IsCluster():
 		return fmt.Errorf("the scheduler's key layout is a Redis Cluster's but its Redis client is not a cluster client")
-	case cluster && c.DupeMode == DupeBloom:
-		return fmt.Errorf("setting DUPEFILTER_MODE: %q is not supported on a Redis Cluster yet (%s is set): use %q", DupeBloom, redisconn.ClusterNodes.Name(), DupeExact)
 	}
 	return nil
 }
 
 // dupeFilter is the keys of the duplicate filter of crawlID's crawl: its
-// set, or a compact filter's bits and meta; on a Redis Cluster the set of
-// its requests for domain (validateMode refuses a compact filter there).
+// set, or a compact filter's bits and meta; on a Redis Cluster those of
+// its requests for domain.
 func (c Config) dupeFilter(domain, crawlID string) (key, meta string) {
-	if c.Layout.IsCluster() {
-		return c.Layout.DupeFilter(c.SpiderID, domain, crawlID), ""
-	}
 	if c.DupeMode == DupeBloom {
-		return rediskeys.BloomFilterKeys(c.SpiderID, crawlID)
+		return c.Layout.BloomFilter(c.SpiderID, domain, crawlID)
 	}
-	return rediskeys.DupeFilterKey(c.SpiderID, crawlID), ""
+	return c.Layout.DupeFilter(c.SpiderID, domain, crawlID), ""
+}
+
+// clusterBloomCapacity is the first layer of a domain's compact duplicate
+// filter on a Redis Cluster (DUPEFILTER_CAPACITY when that is smaller):
+// there a crawl has a filter per domain, each grown by layers as the one
+// Redis's is (each layer twice the last at half its rate, so a request is
+// taken for a seen one at DUPEFILTER_ERROR_RATE at most, as in one-Redis
+// mode), and a first layer of DUPEFILTER_CAPACITY in each would multiply
+// the filter's memory by the crawl's domains. 1,024 requests at the
+// default rate are about 2 KB.
+const clusterBloomCapacity = 1024
+
+// bloomCapacity is the first layer of the compact duplicate filters this
+// crawler makes: DUPEFILTER_CAPACITY, or clusterBloomCapacity on a Redis
+// Cluster when smaller.
+func (c Config) bloomCapacity() int {
+	if c.Layout.IsCluster() {
+		return min(c.BloomCapacity, clusterBloomCapacity)
+	}
+	return c.BloomCapacity
 }

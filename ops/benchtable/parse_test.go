@@ -98,9 +98,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
 	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
 	// 6 duplicate filter bytes, 6 FIFO enqueue, 3 rendered pages/s, 3 render
-	// memory.
-	if len(res) != 87 {
-		t.Fatalf("got %d results, want 87", len(res))
+	// memory, 6 REDIS_WAIT_REPLICAS cost, 3 Redis CPU per page on a cluster,
+	// 12 duplicate filter bytes on a cluster.
+	if len(res) != 102 {
+		t.Fatalf("got %d results, want 102", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -115,7 +116,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost",
 		"BenchmarkDupeFilterBytesPerURL/mode=exact", "BenchmarkDupeFilterBytesPerURL/mode=bloom",
 		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off",
-		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS"} {
+		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS", "BenchmarkRedisCPUPerPage",
+		"BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=bloom", "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=exact"} {
 		if count[name] != 3 {
 			t.Errorf("%s: %d results, want 3", name, count[name])
 		}
@@ -142,40 +144,44 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 20 {
-		t.Errorf("%d commands, want 20", len(commands))
+	if len(commands) != 22 {
+		t.Errorf("%d commands, want 22", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
-		"Kafka Monitor ingest":                            7426,
-		"Crawler pages/s, 1 process (default settings)":   725.8,
-		"Crawler pages/s, 2 processes (default settings)": 987.8,
-		"New domain, feed to first result p50":            6.528,
-		"REST /feed crawl requests":                       2985,
-		"crawler, idle":                                   15.39,
-		"rest, cluster workload":                          21.67,
-		"local-cluster RSS after the crawl":               123.0,
-		"local-cluster peak RSS during the crawl":         151.3,
-		"crawler CPU per page":                            273.6,
-		"  evalsha":                                       0.5712,
-		"Redis socket reads per page":                     0.1834,
-		"crawler under hostile pages":                     165.9,
-		"crawler growth for one 50 MB plain page":         13.38,
-		"20 rules on a 200 KB page, p99 µs (CPU":          8979,
-		"20 rules on a 200 KB page, p99 µs (process":      12588,
-		"extraction: what 5 rules add":                    15.38,
-		"Redis bytes per remembered URL":                  61.2,
-		"adaptive: fetches per change detected":           4.094,
-		"re-run: bytes the site sent on the wire":         6.647,
-		"re-run: body bytes the site sent":                0,
-		"duplicate filter, exact: Redis bytes per URL":    82.49,
-		"duplicate filter, bloom (rate 0.001): Redis":     2.296,
-		"follow-ups through the bloom filter":             72.86,
-		"Kafka Monitor seeds with the FIFO tiebreak":      13.43,
-		"the same without it":                             11.29,
-		"rendered pages/s":                                7.849,
-		"processor ms per rendered page, every process":   159.8,
-		"last 500 over first 500, PSS %":                  5.386,
-		"REDIS_WAIT_REPLICAS=1: pages/s":                  335.6,
+		"Kafka Monitor ingest":                                   7426,
+		"Crawler pages/s, 1 process (default settings)":          725.8,
+		"Crawler pages/s, 2 processes (default settings)":        987.8,
+		"New domain, feed to first result p50":                   6.528,
+		"REST /feed crawl requests":                              2985,
+		"crawler, idle":                                          15.39,
+		"rest, cluster workload":                                 21.67,
+		"local-cluster RSS after the crawl":                      123.0,
+		"local-cluster peak RSS during the crawl":                151.3,
+		"crawler CPU per page":                                   273.6,
+		"  evalsha":                                              0.5712,
+		"Redis socket reads per page":                            0.1834,
+		"crawler under hostile pages":                            165.9,
+		"crawler growth for one 50 MB plain page":                13.38,
+		"20 rules on a 200 KB page, p99 µs (CPU":                 8979,
+		"20 rules on a 200 KB page, p99 µs (process":             12588,
+		"extraction: what 5 rules add":                           15.38,
+		"Redis bytes per remembered URL":                         61.2,
+		"adaptive: fetches per change detected":                  4.094,
+		"re-run: bytes the site sent on the wire":                6.647,
+		"re-run: body bytes the site sent":                       0,
+		"duplicate filter, exact: Redis bytes per URL":           82.49,
+		"duplicate filter, bloom (rate 0.001): Redis":            2.296,
+		"follow-ups through the bloom filter":                    72.86,
+		"Kafka Monitor seeds with the FIFO tiebreak":             13.43,
+		"the same without it":                                    11.29,
+		"rendered pages/s":                                       7.849,
+		"processor ms per rendered page, every process":          159.8,
+		"last 500 over first 500, PSS %":                         5.386,
+		"REDIS_WAIT_REPLICAS=1: pages/s":                         335.6,
+		"the busiest master's CPU per page over the one Redis's": 0.6584,
+		"the three masters' CPU per page over the one Redis's":   1.822,
+		"one Redis: Redis CPU per page":                          263.5,
+		"Redis Cluster, 20 domains of 5,000 URLs, bloom":         3.35,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -74,6 +74,7 @@ const (
 	SectionOrder      = "Order and memory: the duplicate filter's bytes per URL, the cost of FIFO within a priority"
 	SectionRender     = "Rendering (headless Chromium): one rendering crawler, default RENDER_* settings, the test site's script pages"
 	SectionWait       = "Redis Cluster, REDIS_WAIT_REPLICAS: three masters with a replica each, the Kafka Monitor and two crawlers, a 520-page crawl of 20 domains"
+	SectionShard      = "Redis Cluster: Redis CPU per page, one Redis against three masters (a replica each), the same 11,120-page crawl of 20 domains, the Kafka Monitor and two crawlers"
 )
 
 // Default is what `make bench` measures: the cluster's own figures, then
@@ -197,6 +198,13 @@ func featureBenches() []Bench {
 				{Label: "follow-ups through the exact filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=exact", Unit: "redis-cpu-µs/url"},
 				{Label: "follow-ups through the bloom filter: Redis CPU per URL", Result: "BenchmarkDupeFilterBytesPerURL/mode=bloom", Unit: "redis-cpu-µs/url"},
 			}},
+		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkClusterDupeFilterBytesPerURL$", Benchtime: "1x", Section: SectionOrder,
+			Figures: []Figure{
+				{Label: "Redis Cluster, 20 domains of 5,000 URLs, exact: Redis bytes per URL (a filter per domain)", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=exact", Unit: "redis-bytes/url"},
+				{Label: "Redis Cluster, 20 domains of 5,000 URLs, bloom (rate 0.001, from 1,024 a domain): Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=20/mode=bloom", Unit: "redis-bytes/url", Target: AtMost(10)},
+				{Label: "Redis Cluster, 1,000 domains of 100 URLs, exact: Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=exact", Unit: "redis-bytes/url"},
+				{Label: "Redis Cluster, 1,000 domains of 100 URLs, bloom: Redis bytes per URL", Result: "BenchmarkClusterDupeFilterBytesPerURL/domains=1000/mode=bloom", Unit: "redis-bytes/url"},
+			}},
 		{Pkg: "./scutils/redisscripts/", Pattern: "^BenchmarkFIFOEnqueue$", Benchtime: "200x", Section: SectionOrder,
 			Figures: []Figure{
 				{Label: "Kafka Monitor seeds with the FIFO tiebreak: Redis CPU per seed", Result: "BenchmarkFIFOEnqueue/tiebreak=on", Unit: "redis-cpu-µs/seed"},
@@ -210,6 +218,21 @@ func featureBenches() []Bench {
 				{Label: "REDIS_WAIT_REPLICAS=1: Redis CPU per page, the three masters", Result: "BenchmarkWaitReplicasCost/wait=1", Unit: "masters-cpu-µs/page"},
 				{Label: "REDIS_WAIT_REPLICAS=0: Redis CPU per page, the busiest master", Result: "BenchmarkWaitReplicasCost/wait=0", Unit: "busiest-master-cpu-µs/page"},
 				{Label: "REDIS_WAIT_REPLICAS=1: Redis CPU per page, the busiest master", Result: "BenchmarkWaitReplicasCost/wait=1", Unit: "busiest-master-cpu-µs/page"},
+			}},
+		{Pkg: "./crawler/e2e/rediscluster/", Pattern: "^BenchmarkRedisCPUPerPage$", Benchtime: "1x", Section: SectionShard,
+			Figures: []Figure{
+				{Label: "one Redis: Redis CPU per page", Result: "BenchmarkRedisCPUPerPage", Unit: "single-redis-cpu-µs/page"},
+				{Label: "cluster: the busiest master's CPU per page", Result: "BenchmarkRedisCPUPerPage", Unit: "busiest-master-cpu-µs/page"},
+				{Label: "the busiest master's CPU per page over the one Redis's", Result: "BenchmarkRedisCPUPerPage", Unit: "busiest-master-per-single", Target: AtMost(0.45)},
+				{Label: "cluster: the three masters' CPU per page", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-cpu-µs/page"},
+				{Label: "the three masters' CPU per page over the one Redis's", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-per-single", Target: AtMost(1.20)},
+				{Label: "one Redis: commands per page (INFO commandstats)", Result: "BenchmarkRedisCPUPerPage", Unit: "single-redis-cmds/page"},
+				{Label: "cluster: commands per page, the three masters", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-cmds/page"},
+				{Label: "one Redis: socket reads per page (round trips)", Result: "BenchmarkRedisCPUPerPage", Unit: "single-redis-reads/page"},
+				{Label: "cluster: socket reads per page, the busiest master", Result: "BenchmarkRedisCPUPerPage", Unit: "busiest-master-reads/page"},
+				{Label: "cluster: socket reads per page, the three masters", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-reads/page"},
+				{Label: "one Redis: pages/s", Result: "BenchmarkRedisCPUPerPage", Unit: "single-pages/s"},
+				{Label: "cluster: pages/s", Result: "BenchmarkRedisCPUPerPage", Unit: "cluster-pages/s"},
 			}},
 		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkRenderedPagesPerSecond$", Benchtime: "1x", Section: SectionRender,
 			Figures: []Figure{{Label: "rendered pages/s, default RENDER_CONCURRENCY (1,008 script pages, 16 trees crawled at once)", Result: "BenchmarkRenderedPagesPerSecond",

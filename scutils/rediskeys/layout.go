@@ -171,6 +171,19 @@ func (l Layout) DupeFilter(spiderID, domain, crawlID string) string {
 	return DupeFilterKey(spiderID, crawlID)
 }
 
+// BloomFilter is a crawl's compact duplicate filter for domain
+// (DUPEFILTER_MODE bloom), its bits and its meta hash: one per crawl in
+// Single (BloomFilterKeys, every domain's together), in Cluster one per
+// domain, "cluster:{<domain>}:bloom:<spiderid>:<crawlid>:bits" and
+// ":meta", in the slot of the domain's queue and ledger share.
+func (l Layout) BloomFilter(spiderID, domain, crawlID string) (bits, meta string) {
+	if l.cluster {
+		k := clusterKey(domain, "bloom", spiderID, crawlID)
+		return k + ":bits", k + ":meta"
+	}
+	return BloomFilterKeys(spiderID, crawlID)
+}
+
 // DomainMaxPage counts the pages a crawl queued for domain against its
 // domain_max_pages (DomainMaxPageKey); in Cluster
 // "cluster:{<domain>}:domain_max_page:<spiderid>:<crawlid>".
@@ -339,11 +352,13 @@ func (l Layout) ParseLeasesOwners(key string) (base string, ok bool) {
 // SpiderPatterns are the SCAN MATCH patterns, in Cluster, of the keys a
 // crawler of spiderID clears when it does not persist its queues
 // (SCHEDULER_PERSIST false): its queues and render queues, and its crawls'
-// duplicate filters and page counts, each to be scanned on every master.
+// duplicate filters (exact and compact) and page counts, each to be
+// scanned on every master.
 func (l Layout) SpiderPatterns(spiderID string) []string {
 	s := GlobEscape(spiderID)
 	return []string{l.QueuePattern(spiderID), l.RenderQueuePattern(spiderID),
-		"cluster:{*}:seen:" + s + ":*", "cluster:{*}:domain_max_page:" + s + ":*", "cluster:{*}:global_page_count:" + s + ":*"}
+		"cluster:{*}:seen:" + s + ":*", "cluster:{*}:domain_max_page:" + s + ":*", "cluster:{*}:global_page_count:" + s + ":*",
+		"cluster:{*}:bloom:" + s + ":*:bits", "cluster:{*}:bloom:" + s + ":*:meta"}
 }
 
 // RequestLock is the lock a Redis Monitor takes on a request key (info:*,

@@ -21,6 +21,8 @@ func TestSingleLayoutIsTheOriginalsKeys(t *testing.T) {
 		{l.Throttle("link", "1.2.3.4", "example.com", false, false), "example.com"},
 		{l.Leases("link", "example.com"), "leases:link"},
 		{l.DupeFilter("link", "example.com", "c1"), "link:dupefilter:c1"},
+		{first(l.BloomFilter("link", "example.com", "c1")), "bloom:link:c1:bits"},
+		{second(l.BloomFilter("link", "example.com", "c1")), "bloom:link:c1:meta"},
 		{l.DomainMaxPage("link", "example.com", "c1"), "link:domain_max_page_filter:example.com:c1"},
 		{l.GlobalPageCount("link", "example.com", "c1"), "link:global_page_count_filter:example.com:c1"},
 		{l.LedgerCounts("link", "app", "c1", "example.com"), "ledger:link:app:c1:counts"},
@@ -48,8 +50,12 @@ func clusterKeys(domain string) []string {
 		l.Throttle("link", "", domain, false, false), l.Leases("link", domain),
 		l.DupeFilter("link", domain, "c1"), l.DomainMaxPage("link", domain, "c1"),
 		l.GlobalPageCount("link", domain, "c1"), l.LedgerCounts("link", "app", "c1", domain),
+		first(l.BloomFilter("link", domain, "c1")), second(l.BloomFilter("link", domain, "c1")),
 	}
 }
+
+func first(a, _ string) string  { return a }
+func second(_, b string) string { return b }
 
 // Cluster keys carry their domain's tag, name their spider and crawl, and
 // stay out of the patterns the original's components scan.
@@ -59,6 +65,7 @@ func TestClusterLayoutTagsEveryKeyWithItsDomain(t *testing.T) {
 		"cluster:{example.com}:throttle", "cluster:{example.com}:leases:link",
 		"cluster:{example.com}:seen:link:c1", "cluster:{example.com}:domain_max_page:link:c1",
 		"cluster:{example.com}:global_page_count:link:c1", "cluster:{example.com}:ledger:link:app:c1",
+		"cluster:{example.com}:bloom:link:c1:bits", "cluster:{example.com}:bloom:link:c1:meta",
 	}
 	if got := clusterKeys("example.com"); !slices.Equal(got, want) {
 		t.Fatalf("cluster keys\n%q\nwant\n%q", got, want)
@@ -222,8 +229,9 @@ func TestLayoutLeaseAndClearPatterns(t *testing.T) {
 		t.Errorf("ParseLeasesOwners(%q) = %q, %v", owners, base, ok)
 	}
 	cleared := []string{c.Queue("link", "example.com"), c.QueueFor("link", "example.com", true), c.DupeFilter("link", "example.com", "c1"),
-		c.DomainMaxPage("link", "example.com", "c1"), c.GlobalPageCount("link", "example.com", "c1")}
-	kept := []string{c.Queue("other", "example.com"), c.DupeFilter("other", "example.com", "c1"), c.LedgerCounts("link", "app", "c1", "example.com"),
+		c.DomainMaxPage("link", "example.com", "c1"), c.GlobalPageCount("link", "example.com", "c1"),
+		first(c.BloomFilter("link", "example.com", "c1")), second(c.BloomFilter("link", "example.com", "c1"))}
+	kept := []string{c.Queue("other", "example.com"), c.DupeFilter("other", "example.com", "c1"), first(c.BloomFilter("other", "example.com", "c1")), c.LedgerCounts("link", "app", "c1", "example.com"),
 		c.Leases("link", "example.com") + ":items"}
 	matches := func(key string) bool {
 		return slices.ContainsFunc(c.SpiderPatterns("link"), func(p string) bool { return globMatch(p, key) })

@@ -43,23 +43,41 @@ func patient(t *testing.T, rdb *redis.Client) *redis.Client {
 	return c
 }
 
+// filterKeys are the keys a run of finish.lua through a compact filter
+// writes: the lease set's, the queue, the filter's bits and meta, and
+// the ledger counting it all (blacklist "": not read, as on a cluster).
+type filterKeys struct {
+	owners, records, queue, blacklist, bits, meta string
+	ledger                                        redisscripts.Ledger
+}
+
+// crawl1Filter is crawl1's compact filter on one Redis.
+var crawl1Filter = filterKeys{owners: "leases:link:owners", records: "leases:link:items", queue: "link:b.com:queue",
+	blacklist: "link:blacklist", bits: bloomBits, meta: bloomMeta, ledger: crawl1}
+
 // bloomFinish follows one page per 200 fingerprints through the compact
 // filter of crawl1 (rate, capacity), a page a run, and says how many were
 // queued and how many dropped as seen.
 func bloomFinish(t *testing.T, rdb *redis.Client, fingerprints []string, rate float64, capacity int) (queued, seen int) {
 	t.Helper()
-	f := &redisscripts.Finish{LeaseOwners: "leases:link:owners", LeaseRecords: "leases:link:items", Stamp: stamp,
+	return bloomFinishIn(t, rdb, crawl1Filter, fingerprints, rate, capacity)
+}
+
+// bloomFinishIn is bloomFinish through the filter of k.
+func bloomFinishIn(t testing.TB, rdb redis.Scripter, k filterKeys, fingerprints []string, rate float64, capacity int) (queued, seen int) {
+	t.Helper()
+	f := &redisscripts.Finish{LeaseOwners: k.owners, LeaseRecords: k.records, Stamp: stamp,
 		LedgerTTL: time.Hour, DupeFilterTTL: time.Hour, DomainMaxPageTTL: time.Hour, GlobalPageTTL: time.Hour,
 		BloomRate: rate, BloomCapacity: capacity}
 	for len(fingerprints) > 0 {
 		chunk := fingerprints[:min(200, len(fingerprints))]
 		fingerprints = fingerprints[len(chunk):]
-		g := redisscripts.FinishGroup{Queue: "link:b.com:queue", Channel: "link:queue-announce", Ledger: crawl1, Score: -1}
+		g := redisscripts.FinishGroup{Queue: k.queue, Channel: "link:queue-announce", Ledger: k.ledger, Score: -1}
 		for _, fp := range chunk {
 			g.Requests = append(g.Requests, redisscripts.FinishRequest{Fingerprint: fp, Member: fp})
 		}
-		f.Pages = append(f.Pages, redisscripts.FinishPage{Blacklist: "link:blacklist", Crawl: "app||c1", DupeFilter: bloomBits,
-			DupeFilterMeta: bloomMeta, Groups: []redisscripts.FinishGroup{g}})
+		f.Pages = append(f.Pages, redisscripts.FinishPage{Blacklist: k.blacklist, Crawl: "app||c1", DupeFilter: k.bits,
+			DupeFilterMeta: k.meta, Groups: []redisscripts.FinishGroup{g}})
 	}
 	for batch := range slices.Chunk(f.Pages, 1) { // Redis runs nothing else meanwhile
 		f.Pages = batch

@@ -109,8 +109,17 @@ local function bloom_filter(bits, meta, rate, capacity)
     end
     layers[i] = {m = m, k = k, n = 0, set = 0, cap = cap, off = total}
     total = total + m
-    -- its bits at once: a string grown bit by bit is copied again and again
-    redis.call('SETBIT', bits, total - 1, 0)
+    -- its bits at once: a string grown bit by bit is copied again and
+    -- again. Redis gives a string it grows (SETBIT) under 1 MB twice the
+    -- room it asks for, and one written whole (SET) the room it holds, so
+    -- a small filter is written again whole (its expiry is set by save)
+    local bytes = math.ceil(total / 8)
+    if bytes <= 1048576 then
+      local old = redis.call('GET', bits) or ''
+      redis.call('SET', bits, old .. string.rep('\0', bytes - #old))
+    else
+      redis.call('SETBIT', bits, total - 1, 0)
+    end
     changed.layers, changed[i .. ':m'], changed[i .. ':k'] = tostring(i), tostring(m), tostring(k)
     return true
   end
