@@ -35,8 +35,8 @@ func clusterDomains() []string {
 // i%3+1 seeds; 2 pages published in site2.example; 1 link refused as a
 // duplicate in site5.example, 2 as off-domain in other.test, a domain it
 // has nothing queued in), five small crawls of app1, one of spider
-// wandering, and one whose ledger expired (its shares deleted), its
-// request still queued.
+// wandering, one whose ledger expired (its shares deleted), its
+// request still queued, and two of app4 started at the same instant.
 func writeCrawls(t *testing.T, rdb redis.UniversalClient, l rediskeys.Layout) {
 	t.Helper()
 	t0 := time.Unix(1767323000, 0)
@@ -60,6 +60,10 @@ func writeCrawls(t *testing.T, rdb redis.UniversalClient, l rediskeys.Layout) {
 	frontiertest.Seed(t, rdb, l, gone, t0.Add(20*time.Minute), map[string]int{"site7.example": 1})
 	if err := rdb.Del(context.Background(), gone.LedgerIn(l, "site7.example").Hash).Err(); err != nil {
 		t.Fatal(err)
+	}
+	for i, id := range []string{"t1", "t2"} {
+		tied := ledger.Crawl{SpiderID: "link", AppID: "app4", CrawlID: id}
+		frontiertest.Seed(t, rdb, l, tied, t0.Add(40*time.Minute), map[string]int{fmt.Sprintf("site%d.example", 1+8*i): 1})
 	}
 }
 
@@ -97,7 +101,7 @@ func TestCrawlsOnARedisClusterReadAsOnOneRedis(t *testing.T) {
 	writeCrawls(t, cc, rediskeys.Cluster)
 	single, onCluster := c.start(t, "ZOOKEEPER_HOSTS="), startClusterInstance(t, c, rc)
 
-	for _, path := range []string{"/crawls", "/crawls?appid=app1&offset=1&limit=2", "/crawls?appid=app3", "/crawls/big?appid=app1",
+	for _, path := range []string{"/crawls", "/crawls?appid=app1&offset=1&limit=2", "/crawls?appid=app3", "/crawls?appid=app4", "/crawls/big?appid=app1",
 		"/crawls/w?appid=app2&spiderid=wandering", "/crawls/gone?appid=app3"} {
 		one, two := single.do(t, "GET", path, "", ""), onCluster.do(t, "GET", path, "", "")
 		if one.Code != two.Code || harness.JSONText(t, one.Body) != harness.JSONText(t, two.Body) {
@@ -105,11 +109,11 @@ func TestCrawlsOnARedisClusterReadAsOnOneRedis(t *testing.T) {
 		}
 	}
 	a := onCluster.do(t, "GET", "/crawls", "", "")
-	if got := fmt.Sprint(crawlIDs(t, a)); got != "[link/app1/big wandering/app2/w link/app1/c4 link/app1/c3 link/app1/c2 link/app1/c1 link/app1/c0]" {
+	if got := fmt.Sprint(crawlIDs(t, a)); got != "[link/app4/t2 link/app4/t1 link/app1/big wandering/app2/w link/app1/c4 link/app1/c3 link/app1/c2 link/app1/c1 link/app1/c0]" {
 		t.Errorf("crawls %s", got)
 	}
-	if total := a.Body["data"].(map[string]any)["total"]; total != 7.0 {
-		t.Errorf("total %v, want 7 (the expired crawl dropped)", total)
+	if total := a.Body["data"].(map[string]any)["total"]; total != 9.0 {
+		t.Errorf("total %v, want 9 (the expired crawl dropped)", total)
 	}
 	gone := ledger.Crawl{SpiderID: "link", AppID: "app3", CrawlID: "gone"}
 	if n := cc.ZCard(context.Background(), rediskeys.Cluster.LedgerCrawls("site7.example")).Val(); n != 1 {
@@ -161,7 +165,7 @@ func TestCrawlsOnARedisClusterReadAsOnOneRedis(t *testing.T) {
 		}
 	}
 	crawls := getPage(t, onCluster.url+"/ui/crawls")
-	for _, want := range []string{`<span id="crawls-total">7</span>`, `<span id="crawls-active">8</span>`, `<tr data-crawlid="big" data-state="running">`} {
+	for _, want := range []string{`<span id="crawls-total">9</span>`, `<span id="crawls-active">10</span>`, `<tr data-crawlid="big" data-state="running">`} {
 		if !strings.Contains(crawls, want) {
 			t.Errorf("the crawls page lacks %s", want)
 		}
