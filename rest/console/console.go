@@ -275,12 +275,9 @@ func pageContext(r *http.Request) (context.Context, context.CancelFunc) {
 type domainStore struct {
 	settings *settings.Settings
 	rdb      redis.UniversalClient
-	// front reads the crawls, queues and stats in the settings' key layout
-	// (every master of a Redis Cluster).
-	front frontier.Reader
-	log   *logfactory.Logger
-	mu    sync.Mutex
-	store domainconfig.Store
+	log      *logfactory.Logger
+	mu       sync.Mutex
+	store    domainconfig.Store
 }
 
 func (d *domainStore) get(ctx context.Context) (domainconfig.Document, error) {
