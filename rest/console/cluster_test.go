@@ -110,7 +110,7 @@ func (c *cluster) startREST() {
 
 // serveREST runs a REST service with s, log and rdb on a loopback port
 // until tb ends, and returns it with its base URL.
-func serveREST(tb testing.TB, s *settings.Settings, log *logfactory.Logger, rdb *redis.Client, opts ...server.Option) (*server.Service, string) {
+func serveREST(tb testing.TB, s *settings.Settings, log *logfactory.Logger, rdb redis.UniversalClient, opts ...server.Option) (*server.Service, string) {
 	tb.Helper()
 	svc, err := server.New(context.Background(), s, log, rdb, opts...)
 	if err != nil {

@@ -34,6 +34,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/rest/access"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/frontier"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -79,6 +80,9 @@ type Console struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
 	rdb      redis.UniversalClient
+	// front reads the crawls, queues and stats in the settings' key layout
+	// (every master of a Redis Cluster).
+	front    frontier.Reader
 	api      http.Handler
 	state    func() State
 	refresh  time.Duration
@@ -111,7 +115,7 @@ func New(d Deps) (*Console, error) {
 		return nil, fmt.Errorf("console assets: %w", err)
 	}
 	c := &Console{
-		settings: d.Settings, log: d.Log, rdb: d.Redis, api: d.API, state: d.State,
+		settings: d.Settings, log: d.Log, rdb: d.Redis, front: frontier.New(d.Settings, d.Redis), api: d.API, state: d.State,
 		refresh: Refresh.From(d.Settings), appID: AppID.From(d.Settings),
 		tmpl:     tmpl,
 		nav:      navBars(),

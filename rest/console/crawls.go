@@ -13,10 +13,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/rest/frontier"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // crawlsPerPage is how many crawls the Crawls page lists at once.
@@ -95,9 +94,9 @@ func (c *Console) crawlsPage(w http.ResponseWriter, r *http.Request) {
 	offset, _ := strconv.Atoi(q.Get("offset"))
 	d := &crawlsData{AppID: strings.TrimSpace(q.Get("appid")), Offset: max(offset, 0), Prev: -1, Next: -1}
 	now := time.Now()
-	entries, total, err := ledger.List(ctx, c.rdb, d.AppID, d.Offset, crawlsPerPage)
+	entries, total, err := c.front.List(ctx, d.AppID, d.Offset, crawlsPerPage)
 	if err == nil {
-		d.Active, err = c.rdb.ZCard(ctx, rediskeys.LedgerActiveKey).Result()
+		d.Active, err = c.front.Active(ctx)
 	}
 	if err != nil {
 		d.Err = err.Error()
@@ -169,21 +168,20 @@ func (c *Console) showCrawl(w http.ResponseWriter, r *http.Request, f *flash) {
 	ctx, cancel := pageContext(r)
 	defer cancel()
 	d := &crawlData{Crawl: cr, Link: crawlLink(cr), ResultsKept: len(c.results.ring)}
-	progress, err := ledger.Read(ctx, c.rdb, cr)
+	p, err := c.front.Progress(ctx, cr)
 	if err != nil {
 		d.Err = err.Error()
-	} else if progress[0] != nil {
-		p := progress[0]
+	} else if p != nil {
 		row := newCrawlRow(cr, p, time.Now())
 		d.Row = &row
 		d.Codes, d.Refused, d.Dropped, d.Purged = sorted(p.StatusCodes), sorted(p.Refused), sorted(p.Dropped), sorted(p.Purged)
 	}
 	if d.Err == "" {
-		if d.Schedule, err = readSchedule(ctx, c, cr, progress[0]); err != nil {
+		if d.Schedule, err = readSchedule(ctx, c, cr, p); err != nil {
 			d.Err = err.Error()
 		}
 	}
-	d.Queues, err = readCrawlQueues(ctx, c.rdb, cr, queueScanBudget)
+	d.Queues, err = readCrawlQueues(ctx, c.front, cr, queueScanBudget)
 	if err != nil && d.Err == "" {
 		d.Err = err.Error()
 	}
@@ -239,15 +237,15 @@ func (c *Console) crawlAction(w http.ResponseWriter, r *http.Request) {
 func (c *Console) notActionable(r *http.Request, cr ledger.Crawl) string {
 	ctx, cancel := pageContext(r)
 	defer cancel()
-	ps, err := ledger.Read(ctx, c.rdb, cr)
-	if err != nil || ps[0] == nil {
+	p, err := c.front.Progress(ctx, cr)
+	if err != nil || p == nil {
 		return ""
 	}
-	switch row := newCrawlRow(cr, ps[0], time.Now()); row.Label() {
+	switch row := newCrawlRow(cr, p, time.Now()); row.Label() {
 	case ledger.StateComplete:
 		return "The crawl is complete: there is nothing to stop or expire (an expiry would queue a URL again and run it anew)."
 	case "ending":
-		return "A " + ps[0].EndedBy + " is ending the crawl already."
+		return "A " + p.EndedBy + " is ending the crawl already."
 	}
 	return ""
 }
@@ -309,9 +307,9 @@ type domainShare struct {
 // and render queues: SCAN for the queues, then their members in pipelined pages (highest
 // priority first), each member checked cheaply for the crawl's id before
 // it is decoded. At most budget members are read.
-func readCrawlQueues(ctx context.Context, rdb redis.Cmdable, cr ledger.Crawl, budget int) (crawlQueues, error) {
+func readCrawlQueues(ctx context.Context, front frontier.Reader, cr ledger.Crawl, budget int) (crawlQueues, error) {
 	var out crawlQueues
-	keys, err := domainqueues.Keys(ctx, rdb, cr.SpiderID)
+	keys, err := front.QueueKeys(ctx, cr.SpiderID)
 	if err != nil {
 		return out, err
 	}
@@ -319,7 +317,7 @@ func readCrawlQueues(ctx context.Context, rdb redis.Cmdable, cr ledger.Crawl, bu
 	if len(keys) > 0 {
 		perQueue = max(int64(budget/len(keys)), 100)
 	}
-	pipe := rdb.Pipeline()
+	pipe := front.Redis.Pipeline()
 	cards := make([]*redis.IntCmd, len(keys))
 	members := make([]*redis.StringSliceCmd, len(keys))
 	for i, k := range keys {
@@ -333,7 +331,7 @@ func readCrawlQueues(ctx context.Context, rdb redis.Cmdable, cr ledger.Crawl, bu
 	}
 	match := newMemberMatch(cr)
 	for i, k := range keys {
-		_, domain, render, _ := rediskeys.ParseAnyQueueKey(k)
+		_, domain, render, _ := front.Layout.ParseAnyQueue(k)
 		share := domainShare{Domain: domain, Render: render, Backlog: cards[i].Val()}
 		if share.Backlog > perQueue {
 			out.Partial = true

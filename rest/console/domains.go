@@ -53,7 +53,7 @@ func (c *Console) showDomains(w http.ResponseWriter, r *http.Request, f *flash) 
 	defer cancel()
 	q := r.URL.Query()
 	d := &domainsData{Filter: strings.TrimSpace(q.Get("q"))}
-	queues, err := stats.Reader{Redis: c.rdb, Now: time.Now()}.Queues(ctx)
+	queues, err := c.front.Stats(time.Now()).Queues(ctx)
 	if err != nil {
 		d.Err = err.Error()
 		queues = &stats.QueueStats{}

@@ -70,7 +70,7 @@ var componentNames = map[string]string{"kafka-monitor": "Kafka Monitors", "redis
 // overview reads the stats (one pass over stats:* and the queues) and the
 // crawlers' history at once.
 func (c *Console) overview(ctx context.Context, now time.Time) *overviewData {
-	reader := stats.Reader{Redis: c.rdb, Now: now}
+	reader := c.front.Stats(now)
 	var (
 		cluster    *stats.ClusterStats
 		history    *stats.History

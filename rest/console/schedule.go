@@ -47,12 +47,11 @@ func (r runRow) Finished() float64 {
 // readSchedule reads cr's schedule and its runs (current: the crawl's
 // ledger, the run in progress or the last); nil for a crawl without one.
 func readSchedule(ctx context.Context, c *Console, cr ledger.Crawl, current *ledger.Progress) (*scheduleData, error) {
-	info, err := recrawl.Read(ctx, c.rdb, cr)
-	if err != nil || info == nil {
+	info, runs, err := c.front.Schedule(ctx, cr, current)
+	if info == nil {
 		return nil, err
 	}
 	d := &scheduleData{Info: info}
-	runs, err := ledger.Runs(ctx, c.rdb, cr, current)
 	for _, r := range runs {
 		row := runRow{RunEntry: r}
 		if p := r.Progress; p != nil {

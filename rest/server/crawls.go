@@ -70,7 +70,7 @@ func (svc *Service) crawls(w http.ResponseWriter, r *http.Request) {
 		svc.badQuery(w, cause)
 		return
 	}
-	entries, total, err := ledger.List(r.Context(), svc.rdb, q.Get("appid"), offset, limit)
+	entries, total, err := svc.front.List(r.Context(), q.Get("appid"), offset, limit)
 	if err != nil {
 		svc.redisFailed(w, r, "list crawls", err)
 		return
@@ -99,34 +99,29 @@ func (svc *Service) crawl(w http.ResponseWriter, r *http.Request) {
 		spiderID = q.Get("spiderid")
 	}
 	c := ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID}
-	progress, err := ledger.Read(r.Context(), svc.rdb, c)
+	progress, err := svc.front.Progress(r.Context(), c)
 	if err != nil {
 		svc.redisFailed(w, r, "read a crawl's ledger", err)
 		return
 	}
-	domains, pending, err := domainqueues.CrawlDomains(r.Context(), svc.rdb, spiderID, appID, crawlID)
+	domains, pending, err := svc.front.Domains(r.Context(), c)
 	if err != nil {
 		svc.redisFailed(w, r, "scan the domain queues", err)
 		return
 	}
-	if progress[0] == nil && pending == 0 {
+	if progress == nil && pending == 0 {
 		writeFailure(w, http.StatusNotFound, msgNoCrawl,
 			fmt.Sprintf("No crawl %q of app %q for spider %q has a ledger or queued requests.", crawlID, appID, spiderID))
 		return
 	}
-	schedule, err := recrawl.Read(r.Context(), svc.rdb, c)
+	schedule, runs, err := svc.front.Schedule(r.Context(), c, progress)
 	if err != nil {
 		svc.redisFailed(w, r, "read a crawl's schedule", err)
 		return
 	}
-	runs, err := ledger.Runs(r.Context(), svc.rdb, c, progress[0])
-	if err != nil {
-		svc.redisFailed(w, r, "read a crawl's runs", err)
-		return
-	}
 	svc.writeJSONData(w, crawlAnswer{
 		SpiderID: spiderID, AppID: appID, CrawlID: crawlID,
-		Progress: progress[0], TotalPending: pending, Domains: domains,
+		Progress: progress, TotalPending: pending, Domains: domains,
 		Recrawl: schedule, Runs: runs,
 	})
 }

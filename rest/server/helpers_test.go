@@ -104,6 +104,13 @@ func startInstance(t testing.TB, s *settings.Settings, opts ...server.Option) *i
 	log := harness.Logger(t, logfactory.Settings("").Config(s), logs)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(redisconn.Port.From(s)), MaxRetries: -1,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	return serveInstance(t, s, log, logs, rdb, opts...)
+}
+
+// serveInstance runs a REST instance with s, log (writing to logs) and
+// rdb, which it closes when the test ends.
+func serveInstance(t testing.TB, s *settings.Settings, log *logfactory.Logger, logs *harness.OutputBuffer, rdb redis.UniversalClient, opts ...server.Option) *instance {
+	t.Helper()
 	svc, err := server.New(context.Background(), s, log, rdb, opts...)
 	if err != nil {
 		t.Fatal(err)

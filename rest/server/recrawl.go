@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainqueues"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
@@ -38,7 +37,7 @@ func (svc *Service) recrawlCancel(w http.ResponseWriter, r *http.Request) {
 	if s, ok := obj["spiderid"].(string); ok {
 		c.SpiderID = s
 	}
-	schedule, err := recrawl.Read(r.Context(), svc.rdb, c)
+	schedule, _, err := svc.front.Schedule(r.Context(), c, nil)
 	if err != nil {
 		svc.redisFailed(w, r, "read a crawl's schedule", err)
 		return
@@ -71,23 +70,27 @@ func (svc *Service) recrawlCancel(w http.ResponseWriter, r *http.Request) {
 // noSchedule answers the cancel of a crawl without a schedule: 404 when
 // the cluster does not know the crawl (no ledger, no queued request), else 409.
 func (svc *Service) noSchedule(w http.ResponseWriter, r *http.Request, c ledger.Crawl) {
-	progress, err := ledger.Read(r.Context(), svc.rdb, c)
+	progress, err := svc.front.Progress(r.Context(), c)
 	if err != nil {
 		svc.redisFailed(w, r, "read a crawl's ledger", err)
 		return
 	}
 	pending := 0
-	if progress[0] == nil {
-		if _, pending, err = domainqueues.CrawlDomains(r.Context(), svc.rdb, c.SpiderID, c.AppID, c.CrawlID); err != nil {
+	if progress == nil {
+		if _, pending, err = svc.front.Domains(r.Context(), c); err != nil {
 			svc.redisFailed(w, r, "scan the domain queues", err)
 			return
 		}
 	}
-	if progress[0] == nil && pending == 0 {
+	if progress == nil && pending == 0 {
 		writeFailure(w, http.StatusNotFound, msgNoCrawl,
 			fmt.Sprintf("No crawl %q of app %q for spider %q has a ledger or queued requests.", c.CrawlID, c.AppID, c.SpiderID))
 		return
 	}
+	why := "was fed without a recrawl object (or its ended schedule expired)"
+	if svc.front.Cluster() {
+		why = "runs on a Redis Cluster, where crawls have no re-crawl schedule"
+	}
 	writeFailure(w, http.StatusConflict, msgNoSchedule,
-		fmt.Sprintf("Crawl %q of app %q for spider %q was fed without a recrawl object (or its ended schedule expired).", c.CrawlID, c.AppID, c.SpiderID))
+		fmt.Sprintf("Crawl %q of app %q for spider %q %s.", c.CrawlID, c.AppID, c.SpiderID, why))
 }

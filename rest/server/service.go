@@ -44,6 +44,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/rest/access"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
+	"github.com/scrapycluster/scrapy-cluster-go/rest/frontier"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -65,8 +66,11 @@ type Service struct {
 	settings *settings.Settings
 	log      *logfactory.Logger
 	rdb      redis.UniversalClient
-	id       string
-	started  time.Time
+	// front reads the crawls and queues in the settings' key layout
+	// (every master of a Redis Cluster).
+	front   frontier.Reader
+	id      string
+	started time.Time
 
 	api        *http.ServeMux // routes
 	plugins    []plugin.Loaded
@@ -139,7 +143,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	host, _ := os.Hostname()
 	svc := &Service{
-		settings: s, log: log, rdb: rdb, id: heartbeat.NewID(), started: time.Now(),
+		settings: s, log: log, rdb: rdb, front: frontier.New(s, rdb), id: heartbeat.NewID(), started: time.Now(),
 		plugins: plugins, pollSchema: pollSchema, cancelSchema: cancelSchema, waiters: answers.NewWaiters(),
 		waitFor: cfg.waitFor, feedLimit: cfg.feedLimit, maxBody: cfg.maxBody,
 		readTimeout: cfg.readTimeout, writeTimeout: cfg.writeTimeout, joinTimeout: cfg.joinTimeout, addr: APIAddr(s),

@@ -58,7 +58,7 @@ func RunsService(root *cobra.Command, f *SettingsFlags, declared settings.Group,
 // clusterReady are the components whose every Redis path supports Redis
 // Cluster mode (docs/redis-cluster.md): they start with
 // REDIS_CLUSTER_NODES set; the others refuse it.
-var clusterReady = []string{"crawler", "kafka-monitor", "redis-monitor"}
+var clusterReady = []string{"crawler", "kafka-monitor", "redis-monitor", "rest"}
 
 // refuseCluster is redisconn.RefuseCluster for the component name, unless
 // it is clusterReady.
@@ -72,7 +72,7 @@ func refuseCluster(s *settings.Settings, name string) error {
 // RunService is every component's main: it loads the settings the user
 // gave and opens the logger, naming unknown settings (see Open), refuses
 // Redis Cluster mode (REDIS_CLUSTER_NODES) unless the component supports
-// it (refuseCluster: the crawler, the Kafka Monitor and the Redis Monitor), routes the
+// it (refuseCluster: the crawler, the Kafka Monitor, the Redis Monitor and the REST service), routes the
 // Redis client's own log lines to it, connects to Redis, builds the service
 // and runs it until ctx ends, closing everything afterwards.
 func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, build Builder) error {

@@ -64,15 +64,14 @@ func TestRunServiceRefusesClusterMode(t *testing.T) {
 	}
 }
 
-// The crawler and the Kafka Monitor start in cluster mode; the Redis
-// Monitor and the REST service (their reads of the whole cluster are not
-// done) refuse it.
-func TestOnlyTheCrawlerAndTheKafkaMonitorRunInClusterMode(t *testing.T) {
+// The crawler, the Kafka Monitor, the Redis Monitor and the REST service
+// start in cluster mode; a binary of another name refuses it.
+func TestTheClusterComponentsRunInClusterMode(t *testing.T) {
 	s, err := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{"REDIS_CLUSTER_NODES=127.0.0.1:7000"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": true, "rest": false} {
+	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": true, "rest": true, "thing": false} {
 		err := cli.RefuseCluster(s, name)
 		if ready && err != nil || !ready && !errors.Is(err, redisconn.ErrClusterUnsupported) {
 			t.Errorf("%s in cluster mode: %v", name, err)

@@ -33,7 +33,7 @@ var (
 	DB            = settings.Int("REDIS_DB", 0, "Redis database")
 	Password      = settings.String("REDIS_PASSWORD", "", "Redis password (empty: none)")
 	SocketTimeout = settings.Seconds("REDIS_SOCKET_TIMEOUT", 10, "seconds connecting to Redis, or a call to it, may take")
-	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md (the REST service does not support it yet and refuses to start with it set); empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
+	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md; empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
 )
 
 // Settings are the Redis settings, for a component's settings.Group.
