@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -55,25 +52,11 @@ func RunsService(root *cobra.Command, f *SettingsFlags, declared settings.Group,
 	root.AddCommand(&cobra.Command{Use: "run", Short: short, Args: cobra.NoArgs, RunE: runE})
 }
 
-// clusterReady are the components whose every Redis path supports Redis
-// Cluster mode (docs/redis-cluster.md): they start with
-// REDIS_CLUSTER_NODES set; the others refuse it.
-var clusterReady = []string{"crawler", "kafka-monitor", "redis-monitor", "rest"}
-
-// refuseCluster is redisconn.RefuseCluster for the component name, unless
-// it is clusterReady.
-func refuseCluster(s *settings.Settings, name string) error {
-	if slices.Contains(clusterReady, name) {
-		return nil
-	}
-	return redisconn.RefuseCluster(s, name)
-}
-
 // RunService is every component's main: it loads the settings the user
-// gave and opens the logger, naming unknown settings (see Open), refuses
-// Redis Cluster mode (REDIS_CLUSTER_NODES) unless the component supports
-// it (refuseCluster: the crawler, the Kafka Monitor, the Redis Monitor and the REST service), routes the
-// Redis client's own log lines to it, connects to Redis, builds the service
+// gave and opens the logger, naming unknown settings (see Open), routes the
+// Redis client's own log lines to it, connects to Redis (one Redis, or a
+// Redis Cluster with REDIS_CLUSTER_NODES set: every component runs on
+// either), builds the service
 // and runs it until ctx ends, closing everything afterwards.
 func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, build Builder) error {
 	s, log, err := f.Open(declared)
@@ -81,9 +64,6 @@ func RunService(ctx context.Context, f *SettingsFlags, declared settings.Group, 
 		return err
 	}
 	defer log.Close()
-	if err := refuseCluster(s, filepath.Base(os.Args[0])); err != nil {
-		return err
-	}
 	redisconn.RouteClientLogs(log)
 	rdb := redisconn.New(s)
 	defer rdb.Close()

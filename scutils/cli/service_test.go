@@ -11,7 +11,6 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/cli"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -44,37 +43,28 @@ func TestRunServiceBuildsRunsAndClosesWithTheUsersSettings(t *testing.T) {
 	}
 }
 
-// With REDIS_CLUSTER_NODES set, a component that does not support it
-// refuses to start, naming the setting, and builds nothing.
-func TestRunServiceRefusesClusterMode(t *testing.T) {
-	defaults := cli.ComponentSettings("thing", "x.log")
-	root, flags := cli.NewRoot("thing", "short", "long", defaults)
-	built := false
+// With REDIS_CLUSTER_NODES set, a component starts on a cluster client of
+// those seeds, whatever its binary's name (a build of one's own, with
+// plugins or spiders of its own, included).
+func TestRunServiceBuildsOnAClusterClientWithClusterNodes(t *testing.T) {
+	defaults := cli.ComponentSettings("my-kafka-monitor", "x.log")
+	root, flags := cli.NewRoot("my-kafka-monitor", "short", "long", defaults)
+	svc := &fakeService{}
+	var seeds []string
 	root.RunE = func(cmd *cobra.Command, _ []string) error {
-		return cli.RunService(cmd.Context(), flags, defaults, func(context.Context, *settings.Settings, *logfactory.Logger, redis.UniversalClient) (cli.Service, error) {
-			built = true
-			return &fakeService{}, nil
+		return cli.RunService(cmd.Context(), flags, defaults, func(_ context.Context, _ *settings.Settings, _ *logfactory.Logger, rdb redis.UniversalClient) (cli.Service, error) {
+			if c, ok := rdb.(*redis.ClusterClient); ok {
+				seeds = c.Options().Addrs
+			}
+			return svc, nil
 		})
 	}
 	root.SilenceErrors, root.SilenceUsage = true, true
-	root.SetArgs([]string{"--set", "REDIS_CLUSTER_NODES=127.0.0.1:7000"})
-	err := root.Execute()
-	if !errors.Is(err, redisconn.ErrClusterUnsupported) || !strings.Contains(err.Error(), "REDIS_CLUSTER_NODES=127.0.0.1:7000 is set") || built {
-		t.Fatalf("Execute = %v (built %v), want a refusal naming REDIS_CLUSTER_NODES", err, built)
+	root.SetArgs([]string{"--set", "REDIS_CLUSTER_NODES=127.0.0.1:7000,127.0.0.1:7001"})
+	if err := root.Execute(); err == nil || err.Error() != "stopped" {
+		t.Fatalf("Execute = %v, want the service's error", err)
 	}
-}
-
-// The crawler, the Kafka Monitor, the Redis Monitor and the REST service
-// start in cluster mode; a binary of another name refuses it.
-func TestTheClusterComponentsRunInClusterMode(t *testing.T) {
-	s, err := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{"REDIS_CLUSTER_NODES=127.0.0.1:7000"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, ready := range map[string]bool{"crawler": true, "kafka-monitor": true, "redis-monitor": true, "rest": true, "thing": false} {
-		err := cli.RefuseCluster(s, name)
-		if ready && err != nil || !ready && !errors.Is(err, redisconn.ErrClusterUnsupported) {
-			t.Errorf("%s in cluster mode: %v", name, err)
-		}
+	if !svc.ran || !svc.closed || strings.Join(seeds, ",") != "127.0.0.1:7000,127.0.0.1:7001" {
+		t.Fatalf("ran %v closed %v on cluster seeds %v", svc.ran, svc.closed, seeds)
 	}
 }

@@ -10,7 +10,6 @@ package redisconn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -177,21 +176,6 @@ func Ping(ctx context.Context, c redis.UniversalClient) error {
 		return c.Ping(ctx).Err()
 	}
 	return nil
-}
-
-// ErrClusterUnsupported is the error of a component, or a part of one,
-// that cannot run in cluster mode yet.
-var ErrClusterUnsupported = errors.New("does not support Redis Cluster yet: unset " + ClusterNodes.Name() + " to use the one Redis at REDIS_HOST:REDIS_PORT")
-
-// RefuseCluster returns an error naming what and REDIS_CLUSTER_NODES when
-// s is in cluster mode (ErrClusterUnsupported), nil otherwise: the check a
-// component makes before it starts, so that it never runs half-working on
-// a cluster.
-func RefuseCluster(s *settings.Settings, what string) error {
-	if !Cluster(s) {
-		return nil
-	}
-	return fmt.Errorf("%s=%s is set, but %s %w", ClusterNodes.Name(), strings.Join(ClusterNodes.From(s), ","), what, ErrClusterUnsupported)
 }
 
 // RouteClientLogs sends the go-redis library's own log lines (e.g. "failed

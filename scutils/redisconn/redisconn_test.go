@@ -2,7 +2,6 @@ package redisconn_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,20 +94,5 @@ func TestClusterPingNamesTheSeeds(t *testing.T) {
 	err = redisconn.Ping(context.Background(), rdb)
 	if err == nil || !strings.Contains(err.Error(), "redis cluster at "+seed) {
 		t.Fatalf("Ping of an unreachable cluster: %v, want it to name %s", err, seed)
-	}
-}
-
-// A part that does not support cluster mode refuses it, naming the setting;
-// without REDIS_CLUSTER_NODES it has nothing to refuse.
-func TestRefuseClusterNamesTheSetting(t *testing.T) {
-	single, _ := settings.Load(redisconn.Settings(), settings.Options{})
-	if err := redisconn.RefuseCluster(single, "thing"); err != nil {
-		t.Fatalf("refused one Redis: %v", err)
-	}
-	cluster, _ := settings.Load(redisconn.Settings(), settings.Options{Environ: []string{"REDIS_CLUSTER_NODES=h:1,h:2"}})
-	err := redisconn.RefuseCluster(cluster, "thing")
-	if !errors.Is(err, redisconn.ErrClusterUnsupported) ||
-		err.Error() != "REDIS_CLUSTER_NODES=h:1,h:2 is set, but thing does not support Redis Cluster yet: unset REDIS_CLUSTER_NODES to use the one Redis at REDIS_HOST:REDIS_PORT" {
-		t.Fatalf("refusal: %v", err)
 	}
 }

@@ -1,4 +1,0 @@
-package cli
-
-// RefuseCluster is refuseCluster, for the tests.
-var RefuseCluster = refuseCluster
