@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -10,6 +9,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/lifecycle"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -34,9 +34,9 @@ func newCompleter(rdb redis.UniversalClient, l rediskeys.Layout, owner string, t
 		c.Quiet, c.ClaimTTL = quiet, claimTTL
 		return c, nil
 	}
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		return nil, fmt.Errorf("cluster mode needs a Redis Cluster client, got %T", rdb)
+	cc, err := redisconn.ClusterClient(rdb)
+	if err != nil {
+		return nil, err
 	}
 	c := ledger.NewClusterCompleter(cc, owner, ttl)
 	c.Quiet, c.ClaimTTL = quiet, claimTTL

@@ -45,16 +45,6 @@ func New(s *settings.Settings, rdb redis.UniversalClient) Reader {
 // Cluster reports whether r reads a Redis Cluster.
 func (r Reader) Cluster() bool { return r.Layout.IsCluster() }
 
-// cluster is r's cluster client, or an error when r is in the Cluster
-// layout without one.
-func (r Reader) cluster() (*redis.ClusterClient, error) {
-	cc, ok := r.Redis.(*redis.ClusterClient)
-	if !ok {
-		return nil, fmt.Errorf("the cluster key layout needs a Redis Cluster client, got %T", r.Redis)
-	}
-	return cc, nil
-}
-
 // Stats is the stats reader of r at now.
 func (r Reader) Stats(now time.Time) stats.Reader {
 	return stats.Reader{Redis: r.Redis, Now: now, Layout: r.Layout}
@@ -70,15 +60,11 @@ func (r Reader) Progress(ctx context.Context, c ledger.Crawl) (*ledger.Progress,
 		}
 		return p[0], nil
 	}
-	cc, err := r.cluster()
+	cc, err := redisconn.ClusterClient(r.Redis)
 	if err != nil {
 		return nil, err
 	}
-	shares, err := ledger.ClusterShares(ctx, cc, c.SpiderID, c.AppID, c.CrawlID)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := ledger.ReadCluster(ctx, cc, shares)
+	ps, err := ledger.ReadClusterCrawls(ctx, cc, c.SpiderID, c.AppID, c.CrawlID)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +104,7 @@ func (r Reader) Active(ctx context.Context) (int64, error) {
 	if !r.Cluster() {
 		return r.Redis.ZCard(ctx, rediskeys.LedgerActiveKey).Result()
 	}
-	cc, err := r.cluster()
+	cc, err := redisconn.ClusterClient(r.Redis)
 	if err != nil {
 		return 0, err
 	}
@@ -138,7 +124,7 @@ func (r Reader) List(ctx context.Context, appID string, offset, limit int) ([]le
 	if limit <= 0 {
 		return nil, 0, fmt.Errorf("list crawls: limit must be positive, got %d", limit)
 	}
-	cc, err := r.cluster()
+	cc, err := redisconn.ClusterClient(r.Redis)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -45,6 +45,17 @@ func ClusterShares(ctx context.Context, rdb *redis.ClusterClient, spiderID, appI
 	return out, nil
 }
 
+// ReadClusterCrawls is ReadCluster of the shares ClusterShares finds: the
+// progress of spiderID's crawls of appID (of crawlID alone unless it is
+// ""), each summed over its shares on every master.
+func ReadClusterCrawls(ctx context.Context, rdb *redis.ClusterClient, spiderID, appID, crawlID string) (map[Crawl]*Progress, error) {
+	shares, err := ClusterShares(ctx, rdb, spiderID, appID, crawlID)
+	if err != nil {
+		return nil, err
+	}
+	return ReadCluster(ctx, rdb, shares)
+}
+
 // ReadCluster is the progress of each crawl of shares (ClusterShares: its
 // domains), the sum of its shares; nil for a crawl none of whose shares
 // exists any more. Each domain's share is read with the domain's leases

@@ -189,3 +189,14 @@ type clientLogger struct{ log *logfactory.Logger }
 func (l clientLogger) Printf(_ context.Context, format string, v ...any) {
 	l.log.Debug("Redis client: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
 }
+
+// ClusterClient is rdb as a Redis Cluster client, or an error naming what
+// it is instead: for the code paths of the cluster key layout, which need
+// the cluster's masters.
+func ClusterClient(rdb redis.Cmdable) (*redis.ClusterClient, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return nil, fmt.Errorf("the cluster key layout needs a Redis Cluster client, got %T", rdb)
+	}
+	return cc, nil
+}

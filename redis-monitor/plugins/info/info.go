@@ -22,6 +22,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -236,15 +237,11 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spide
 // of spiderID (of crawlID alone unless it is ""), summed over their ledger
 // shares on every master, by crawlid: the newest MaxAppProgress (by start).
 func clusterProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID, crawlID string) (map[string]*ledger.Progress, error) {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		return nil, fmt.Errorf("the cluster layout needs a Redis Cluster client, got %T", rdb)
-	}
-	shares, err := ledger.ClusterShares(ctx, cc, spiderID, appID, crawlID)
+	cc, err := redisconn.ClusterClient(rdb)
 	if err != nil {
 		return nil, err
 	}
-	ps, err := ledger.ReadCluster(ctx, cc, shares)
+	ps, err := ledger.ReadClusterCrawls(ctx, cc, spiderID, appID, crawlID)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -144,9 +145,9 @@ func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.P
 // the share of its domain. Re-crawl schedules do not exist in cluster mode
 // (the Kafka Monitor refuses them): there is none to cancel.
 func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		return 0, fmt.Errorf("the cluster layout needs a Redis Cluster client, got %T", rdb)
+	cc, err := redisconn.ClusterClient(rdb)
+	if err != nil {
+		return 0, err
 	}
 	if err := cc.SAdd(ctx, rediskeys.BlacklistKey(crawl.SpiderID), crawl.AppID+"||"+crawl.CrawlID).Err(); err != nil {
 		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
