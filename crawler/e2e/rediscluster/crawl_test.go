@@ -28,7 +28,8 @@ import (
 
 func TestMain(m *testing.M) { bins.Main(m) }
 
-var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler", "./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor"}}
+var bins = harness.Binaries{Packages: []string{"./crawler/cmd/crawler", "./kafka-monitor/cmd/kafka-monitor", "./redis-monitor/cmd/redis-monitor",
+	"./rest/cmd/rest"}}
 
 // notFile leaves out the links to files, which the crawler does not follow.
 func notFile(link string) bool {
@@ -162,6 +163,8 @@ func startComponents(t testing.TB, env map[string]string, names ...string) {
 			path, args = bins.Path(t, "kafka-monitor"), []string{"run"}
 		case "redis-monitor":
 			path = bins.Path(t, "redis-monitor")
+		case "rest":
+			path = bins.Path(t, "rest")
 		}
 		harness.StartProcess(t, harness.ProcessSpec{Name: name, Path: path, Args: args, Env: harness.Environ(env),
 			StopGrace: 10 * time.Second, Supervise: true})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,7 +30,10 @@ import (
 // left queued or leased, the summed ledger with nothing outstanding. With
 // asynchronous replication the writes the dead master had not passed on
 // are lost; the test logs how many pages the crawl lost that way
-// (docs/redis-cluster.md#failover gives the figure over many runs).
+// (docs/redis-cluster.md#failover gives the figure over many runs). The
+// REST service, started before the kill, answers the crawl's progress
+// from the promoted replica, as the summed ledger has it, with no
+// restart either.
 func TestCrawlThroughAFailover(t *testing.T) {
 	f := crawlThroughAFailover(t, 0, "fo0")
 	t.Logf("failover with REDIS_WAIT_REPLICAS=0: %d of %d pages lost, %d published twice or more, %d pages before the kill",
@@ -69,6 +74,7 @@ func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
 		env["REDIS_WAIT_REPLICAS"] = fmt.Sprint(wait)
 	}
 	startComponents(t, env, "kafka-monitor", "crawler-1", "crawler-2", "redis-monitor")
+	restURL := startREST(t, env, crawlID)
 	pages := readPages(t, k, crawlID)
 	outbound := readAll(t, k, "outbound_firehose")
 	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": %q, "spiderid": "link", "maxdepth": 3}`, seed, crawlID))
@@ -85,6 +91,10 @@ func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
 	before := pages.distinct()
 	promoted := rc.KillMaster(t, victim)
 	t.Logf("killed master %s after %d of %d pages; replica %s promoted", victim.Addr, before, len(want), promoted.Addr)
+	harness.WaitFor(t, "the REST service to answer the crawl after the failover", 60*time.Second, func() bool {
+		_, err := restProgress(restURL)
+		return err == nil
+	})
 
 	crawl := ledger.Crawl{SpiderID: "link", AppID: "e2e", CrawlID: crawlID}
 	last, lastN := time.Now(), -1
@@ -110,6 +120,18 @@ func crawlThroughAFailover(t *testing.T, wait int, crawlID string) failover {
 	outbound.first(t, "the crawl-complete of "+crawlID, completion(crawlID))
 	if all, _ := outbound.where(completion(crawlID)); len(all) != 1 {
 		t.Errorf("%s completed %d times, want once", crawlID, len(all))
+	}
+	sums, err := ledger.ReadClusterCrawls(context.Background(), c, crawl.SpiderID, crawl.AppID, crawl.CrawlID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sums[crawl]
+	harness.WaitFor(t, "the REST service to say the crawl is complete", 30*time.Second, func() bool {
+		p, err := restProgress(restURL)
+		return err == nil && p.State == ledger.StateComplete
+	})
+	if p, _ := restProgress(restURL); sum == nil || p.Published != sum.Published || p.Done != sum.Done || p.Queued != 0 || p.InFlight != 0 {
+		t.Errorf("the REST service says %+v of the crawl; the ledger summed over the masters, %+v", p, sum)
 	}
 	if n := waits(t, rc); (n > 0) != (wait > 0) {
 		t.Errorf("the masters ran WAIT %d times with REDIS_WAIT_REPLICAS=%d", n, wait)
@@ -274,4 +296,37 @@ func readPages(t testing.TB, k *harness.Kafka, crawlID string) *pageLog {
 		}
 	}()
 	return p
+}
+
+// startREST starts the REST service on a port of its own with env and
+// returns the URL of crawlID's progress (GET /crawls/<crawlid>).
+func startREST(t *testing.T, env map[string]string, crawlID string) string {
+	t.Helper()
+	port := harness.Port(t)
+	restEnv := maps.Clone(env)
+	restEnv["FLASK_HOST"], restEnv["FLASK_PORT"] = "127.0.0.1", strconv.Itoa(port)
+	startComponents(t, restEnv, "rest")
+	return fmt.Sprintf("http://127.0.0.1:%d/crawls/%s?appid=e2e&spiderid=link", port, crawlID)
+}
+
+// restProgress is the crawl's progress as the REST service at url answers
+// it; an error for anything but a 200 with a progress.
+func restProgress(url string) (*ledger.Progress, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Data struct {
+			Progress *ledger.Progress `json:"progress"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return nil, fmt.Errorf("%s: %w", resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK || answer.Data.Progress == nil {
+		return nil, fmt.Errorf("%s without a progress", resp.Status)
+	}
+	return answer.Data.Progress, nil
 }
