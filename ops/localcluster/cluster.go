@@ -39,12 +39,17 @@ const (
 // services is where the cluster's Kafka, Redis and ZooKeeper are, embedded
 // or given in the environment.
 type services struct {
-	kafkaHosts     string
-	kafkaEmbedded  bool
-	redisHost      string
-	redisPort      string
-	redisEmbedded  bool // miniredis or a redis-server child of ours
-	zookeeperHosts string
+	kafkaHosts    string
+	kafkaEmbedded bool
+	redisHost     string
+	redisPort     string
+	redisEmbedded bool // miniredis or redis-server children of ours
+	// redisClusterNodes is REDIS_CLUSTER_NODES: the environment's Redis
+	// Cluster, or the local one of --redis cluster (redisEmbedded), whose
+	// nodes keep their files in redisClusterDir.
+	redisClusterNodes string
+	redisClusterDir   string
+	zookeeperHosts    string
 }
 
 // Run starts the cluster and runs it until ctx is done (then it stops every
@@ -62,6 +67,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	svc := cfg.services()
+	if svc.redisEmbedded && cfg.Redis == RedisCluster {
+		dir, cleanup, err := cfg.clusterDir()
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		svc.redisClusterDir = dir
+	}
 	plan, err := cfg.plan(svc)
 	if err != nil {
 		return err
@@ -125,15 +138,22 @@ func (cfg *Config) services() services {
 		redisHost:      lookupEnv(cfg.Env, "REDIS_HOST"),
 		redisPort:      lookupEnv(cfg.Env, "REDIS_PORT"),
 		zookeeperHosts: lookupEnv(cfg.Env, "ZOOKEEPER_HOSTS"),
+		// A Redis Cluster of the environment's wins, as in the components.
+		redisClusterNodes: lookupEnv(cfg.Env, "REDIS_CLUSTER_NODES"),
 	}
 	if svc.kafkaHosts == "" {
 		svc.kafkaEmbedded = true
 		svc.kafkaHosts = "127.0.0.1:" + strconv.Itoa(cfg.KafkaPort)
 	}
-	if svc.redisHost == "" {
+	switch {
+	case svc.redisClusterNodes != "":
+	case svc.redisHost == "":
 		svc.redisEmbedded = true
 		svc.redisHost, svc.redisPort = "127.0.0.1", strconv.Itoa(cfg.RedisPort)
-	} else if svc.redisPort == "" {
+		if cfg.Redis == RedisCluster {
+			svc.redisClusterNodes = strings.Join(cfg.clusterAddrs(), ",")
+		}
+	case svc.redisPort == "":
 		svc.redisPort = "6379"
 	}
 	return svc
@@ -155,7 +175,7 @@ func startServices(ctx context.Context, cfg *Config, svc services, con *console)
 			closeAll()
 		}
 	}()
-	if cfg.DataDir != "" && (svc.kafkaEmbedded || (svc.redisEmbedded && cfg.Redis == RedisSystem)) {
+	if cfg.DataDir != "" && (svc.kafkaEmbedded || (svc.redisEmbedded && cfg.Redis != RedisEmbedded)) {
 		unlock, err := lockDataDir(cfg.DataDir)
 		if err != nil {
 			return nil, err
@@ -182,6 +202,9 @@ func startServices(ctx context.Context, cfg *Config, svc services, con *console)
 		warnUnreachable(con, "KAFKA_HOSTS", strings.Split(svc.kafkaHosts, ",")[0])
 	}
 	switch {
+	case svc.redisClusterNodes != "" && !svc.redisEmbedded:
+		con.logf("using the Redis Cluster at REDIS_CLUSTER_NODES=%s", svc.redisClusterNodes)
+		warnUnreachable(con, "REDIS_CLUSTER_NODES", strings.Split(svc.redisClusterNodes, ",")[0])
 	case !svc.redisEmbedded:
 		con.logf("using Redis at REDIS_HOST=%s REDIS_PORT=%s", svc.redisHost, svc.redisPort)
 		warnUnreachable(con, "REDIS_HOST", net.JoinHostPort(svc.redisHost, svc.redisPort))
@@ -235,7 +258,7 @@ func (ps *processes) start(ctx context.Context, plan [][]spec, svc services, cwd
 		}
 		ps.started = append(ps.started, children)
 		if i == 0 {
-			if err := waitInfrastructure(ctx, *ps.cfg, svc, ps.exited); err != nil {
+			if err := ps.readyInfrastructure(ctx, svc); err != nil {
 				if ctx.Err() != nil {
 					return nil // stopped while starting: Run stops them cleanly
 				}
@@ -281,11 +304,12 @@ func announce(ctx context.Context, cfg Config, svc services, con *console, rest 
 // the test site) is started first and stopped last.
 func (cfg *Config) plan(svc services) ([][]spec, error) {
 	env := withEnv(cfg.Env, map[string]string{
-		"KAFKA_HOSTS":     svc.kafkaHosts,
-		"REDIS_HOST":      svc.redisHost,
-		"REDIS_PORT":      svc.redisPort,
-		"ZOOKEEPER_HOSTS": svc.zookeeperHosts,
-		"FLASK_PORT":      strconv.Itoa(cfg.RESTPort),
+		"KAFKA_HOSTS":         svc.kafkaHosts,
+		"REDIS_HOST":          svc.redisHost,
+		"REDIS_PORT":          svc.redisPort,
+		"REDIS_CLUSTER_NODES": svc.redisClusterNodes,
+		"ZOOKEEPER_HOSTS":     svc.zookeeperHosts,
+		"FLASK_PORT":          strconv.Itoa(cfg.RESTPort),
 	})
 	// Single-machine defaults the environment may override: the REST
 	// service on loopback only, and no public IP lookup (no internet
@@ -329,6 +353,13 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 			args = append(args, "--appendonly", "no")
 		}
 		infra = append(infra, spec{name: "redis", path: p, args: args, env: cfg.Env})
+	}
+	if svc.redisEmbedded && cfg.Redis == RedisCluster {
+		nodes, err := cfg.clusterSpecs(svc.redisClusterDir)
+		if err != nil {
+			return nil, err
+		}
+		infra = append(infra, nodes...)
 	}
 	if cfg.TestSite {
 		infra = append(infra, spec{name: "testsite", path: bin(binTestSite),
@@ -389,12 +420,35 @@ func allowLoopback(allowed string) string {
 	return strings.Join(nets, ",")
 }
 
+// readyInfrastructure waits until the first tier answers and, with
+// --redis cluster, forms the local Redis Cluster.
+func (ps *processes) readyInfrastructure(ctx context.Context, svc services) error {
+	if err := waitInfrastructure(ctx, *ps.cfg, svc, ps.exited); err != nil {
+		return err
+	}
+	if !svc.redisEmbedded || ps.cfg.Redis != RedisCluster {
+		return nil
+	}
+	if err := formCluster(ctx, *ps.cfg, ps.con); err != nil {
+		return err
+	}
+	where := "in memory"
+	if ps.cfg.DataDir != "" {
+		where = "data in " + svc.redisClusterDir
+	}
+	ps.con.logf("Redis Cluster (redis-server) on %s: %d masters with a replica each, %s", svc.redisClusterNodes, clusterMasters, where)
+	return nil
+}
+
 // waitInfrastructure waits until the redis-server and the test site we
 // started answer.
 func waitInfrastructure(ctx context.Context, cfg Config, svc services, exited <-chan *child) error {
 	var addrs []string
 	if svc.redisEmbedded && cfg.Redis == RedisSystem {
 		addrs = append(addrs, net.JoinHostPort(svc.redisHost, svc.redisPort))
+	}
+	if svc.redisEmbedded && cfg.Redis == RedisCluster {
+		addrs = append(addrs, cfg.clusterAddrs()...)
 	}
 	if cfg.TestSite {
 		addrs = append(addrs, "127.0.0.1:"+strconv.Itoa(cfg.TestSitePort))

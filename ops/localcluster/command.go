@@ -49,14 +49,17 @@ RENDER_BROWSER. When none is found the launcher says so and exits with status 3 
 starts.
 
 Real services instead of embedded ones: set KAFKA_HOSTS (no broker is started), REDIS_HOST and
-REDIS_PORT (no Redis is started) and ZOOKEEPER_HOSTS (the domain config lives there) in the
+REDIS_PORT, or REDIS_CLUSTER_NODES (no Redis is started) and ZOOKEEPER_HOSTS (the domain config lives there) in the
 environment. Every other setting in the environment (LOG_LEVEL, QUEUE_HITS, ...) reaches the
 components as it is; the launcher only defaults FLASK_HOST to 127.0.0.1, PUBLIC_IP_URL to empty
 and SCHEDULER_IP_ENABLED to false, which suit one machine.
 
 Data: the broker keeps its log in --data-dir/kafka (consumer offsets and messages survive a
 restart, within the retention); miniredis keeps nothing across restarts. --redis system runs the
-redis-server on PATH instead, with an append-only file in --data-dir/redis. --data-dir '' keeps
+redis-server on PATH instead, with an append-only file in --data-dir/redis; --redis cluster runs a
+Redis Cluster of six redis-server processes (three masters and a replica each, on --redis-port and
+the five ports after it, their cluster buses 10000 above) with their files in
+--data-dir/redis-cluster, and gives the components REDIS_CLUSTER_NODES (docs/redis-cluster.md). --data-dir '' keeps
 everything in memory; the broker's messages then live in the launcher's heap, so its retention
 defaults to less (see --kafka-retention-mib). With the default --data-dir the launcher holds
 about 125 MB after a 100k-page crawl, whatever the retention.
@@ -114,7 +117,7 @@ func NewCommand(env []string, out io.Writer) *cobra.Command {
 	f.BoolVar(&cfg.Render, "render", cfg.Render, "also start one rendering crawler (RENDER_ENABLED=true) per spider type; needs chromium or chromium-browser on PATH (or RENDER_BROWSER)")
 	f.StringVar(&cfg.BinDir, "bin", cfg.BinDir, "directory of the component binaries: by default this executable's directory when they are there, else ./bin")
 	f.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory the broker (and --redis system) keep their data in across restarts; '' keeps everything in memory")
-	f.StringVar(&cfg.Redis, "redis", cfg.Redis, "Redis to start when REDIS_HOST is not set: embedded (miniredis, in memory) or system (redis-server from PATH)")
+	f.StringVar(&cfg.Redis, "redis", cfg.Redis, "Redis to start when REDIS_HOST and REDIS_CLUSTER_NODES are not set: embedded (miniredis, in memory), system (redis-server from PATH) or cluster (a Redis Cluster of six redis-server processes from PATH)")
 	f.BoolVar(&cfg.TestSite, "test-site", cfg.TestSite, "also serve the crawler's test site on loopback (testsite from --bin)")
 	f.IntVar(&cfg.TestSitePort, "test-site-port", cfg.TestSitePort, "port of the test site on 127.0.0.1")
 	f.DurationVar(&cfg.KafkaRetention, "kafka-retention", cfg.KafkaRetention, "how long the embedded broker keeps messages")

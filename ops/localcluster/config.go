@@ -18,6 +18,11 @@ const (
 	// RedisSystem runs the redis-server found on PATH as a child process,
 	// with its data in DataDir/redis when DataDir is set.
 	RedisSystem = "system"
+	// RedisCluster runs a Redis Cluster of redis-server children from PATH:
+	// three masters and a replica each on RedisPort .. RedisPort+5 (their
+	// cluster buses 10000 above), with their data in DataDir/redis-cluster
+	// when DataDir is set. The components get REDIS_CLUSTER_NODES.
+	RedisCluster = "cluster"
 )
 
 // Config is what Run starts. The zero value is not usable: start from
@@ -47,7 +52,7 @@ type Config struct {
 	// DataDir keeps the broker's log (DataDir/kafka) and, with RedisSystem,
 	// Redis's (DataDir/redis) across restarts. Empty: memory only.
 	DataDir string
-	// Redis is RedisEmbedded (default) or RedisSystem.
+	// Redis is RedisEmbedded (default), RedisSystem or RedisCluster.
 	Redis string
 	// TestSite also serves the crawler's loopback test site on
 	// 127.0.0.1:TestSitePort (default port 8000).
@@ -154,8 +159,15 @@ func (c *Config) validate() error {
 			errs = append(errs, fmt.Errorf("--spiders: %q is not a spider name", s))
 		}
 	}
-	if c.Redis != RedisEmbedded && c.Redis != RedisSystem {
-		errs = append(errs, fmt.Errorf("--redis %q: must be %s or %s", c.Redis, RedisEmbedded, RedisSystem))
+	switch c.Redis {
+	case RedisEmbedded, RedisSystem:
+	case RedisCluster:
+		if last := c.RedisPort + clusterNodes - 1 + clusterBusShift; last > 65535 {
+			errs = append(errs, fmt.Errorf("--redis-port %d: --redis %s needs %d ports from it and their cluster buses %d above (up to %d): at most %d",
+				c.RedisPort, RedisCluster, clusterNodes, clusterBusShift, last, 65535-clusterBusShift-clusterNodes+1))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--redis %q: must be %s, %s or %s", c.Redis, RedisEmbedded, RedisSystem, RedisCluster))
 	}
 	if c.KafkaRetention <= 0 {
 		errs = append(errs, fmt.Errorf("--kafka-retention %s: must be positive", c.KafkaRetention))

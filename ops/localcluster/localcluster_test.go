@@ -95,7 +95,7 @@ func cleanEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "ZOOKEEPER_HOSTS", "KAFKA_TOPIC_PREFIX", "NO_COLOR":
+		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "REDIS_CLUSTER_NODES", "ZOOKEEPER_HOSTS", "KAFKA_TOPIC_PREFIX", "NO_COLOR":
 			continue
 		}
 		env = append(env, kv)
@@ -460,7 +460,8 @@ func TestBadFlagsAreRejected(t *testing.T) {
 		want string
 	}{
 		{"a port out of range", []string{"--kafka-port", "70000"}, "--kafka-port 70000"},
-		{"an unknown Redis mode", []string{"--redis", "cluster"}, `--redis "cluster"`},
+		{"an unknown Redis mode", []string{"--redis", "sentinel"}, `--redis "sentinel": must be embedded, system or cluster`},
+		{"cluster ports out of range", []string{"--redis", "cluster", "--redis-port", "60000"}, "--redis-port 60000: --redis cluster needs 6 ports"},
 		{"no spiders for the crawlers", []string{"--spiders", ""}, "--spiders"},
 		{"an unknown colour mode", []string{"--color", "sometimes"}, "--color"},
 	} {

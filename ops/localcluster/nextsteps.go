@@ -41,8 +41,13 @@ func nextSteps(cfg Config, svc services, cwd string, plan [][]spec) string {
 	line("")
 	line("  The cluster is up. In another terminal, from %s:", cwd)
 	line("")
-	line("    export KAFKA_HOSTS=%s REDIS_HOST=%s REDIS_PORT=%s ZOOKEEPER_HOSTS=%s",
-		svc.kafkaHosts, svc.redisHost, svc.redisPort, svc.zookeeperHosts)
+	if svc.redisClusterNodes != "" {
+		line("    export KAFKA_HOSTS=%s REDIS_CLUSTER_NODES=%s ZOOKEEPER_HOSTS=%s",
+			svc.kafkaHosts, svc.redisClusterNodes, svc.zookeeperHosts)
+	} else {
+		line("    export KAFKA_HOSTS=%s REDIS_HOST=%s REDIS_PORT=%s ZOOKEEPER_HOSTS=%s",
+			svc.kafkaHosts, svc.redisHost, svc.redisPort, svc.zookeeperHosts)
+	}
 	line("")
 	line("  Watch the crawl results:")
 	line("    %s dump -t %s.crawled_firehose -p", bin(binKafkaDump), prefix)

@@ -24,7 +24,13 @@ func (cfg *Config) ports(svc services) []portUse {
 	if svc.kafkaEmbedded {
 		uses = append(uses, portUse{cfg.KafkaPort, "Kafka", "--kafka-port", "127.0.0.1"})
 	}
-	if svc.redisEmbedded {
+	switch {
+	case svc.redisEmbedded && cfg.Redis == RedisCluster:
+		for i, port := range cfg.clusterPorts() {
+			uses = append(uses, portUse{port, fmt.Sprintf("Redis Cluster node %d", i+1), "--redis-port", "127.0.0.1"},
+				portUse{port + clusterBusShift, fmt.Sprintf("Redis Cluster node %d's bus", i+1), "--redis-port", "127.0.0.1"})
+		}
+	case svc.redisEmbedded:
 		uses = append(uses, portUse{cfg.RedisPort, "Redis", "--redis-port", "127.0.0.1"})
 	}
 	uses = append(uses, portUse{cfg.RESTPort, "REST", "--rest-port", restHost(cfg.Env)})
