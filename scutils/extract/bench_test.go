@@ -135,9 +135,11 @@ func BenchmarkTree(b *testing.B) {
 	})
 	b.Run("buildTree", func(b *testing.B) {
 		measure(b, func() {
-			if _, err := extract.BuildTree(page); err != nil {
+			_, release, err := extract.BuildTree(page)
+			if err != nil {
 				b.Fatal(err)
 			}
+			release()
 		})
 	})
 }

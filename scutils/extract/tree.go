@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/net/html"
 	a "golang.org/x/net/html/atom"
@@ -87,6 +88,10 @@ type treeBuilder struct {
 	joinedText []byte     // its text so far
 	sink       TokenSink  // nil: the tokens are for the tree only
 	cr, amp    bool       // the page has a '\r', a '&' (none: no piece has)
+	// held are the tree's strings and attribute lists that are no part of
+	// src: what keeps them alive for the garbage collector (own)
+	held      []string
+	heldAttrs [][]html.Attribute
 }
 
 // treeIndex are elements buildTree notes on its way, in document order,
@@ -105,18 +110,74 @@ type treeIndex struct {
 const blockSize = 256
 
 var (
-	nodeBlocks = sync.Pool{New: func() any { return new([blockSize]html.Node) }}
-	attrBlocks = sync.Pool{New: func() any { return new([blockSize]html.Attribute) }}
+	nodeBlocks = sync.Pool{New: func() any { return noscanBlock[html.Node]() }}
+	attrBlocks = sync.Pool{New: func() any { return noscanBlock[html.Attribute]() }}
 	builders   = sync.Pool{New: func() any { return new(treeBuilder) }}
 )
+
+// noscanBlock is a block of blockSize Ts in memory the garbage collector
+// does not scan: allocated as words that hold no pointers. A pooled block
+// stays live from page to page, and a 200 KB page's tree fills 1.4 MB of
+// them; when the blocks were of their own type, every collection scanned
+// them, for 2-3 ms of CPU, most of a collection (pprof, BenchmarkExtract).
+//
+// Why the tree's pointers may live there. The collector marks a block,
+// as any heap object, when something it scans points into it (a
+// *html.Node on a stack, treeIndex.nodes); it never looks inside, so
+// nothing the tree points to is kept alive by the tree. Each pointer a
+// node or attribute holds is to one of:
+//   - another node, or an attribute list, in a block of the same tree:
+//     kept by treeIndex.nodes and .attrs (and the builder that holds them)
+//     until release, like the blocks;
+//   - the page's text (substrings): kept by treeBuilder.src, and by the
+//     caller's page;
+//   - the atom table's names, static data the collector never frees;
+//   - a string the builder made (a decoded, lowered or joined text) or an
+//     attribute list too long for a block: where it is made, the builder
+//     puts it in treeBuilder.held or .heldAttrs (own, keepAttrs), scanned,
+//     until release.
+//
+// So whatever the tree points to is reachable from a scanned object for as
+// long as the tree is used: from its building to its release (a tree must
+// not be used after its treeIndex is released or unreachable: BuildTree's
+// release in the tests). Write barriers see a block's old values when a
+// field is written during a collection, and a released block's old values
+// may be to freed memory: release clears the blocks as plain words (no
+// barrier), so that a node or attribute is always written over zeros.
+// FuzzTree, TestTreeSurvivesCollections (GOGC=1 and GODEBUG=gccheckmark=1,
+// invalidptr=1 in its child) and the race detector's checkptr try it.
+func noscanBlock[T any]() *[blockSize]T {
+	words := make([]uintptr, blockSize*unsafe.Sizeof(*new(T))/unsafe.Sizeof(uintptr(0)))
+	return (*[blockSize]T)(unsafe.Pointer(unsafe.SliceData(words)))
+}
+
+// clearWords zeroes the n Ts at p as plain words: no write barrier sees
+// their old values (noscanBlock).
+func clearWords[T any](p *T, n int) {
+	clear(unsafe.Slice((*uintptr)(unsafe.Pointer(p)), uintptr(n)*unsafe.Sizeof(*p)/unsafe.Sizeof(uintptr(0))))
+}
+
+// own keeps s, a string the builder made, alive with the tree
+// (noscanBlock) unless it is the page's own text after all (a substring of
+// src), and returns it. Every string the builder makes goes through it
+// where it is made: textOf, attrText, addAttr's and startTag's lower-case
+// names, join.
+func (b *treeBuilder) own(s string) string {
+	if s != "" && uintptr(unsafe.Pointer(unsafe.StringData(s)))-uintptr(unsafe.Pointer(unsafe.StringData(b.src))) >= uintptr(len(b.src)) {
+		b.held = append(b.held, s)
+	}
+	return s
+}
 
 // release gives the tree's memory back: no node of the tree may be used
 // after it.
 func (x *treeIndex) release() {
 	for _, b := range x.nodes {
+		clearWords(&b[0], blockSize)
 		nodeBlocks.Put(b)
 	}
 	for _, b := range x.attrs {
+		clearWords(&b[0], blockSize)
 		attrBlocks.Put(b)
 	}
 	b := x.builder
@@ -126,15 +187,12 @@ func (x *treeIndex) release() {
 	clear(b.oe)
 	clear(b.afe)
 	clear(x.scripts)
+	clear(b.held)
+	clear(b.heldAttrs)
 	*b = treeBuilder{oe: b.oe[:0], afe: b.afe[:0], scratch: b.scratch[:0], joinedText: b.joinedText[:0],
+		held: b.held[:0], heldAttrs: b.heldAttrs[:0],
 		found: treeIndex{scripts: x.scripts[:0], nodes: x.nodes[:0], attrs: x.attrs[:0]}}
 	builders.Put(b)
-}
-
-// buildTree builds html.Parse's tree of src, or fails with errUnsure.
-func buildTree(src string) (*html.Node, error) {
-	root, _, err := buildIndexedTree(src, nil)
-	return root, err
 }
 
 // buildIndexedTree is buildTree, and the elements it noted; sink, unless
@@ -463,7 +521,7 @@ func (b *treeBuilder) addText(s string) {
 // join ends the joining of a text node's text, and starts n's (nil: none).
 func (b *treeBuilder) join(n *html.Node) {
 	if b.joined != nil {
-		b.joined.Data = string(b.joinedText)
+		b.joined.Data = b.own(string(b.joinedText))
 	}
 	b.joined = n
 	if n != nil {

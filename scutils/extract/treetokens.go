@@ -78,7 +78,7 @@ func (b *treeBuilder) textOf(s string, decode bool) string {
 	if decode && b.amp && strings.IndexByte(s, '&') >= 0 {
 		s = html.UnescapeString(s)
 	}
-	return s
+	return b.own(s)
 }
 
 // markup reads the tag, comment or doctype at b.pos.
@@ -183,6 +183,9 @@ func (b *treeBuilder) startTag() token {
 		unsure()
 	}
 	at, name := tagAtom(s[:n])
+	if at == 0 {
+		name = b.own(name) // the atom table's names are static
+	}
 	i := n
 	b.scratch = b.scratch[:0]
 	for {
@@ -260,7 +263,7 @@ func (b *treeBuilder) attrValue(s string, j int) (string, int) {
 // atom.Lookup per attribute (addAttr went from 15% to 8% of the tree's
 // CPU on BenchmarkExtract's page, seven attributes an item; pprof).
 func (b *treeBuilder) addAttr(key, val string) {
-	key = lowerASCII(key)
+	key = b.own(lowerASCII(key))
 	for _, x := range b.scratch {
 		if x.Key == key {
 			return
@@ -278,6 +281,7 @@ func (b *treeBuilder) keepAttrs() []html.Attribute {
 	if len(b.attrs) < n {
 		if n > blockSize {
 			b.attrs = make([]html.Attribute, n) // a tag of many attributes
+			b.heldAttrs = append(b.heldAttrs, b.attrs)
 		} else {
 			bl := attrBlocks.Get().(*[blockSize]html.Attribute)
 			b.found.attrs = append(b.found.attrs, bl)
@@ -350,7 +354,7 @@ func (b *treeBuilder) attrText(s string) string {
 		i := strings.IndexByte(s, '&')
 		if i < 0 {
 			out.WriteString(s)
-			return out.String()
+			return b.own(out.String())
 		}
 		out.WriteString(s[:i])
 		n := refLen(s[i:])
