@@ -168,7 +168,13 @@ func featureBenches() []Bench {
 			Figures: []Figure{
 				{Label: "extraction: crawler CPU per page, no rules", Result: "BenchmarkExtractionCost", Unit: "none-cpu-µs/page"},
 				{Label: "extraction: crawler CPU per page, 5 rules", Result: "BenchmarkExtractionCost", Unit: "rules5-cpu-µs/page"},
-				{Label: "extraction: what 5 rules add to the crawler CPU per page, %", Result: "BenchmarkExtractionCost", Unit: "extract-cpu-%", Target: AtMost(10)},
+				{Label: "extraction: what 5 rules add to the crawler CPU per page, % (seeds only, maxdepth 0: the rules parse for themselves)", Result: "BenchmarkExtractionCost", Unit: "extract-cpu-%"},
+			}},
+		{Pkg: "./crawler/e2e/", Pattern: "^BenchmarkExtractionCostFollowingLinks$", Benchtime: "1x", Section: SectionExtract,
+			Figures: []Figure{
+				{Label: "extraction following links (maxdepth 1): crawler CPU per page, no rules", Result: "BenchmarkExtractionCostFollowingLinks", Unit: "none-cpu-µs/page"},
+				{Label: "extraction following links (maxdepth 1): crawler CPU per page, 5 rules", Result: "BenchmarkExtractionCostFollowingLinks", Unit: "rules5-cpu-µs/page"},
+				{Label: "extraction following links (maxdepth 1): what 5 rules add to the crawler CPU per page, %", Result: "BenchmarkExtractionCostFollowingLinks", Unit: "extract-cpu-%", Target: AtMost(10)},
 			}},
 		{Pkg: "./crawler/e2e/cluster/", Pattern: "^BenchmarkRerunCost$", Benchtime: "1x", Section: SectionFreshness,
 			Figures: []Figure{
