@@ -278,18 +278,22 @@ func (b *treeBuilder) keepAttrs() []html.Attribute {
 	if n == 0 {
 		return nil
 	}
+	if n > blockSize {
+		out := make([]html.Attribute, n) // a tag of many attributes
+		copy(out, b.scratch)
+		b.heldAttrs = append(b.heldAttrs, out)
+		return out
+	}
 	if len(b.attrs) < n {
-		if n > blockSize {
-			b.attrs = make([]html.Attribute, n) // a tag of many attributes
-			b.heldAttrs = append(b.heldAttrs, b.attrs)
-		} else {
-			bl := attrBlocks.Get().(*[blockSize]html.Attribute)
-			b.found.attrs = append(b.found.attrs, bl)
-			b.attrs = bl[:]
-		}
+		bl := attrBlocks.Get().(*[blockSize]html.Attribute)
+		b.found.attrs = append(b.found.attrs, bl)
+		b.attrs = bl[:]
 	}
 	out := b.attrs[:n:n]
-	copy(out, b.scratch)
+	for i, x := range b.scratch { // in a block: plain words
+		setString(&out[i].Key, x.Key)
+		setString(&out[i].Val, x.Val)
+	}
 	b.attrs = b.attrs[n:]
 	return out
 }
