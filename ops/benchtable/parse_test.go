@@ -95,13 +95,13 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 3 ingest, 12 pages/s, 3 cluster, 3 latency, 3 REST, 3 idle RSS, 3
-	// launcher, 3 crawl cost, 6 hostile pages, 6 extraction, 3 extraction cost,
+	// launcher, 3 crawl cost, 6 hostile pages, 9 extraction, 6 extraction cost,
 	// 3 page memory, 6 adaptive versus fixed, 3 run start drift, 3 re-run cost,
 	// 6 duplicate filter bytes, 6 FIFO enqueue, 3 rendered pages/s, 3 render
 	// memory, 6 REDIS_WAIT_REPLICAS cost, 3 Redis CPU per page on a cluster,
 	// 12 duplicate filter bytes on a cluster.
-	if len(res) != 102 {
-		t.Fatalf("got %d results, want 102", len(res))
+	if len(res) != 108 {
+		t.Fatalf("got %d results, want 108", len(res))
 	}
 	count := map[string]int{}
 	for _, r := range res {
@@ -113,7 +113,7 @@ func TestParseMakeBenchOutput(t *testing.T) {
 	for _, name := range []string{"BenchmarkPagesPerSecond/crawlers=1/defaults", "BenchmarkPagesPerSecond/crawlers=2/tuned",
 		"BenchmarkIngestCrawlRequests", "BenchmarkClusterWorkload", "BenchmarkFeedCrawl", "BenchmarkIdleRSS", "BenchmarkNewDomainLatency",
 		"BenchmarkLauncherMemory/flags=default", "BenchmarkCrawlCost", "BenchmarkBombMixRSS/mix", "BenchmarkBombMixRSS/page=50MB",
-		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtractionCost", "BenchmarkRerunCost",
+		"BenchmarkExtract/rules=5", "BenchmarkExtract/rules=20", "BenchmarkExtract/rules=20/gogc=100", "BenchmarkExtractionCost", "BenchmarkExtractionCostFollowingLinks", "BenchmarkRerunCost",
 		"BenchmarkDupeFilterBytesPerURL/mode=exact", "BenchmarkDupeFilterBytesPerURL/mode=bloom",
 		"BenchmarkFIFOEnqueue/tiebreak=on", "BenchmarkFIFOEnqueue/tiebreak=off",
 		"BenchmarkRenderedPagesPerSecond", "BenchmarkRenderRSS", "BenchmarkRedisCPUPerPage",
@@ -144,8 +144,8 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		runs[b.key()] = &Run{Command: b.Command(3), Results: res}
 	}
 	lines, commands := Lines(Default(), runs)
-	if len(commands) != 22 {
-		t.Errorf("%d commands, want 22", len(commands))
+	if len(commands) != 23 {
+		t.Errorf("%d commands, want 23", len(commands))
 	}
 	want := map[string]float64{ // label prefix: median
 		"Kafka Monitor ingest":                                   7426,

@@ -1,7 +1,17 @@
 package extract
 
-// BuildTree is buildTree, for the tests of package extract_test.
-var BuildTree = buildTree
+import "golang.org/x/net/html"
+
+// BuildTree is the fast tree builder's tree of src, or errUnsure; the
+// tree may be used until release is called (its memory is reused then,
+// and only release's treeIndex keeps it alive: noscanBlock).
+func BuildTree(src string) (root *html.Node, release func(), err error) {
+	root, found, err := buildIndexedTree(src, nil)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return root, found.release, nil
+}
 
 // InnerText, ResolvePrefix and FastResolve are the fast twins, for the
 // tests that compare them with what they stand for.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/net/html"
 	a "golang.org/x/net/html/atom"
@@ -87,6 +88,10 @@ type treeBuilder struct {
 	joinedText []byte     // its text so far
 	sink       TokenSink  // nil: the tokens are for the tree only
 	cr, amp    bool       // the page has a '\r', a '&' (none: no piece has)
+	// held are the tree's strings and attribute lists that are no part of
+	// src: what keeps them alive for the garbage collector (own)
+	held      []string
+	heldAttrs [][]html.Attribute
 }
 
 // treeIndex are elements buildTree notes on its way, in document order,
@@ -105,18 +110,76 @@ type treeIndex struct {
 const blockSize = 256
 
 var (
-	nodeBlocks = sync.Pool{New: func() any { return new([blockSize]html.Node) }}
-	attrBlocks = sync.Pool{New: func() any { return new([blockSize]html.Attribute) }}
+	nodeBlocks = sync.Pool{New: func() any { return noscanBlock[html.Node]() }}
+	attrBlocks = sync.Pool{New: func() any { return noscanBlock[html.Attribute]() }}
 	builders   = sync.Pool{New: func() any { return new(treeBuilder) }}
 )
+
+// noscanBlock is a block of blockSize Ts in memory the garbage collector
+// does not scan: allocated as words that hold no pointers. A pooled block
+// stays live from page to page, and a 200 KB page's tree fills 1.4 MB of
+// them; when the blocks were of their own type, every collection scanned
+// them, for 2-3 ms of CPU, most of a collection (pprof, BenchmarkExtract).
+//
+// Why the tree's pointers may live there. The collector marks a block,
+// as any heap object, when something it scans points into it (a
+// *html.Node on a stack, treeIndex.nodes); it never looks inside, so
+// nothing the tree points to is kept alive by the tree. Each pointer a
+// node or attribute holds is to one of:
+//   - another node, or an attribute list, in a block of the same tree:
+//     kept by treeIndex.nodes and .attrs (and the builder that holds them)
+//     until release, like the blocks;
+//   - the page's text (substrings): kept by treeBuilder.src, and by the
+//     caller's page;
+//   - the atom table's names, static data the collector never frees;
+//   - a string the builder made (a decoded, lowered or joined text) or an
+//     attribute list too long for a block: where it is made, the builder
+//     puts it in treeBuilder.held or .heldAttrs (own, keepAttrs), scanned,
+//     until release.
+//
+// So whatever the tree points to is reachable from a scanned object for as
+// long as the tree is used: from its building to its release (a tree must
+// not be used after its treeIndex is released or unreachable: BuildTree's
+// release in the tests). For the same reason no write barrier is needed
+// for the tree's own fields, which newNode, appendChild and keepAttrs
+// write as plain words (setLink). A released block's old values may be to
+// freed memory, which a barrier must never see: release clears the blocks
+// as plain words, so that a node or attribute starts as zeros (newNode
+// writes only its non-zero fields).
+// FuzzTree, TestTreeSurvivesCollections (GOGC=1 and GODEBUG=gccheckmark=1,
+// invalidptr=1 in its child) and the race detector's checkptr try it.
+func noscanBlock[T any]() *[blockSize]T {
+	words := make([]uintptr, blockSize*unsafe.Sizeof(*new(T))/unsafe.Sizeof(uintptr(0)))
+	return (*[blockSize]T)(unsafe.Pointer(unsafe.SliceData(words)))
+}
+
+// clearWords zeroes the n Ts at p as plain words: no write barrier sees
+// their old values (noscanBlock).
+func clearWords[T any](p *T, n int) {
+	clear(unsafe.Slice((*uintptr)(unsafe.Pointer(p)), uintptr(n)*unsafe.Sizeof(*p)/unsafe.Sizeof(uintptr(0))))
+}
+
+// own keeps s, a string the builder made, alive with the tree
+// (noscanBlock) unless it is the page's own text after all (a substring of
+// src), and returns it. Every string the builder makes goes through it
+// where it is made: textOf, attrText, addAttr's and startTag's lower-case
+// names, join.
+func (b *treeBuilder) own(s string) string {
+	if s != "" && uintptr(unsafe.Pointer(unsafe.StringData(s)))-uintptr(unsafe.Pointer(unsafe.StringData(b.src))) >= uintptr(len(b.src)) {
+		b.held = append(b.held, s)
+	}
+	return s
+}
 
 // release gives the tree's memory back: no node of the tree may be used
 // after it.
 func (x *treeIndex) release() {
 	for _, b := range x.nodes {
+		clearWords(&b[0], blockSize)
 		nodeBlocks.Put(b)
 	}
 	for _, b := range x.attrs {
+		clearWords(&b[0], blockSize)
 		attrBlocks.Put(b)
 	}
 	b := x.builder
@@ -126,15 +189,12 @@ func (x *treeIndex) release() {
 	clear(b.oe)
 	clear(b.afe)
 	clear(x.scripts)
+	clear(b.held)
+	clear(b.heldAttrs)
 	*b = treeBuilder{oe: b.oe[:0], afe: b.afe[:0], scratch: b.scratch[:0], joinedText: b.joinedText[:0],
+		held: b.held[:0], heldAttrs: b.heldAttrs[:0],
 		found: treeIndex{scripts: x.scripts[:0], nodes: x.nodes[:0], attrs: x.attrs[:0]}}
 	builders.Put(b)
-}
-
-// buildTree builds html.Parse's tree of src, or fails with errUnsure.
-func buildTree(src string) (*html.Node, error) {
-	root, _, err := buildIndexedTree(src, nil)
-	return root, err
 }
 
 // buildIndexedTree is buildTree, and the elements it noted; sink, unless
@@ -177,10 +237,48 @@ func (b *treeBuilder) newNode(typ html.NodeType, at a.Atom, data string, attr []
 		b.found.nodes = append(b.found.nodes, bl)
 		b.nodes = bl[:]
 	}
-	n := &b.nodes[0]
+	n := &b.nodes[0] // all zeros (noscanBlock)
 	b.nodes = b.nodes[1:]
-	*n = html.Node{Type: typ, DataAtom: at, Data: data, Attr: attr}
+	n.Type, n.DataAtom = typ, at
+	setString(&n.Data, data)
+	setAttrs(&n.Attr, attr)
 	return n
+}
+
+// The tree's pointers are written as plain words (setLink, appendChild):
+// they are in blocks the collector never scans (noscanBlock), so a write
+// barrier has nothing to keep for it, and a collection that runs while a
+// tree is built would otherwise take a barrier for every link and string
+// of every node (2.4M instructions a collection on the 200 KB page,
+// cachegrind).
+
+// setLink, setString and setAttrs write a node's pointer, string or
+// attribute list as plain words, without a write barrier: the node is in
+// a block (noscanBlock), and what it points to is kept alive elsewhere.
+func setLink(dst **html.Node, n *html.Node) {
+	*(*uintptr)(unsafe.Pointer(dst)) = uintptr(unsafe.Pointer(n))
+}
+
+func setString(dst *string, s string) {
+	*(*[2]uintptr)(unsafe.Pointer(dst)) = *(*[2]uintptr)(unsafe.Pointer(&s))
+}
+
+func setAttrs(dst *[]html.Attribute, attr []html.Attribute) {
+	*(*[3]uintptr)(unsafe.Pointer(dst)) = *(*[3]uintptr)(unsafe.Pointer(&attr))
+}
+
+// appendChild is n.AppendChild(c) for a new node c (no parent, no
+// siblings), its links written by setLink.
+func appendChild(n, c *html.Node) {
+	last := n.LastChild
+	if last != nil {
+		setLink(&last.NextSibling, c)
+	} else {
+		setLink(&n.FirstChild, c)
+	}
+	setLink(&n.LastChild, c)
+	setLink(&c.Parent, n)
+	setLink(&c.PrevSibling, last)
 }
 
 func (b *treeBuilder) top() *html.Node {
@@ -237,13 +335,13 @@ func (b *treeBuilder) initial(t *token) bool {
 			return true
 		}
 	case tokComment:
-		b.doc.AppendChild(b.newNode(html.CommentNode, 0, t.data, nil))
+		appendChild(b.doc, b.newNode(html.CommentNode, 0, t.data, nil))
 		return true
 	case tokDoctype:
 		if t.data != "html" {
 			unsure() // other doctypes: quirks and identifiers
 		}
-		b.doc.AppendChild(b.newNode(html.DoctypeNode, 0, "html", nil))
+		appendChild(b.doc, b.newNode(html.DoctypeNode, 0, "html", nil))
 		b.mode = modeBeforeHTML
 		return true
 	}
@@ -397,7 +495,7 @@ func (b *treeBuilder) afterBody(t *token) bool {
 		if b.mode == modeAfterBody {
 			parent = b.oe[0]
 		}
-		parent.AppendChild(b.newNode(html.CommentNode, 0, t.data, nil))
+		appendChild(parent, b.newNode(html.CommentNode, 0, t.data, nil))
 		return true
 	case tokDoctype:
 		if b.mode == modeAfterAfterBody {
@@ -415,7 +513,7 @@ func (b *treeBuilder) implied(at a.Atom) {
 
 func (b *treeBuilder) addElement(t *token) {
 	n := b.newNode(html.ElementNode, t.atom, t.data, t.attr)
-	b.top().AppendChild(n)
+	appendChild(b.top(), n)
 	if len(b.oe) >= maxDepth {
 		unsure() // html.Parse fails
 	}
@@ -439,7 +537,7 @@ func (b *treeBuilder) addVoid(t *token) {
 }
 
 func (b *treeBuilder) addComment(t *token) {
-	b.top().AppendChild(b.newNode(html.CommentNode, 0, t.data, nil))
+	appendChild(b.top(), b.newNode(html.CommentNode, 0, t.data, nil))
 }
 
 // addText adds text to the current node, joined to a text node before it
@@ -457,13 +555,13 @@ func (b *treeBuilder) addText(s string) {
 		b.joinedText = append(b.joinedText, s...)
 		return
 	}
-	n.AppendChild(b.newNode(html.TextNode, 0, s, nil))
+	appendChild(n, b.newNode(html.TextNode, 0, s, nil))
 }
 
 // join ends the joining of a text node's text, and starts n's (nil: none).
 func (b *treeBuilder) join(n *html.Node) {
 	if b.joined != nil {
-		b.joined.Data = string(b.joinedText)
+		setString(&b.joined.Data, b.own(string(b.joinedText)))
 	}
 	b.joined = n
 	if n != nil {

@@ -3,6 +3,8 @@ package extract_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -32,7 +34,8 @@ func dumpTree(n *html.Node) string {
 // "" when it is the same or buildTree gave up (unsure).
 func sameTree(t testing.TB, src string) (differs string, built bool) {
 	want, err := html.Parse(strings.NewReader(src))
-	got, ferr := extract.BuildTree(src)
+	got, release, ferr := extract.BuildTree(src)
+	defer release()
 	if ferr != nil {
 		return "", false
 	}
@@ -138,4 +141,79 @@ func FuzzTree(f *testing.F) {
 			t.Fatalf("%q: %s", src, differs)
 		}
 	})
+}
+
+// copyingPage is a page most of whose tree's strings are the builder's
+// own, not the page's: lower-cased tag names and attribute keys, decoded
+// text and values, newlines normalised, text joined across comments, and a
+// tag of more attributes than a block holds.
+func copyingPage(items int) string {
+	var b strings.Builder
+	b.WriteString("<!DOCTYPE html><TITLE>A &amp; B\r\n</TITLE><BODY CLASS=\"x&amp;y\">")
+	for i := range items {
+		fmt.Fprintf(&b, "<MY-TAG DATA-N=\"%d&lt;\" TITLE='t&quot;%d'>x &lt;%d&gt;\r\ny<!--c-->z%d</MY-TAG>", i, i, i, i)
+	}
+	b.WriteString("<p")
+	for i := range 300 {
+		fmt.Fprintf(&b, " A%d=\"v&amp;%d\"", i, i)
+	}
+	b.WriteString(">end</p>")
+	return b.String()
+}
+
+// TestTreeSurvivesCollections: the tree's nodes live in memory the garbage
+// collector does not scan (noscanBlock), so the strings the builder made
+// must be kept alive by the builder until release. Trees of copyingPage
+// are built and read while collections run back to back, with garbage
+// written over whatever they free in between: a string the tree alone
+// held would be freed and overwritten, and the tree would no longer be
+// html.Parse's. The test then runs itself again with GOGC=1 and
+// GODEBUG=gccheckmark=1,invalidptr=1 (the collector checking its marks and
+// every pointer it meets).
+func TestTreeSurvivesCollections(t *testing.T) {
+	src := copyingPage(300)
+	want, err := html.Parse(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDump := dumpTree(want)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // collections back to back, and garbage over freed memory
+		defer close(done)
+		var junk []string
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			runtime.GC()
+			junk = junk[:0]
+			for i := range 2000 {
+				junk = append(junk, strings.Repeat("#", 1+i%64))
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for round := range 30 {
+		got, release, err := extract.BuildTree(src)
+		if err != nil {
+			t.Fatalf("round %d: buildTree gave up: %v", round, err)
+		}
+		runtime.GC()
+		runtime.GC()
+		if g := dumpTree(got); g != wantDump {
+			release()
+			t.Fatalf("round %d: the tree changed after collections:\n%.2000s", round, g)
+		}
+		release()
+	}
+	if os.Getenv("GODEBUG") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestTreeSurvivesCollections$", "-test.count", "1")
+		cmd.Env = append(os.Environ(), "GOGC=1", "GODEBUG=gccheckmark=1,invalidptr=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("with GOGC=1 GODEBUG=gccheckmark=1,invalidptr=1: %v\n%s", err, out)
+		}
+	}
 }

@@ -78,7 +78,7 @@ func (b *treeBuilder) textOf(s string, decode bool) string {
 	if decode && b.amp && strings.IndexByte(s, '&') >= 0 {
 		s = html.UnescapeString(s)
 	}
-	return s
+	return b.own(s)
 }
 
 // markup reads the tag, comment or doctype at b.pos.
@@ -183,6 +183,9 @@ func (b *treeBuilder) startTag() token {
 		unsure()
 	}
 	at, name := tagAtom(s[:n])
+	if at == 0 {
+		name = b.own(name) // the atom table's names are static
+	}
 	i := n
 	b.scratch = b.scratch[:0]
 	for {
@@ -260,7 +263,7 @@ func (b *treeBuilder) attrValue(s string, j int) (string, int) {
 // atom.Lookup per attribute (addAttr went from 15% to 8% of the tree's
 // CPU on BenchmarkExtract's page, seven attributes an item; pprof).
 func (b *treeBuilder) addAttr(key, val string) {
-	key = lowerASCII(key)
+	key = b.own(lowerASCII(key))
 	for _, x := range b.scratch {
 		if x.Key == key {
 			return
@@ -275,17 +278,22 @@ func (b *treeBuilder) keepAttrs() []html.Attribute {
 	if n == 0 {
 		return nil
 	}
+	if n > blockSize {
+		out := make([]html.Attribute, n) // a tag of many attributes
+		copy(out, b.scratch)
+		b.heldAttrs = append(b.heldAttrs, out)
+		return out
+	}
 	if len(b.attrs) < n {
-		if n > blockSize {
-			b.attrs = make([]html.Attribute, n) // a tag of many attributes
-		} else {
-			bl := attrBlocks.Get().(*[blockSize]html.Attribute)
-			b.found.attrs = append(b.found.attrs, bl)
-			b.attrs = bl[:]
-		}
+		bl := attrBlocks.Get().(*[blockSize]html.Attribute)
+		b.found.attrs = append(b.found.attrs, bl)
+		b.attrs = bl[:]
 	}
 	out := b.attrs[:n:n]
-	copy(out, b.scratch)
+	for i, x := range b.scratch { // in a block: plain words
+		setString(&out[i].Key, x.Key)
+		setString(&out[i].Val, x.Val)
+	}
 	b.attrs = b.attrs[n:]
 	return out
 }
@@ -350,7 +358,7 @@ func (b *treeBuilder) attrText(s string) string {
 		i := strings.IndexByte(s, '&')
 		if i < 0 {
 			out.WriteString(s)
-			return out.String()
+			return b.own(out.String())
 		}
 		out.WriteString(s[:i])
 		n := refLen(s[i:])
