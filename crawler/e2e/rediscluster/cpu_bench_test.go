@@ -29,16 +29,23 @@ const (
 )
 
 // BenchmarkRedisCPUPerPage is the Redis CPU a crawl costs per page on one
-// Redis and on a Redis Cluster of three masters (a replica each, as
-// harness.StartRedisCluster starts them; the masters' CPU includes feeding
-// their replicas), from one run on the same crawl: the Kafka Monitor and two
-// crawler processes (the binaries of this tree, default settings, the
-// throttle out of the way: QUEUE_HITS 100000 a minute per domain), fed one
-// seed (the cpuRoots, cpuFanout, cpuMaxDepth crawl of 20 domains), per
-// iteration once on the one Redis, then once on the cluster, each with a
-// broker of its own (a warm-up crawl to depth 1 first in each mode: the
-// scripts loaded, connections open). A mode's span runs from the feed until
-// every page is published and the crawl's ledger has nothing outstanding.
+// Redis and on a Redis Cluster of three masters, from one run on the same
+// crawl: the Kafka Monitor and two crawler processes (the binaries of this
+// tree, default settings, the throttle out of the way: QUEUE_HITS 100000 a
+// minute per domain), fed one seed (the cpuRoots, cpuFanout, cpuMaxDepth
+// crawl of 20 domains), per iteration once on the one Redis, once on a
+// cluster of three masters without replicas and once on a cluster of
+// three masters with a replica each (harness.StartRedisCluster's), each
+// with a broker of its own (a warm-up crawl to depth 1 first in each mode:
+// the scripts loaded, connections open). A mode's span runs from the feed
+// until every page is published and the crawl's ledger has nothing
+// outstanding.
+//
+// The targets are judged on the cluster without replicas: like for like,
+// as the one Redis feeds no replica either; a master with a replica also
+// pays for feeding it (its replication stream, the replica's socket
+// writes), reported beside with the prefix "replicas-".
+//
 // From /proc/<pid>/stat (utime + stime) of each redis-server process:
 //
 //   - single-redis-cpu-µs/page: the one Redis's CPU per page;
@@ -58,7 +65,11 @@ const (
 //     (INFO stats total_reads_processed), its round trips near enough: each
 //     a wake-up with its kernel work, whatever it holds;
 //   - single-pages/s and cluster-pages/s (the machine's other load shows
-//     here, not in the CPU figures).
+//     here, not in the CPU figures);
+//   - replicas-busiest-master-cpu-µs/page, replicas-busiest-master-per-single,
+//     replicas-masters-cpu-µs/page, replicas-masters-per-single,
+//     replicas-masters-cmds/page and replicas-pages/s: the same on the
+//     cluster with replicas (the masters' CPU only).
 //
 // /proc counts CPU in 10 ms ticks: the crawl is long enough (about 0.5 s
 // of the one Redis's CPU) that a tick is a few per cent of a figure.
@@ -81,11 +92,15 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 	for n, v := range quiet {
 		single.env[n] = v
 	}
-	rc := harness.StartRedisCluster(b)
-	kCluster := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})
-	cluster := cpuMode{name: "cluster", env: clusterEnv(rc, kCluster, quiet), k: kCluster, nodes: rc.Masters(b), rdb: rc.TestClient(b)}
-
-	modes := []*cpuMode{&single, &cluster}
+	modes := []*cpuMode{&single}
+	for _, c := range []struct {
+		name string
+		opts harness.RedisClusterOptions
+	}{{"cluster", harness.RedisClusterOptions{NoReplicas: true}}, {"replicas", harness.RedisClusterOptions{}}} {
+		rc := harness.StartRedisClusterWith(b, c.opts)
+		k := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})
+		modes = append(modes, &cpuMode{name: c.name, env: clusterEnv(rc, k, quiet), k: k, nodes: rc.Masters(b), rdb: rc.TestClient(b)})
+	}
 	for _, m := range modes {
 		startComponents(b, m.env, "kafka-monitor", m.name+"-crawler-1", m.name+"-crawler-2")
 		m.pids = redisPIDs(b, m.nodes)
@@ -106,7 +121,7 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportRedisCPU(b, &single, &cluster)
+	reportRedisCPU(b, modes[0], modes[1], modes[2])
 }
 
 // cpuMode is one mode of BenchmarkRedisCPUPerPage: its components'
@@ -216,40 +231,47 @@ func (m *cpuMode) sample(b *testing.B) []redisUse {
 
 // reportRedisCPU reports BenchmarkRedisCPUPerPage's figures and logs each
 // master's commands per page.
-func reportRedisCPU(b *testing.B, single, cluster *cpuMode) {
+func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 	perPage := func(m *cpuMode, v float64) float64 { return v / float64(m.pages) }
 	one := perPage(single, float64(single.used[0].cpu.Microseconds()))
-	var total time.Duration
-	var busiest redisUse
-	all := redisUse{}
-	for _, u := range cluster.used {
-		total += u.cpu
-		if u.cpu >= busiest.cpu {
-			busiest = u
-		}
-		all.add(u, redisUse{})
-	}
 	b.ReportMetric(one, "single-redis-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.cpu.Microseconds())), "busiest-master-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.cpu.Microseconds()))/one, "busiest-master-per-single")
-	b.ReportMetric(perPage(cluster, float64(total.Microseconds())), "masters-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(total.Microseconds()))/one, "masters-per-single")
 	b.ReportMetric(perPage(single, float64(single.used[0].total())), "single-redis-cmds/page")
-	b.ReportMetric(perPage(cluster, float64(all.total())), "masters-cmds/page")
 	b.ReportMetric(perPage(single, float64(single.used[0].reads)), "single-redis-reads/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.reads)), "busiest-master-reads/page")
-	b.ReportMetric(perPage(cluster, float64(all.reads)), "masters-reads/page")
-	for _, m := range []*cpuMode{single, cluster} {
-		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")
-	}
+	b.ReportMetric(float64(single.pages)/single.elapsed.Seconds(), "single-pages/s")
 	reportCalls(b, "single-cmd-", single.used[0], single.pages)
-	reportCalls(b, "cluster-cmd-", all, cluster.pages)
-	for i, u := range cluster.used {
-		b.Logf("master %s: %.1f µs/page, %.2f reads/page, commands per page: %s", cluster.nodes[i].Addr,
-			perPage(cluster, float64(u.cpu.Microseconds())), perPage(cluster, float64(u.reads)), callsLine(u, cluster.pages))
-	}
 	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s", one, perPage(single, float64(single.used[0].reads)),
 		callsLine(single.used[0], single.pages))
+	for _, m := range []*cpuMode{cluster, replicas} {
+		prefix := ""
+		if m == replicas {
+			prefix = "replicas-"
+		}
+		var total time.Duration
+		var busiest redisUse
+		all := redisUse{}
+		for _, u := range m.used {
+			total += u.cpu
+			if u.cpu >= busiest.cpu {
+				busiest = u
+			}
+			all.add(u, redisUse{})
+		}
+		b.ReportMetric(perPage(m, float64(busiest.cpu.Microseconds())), prefix+"busiest-master-cpu-µs/page")
+		b.ReportMetric(perPage(m, float64(busiest.cpu.Microseconds()))/one, prefix+"busiest-master-per-single")
+		b.ReportMetric(perPage(m, float64(total.Microseconds())), prefix+"masters-cpu-µs/page")
+		b.ReportMetric(perPage(m, float64(total.Microseconds()))/one, prefix+"masters-per-single")
+		b.ReportMetric(perPage(m, float64(all.total())), prefix+"masters-cmds/page")
+		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")
+		if m == cluster {
+			b.ReportMetric(perPage(m, float64(busiest.reads)), "busiest-master-reads/page")
+			b.ReportMetric(perPage(m, float64(all.reads)), "masters-reads/page")
+			reportCalls(b, "cluster-cmd-", all, m.pages)
+		}
+		for i, u := range m.used {
+			b.Logf("%s: master %s: %.1f µs/page, %.2f reads/page, commands per page: %s", m.name, m.nodes[i].Addr,
+				perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.reads)), callsLine(u, m.pages))
+		}
+	}
 }
 
 // reportCalls reports u's commands of at least 0.05 per page, each as
