@@ -145,6 +145,7 @@ type redisUse struct {
 	cpu   time.Duration
 	reads int64
 	calls map[string]int64
+	usec  map[string]int64 // Redis's time in each command (a script's includes the commands it runs)
 }
 
 // add adds the difference after - before.
@@ -156,6 +157,12 @@ func (u *redisUse) add(after, before redisUse) {
 	}
 	for name, n := range after.calls {
 		u.calls[name] += n - before.calls[name]
+	}
+	if u.usec == nil {
+		u.usec = map[string]int64{}
+	}
+	for name, n := range after.usec {
+		u.usec[name] += n - before.usec[name]
 	}
 }
 
@@ -224,7 +231,8 @@ func (m *cpuMode) sample(b *testing.B) []redisUse {
 		if err != nil {
 			b.Fatalf("INFO stats of %s: total_reads_processed: %v", n.Addr, err)
 		}
-		out[i] = redisUse{cpu: cpu, reads: reads, calls: commandCalls(b, n)}
+		calls, usec := commandStats(b, n)
+		out[i] = redisUse{cpu: cpu, reads: reads, calls: calls, usec: usec}
 	}
 	return out
 }
@@ -239,8 +247,8 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 	b.ReportMetric(perPage(single, float64(single.used[0].reads)), "single-redis-reads/page")
 	b.ReportMetric(float64(single.pages)/single.elapsed.Seconds(), "single-pages/s")
 	reportCalls(b, "single-cmd-", single.used[0], single.pages)
-	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s", one, perPage(single, float64(single.used[0].reads)),
-		callsLine(single.used[0], single.pages))
+	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", one,
+		perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
 	for _, m := range []*cpuMode{cluster, replicas} {
 		prefix := ""
 		if m == replicas {
@@ -268,8 +276,8 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 			reportCalls(b, "cluster-cmd-", all, m.pages)
 		}
 		for i, u := range m.used {
-			b.Logf("%s: master %s: %.1f µs/page, %.2f reads/page, commands per page: %s", m.name, m.nodes[i].Addr,
-				perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.reads)), callsLine(u, m.pages))
+			b.Logf("%s: master %s: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", m.name,
+				m.nodes[i].Addr, perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.reads)), callsLine(u, m.pages), usecLine(u, m.pages))
 		}
 	}
 }
@@ -284,18 +292,26 @@ func reportCalls(b *testing.B, prefix string, u redisUse, pages int) {
 	}
 }
 
+// usecLine is Redis's microseconds per page in u's commands, the costliest
+// first (those of at least 0.5 µs a page).
+func usecLine(u redisUse, pages int) string { return perPageLine(u.usec, pages, 0.5, "%s %.1f") }
+
 // callsLine is u's commands per page, the most frequent first.
-func callsLine(u redisUse, pages int) string {
-	names := make([]string, 0, len(u.calls))
-	for name, n := range u.calls {
-		if n > 0 {
+func callsLine(u redisUse, pages int) string { return perPageLine(u.calls, pages, 0, "%s %.2f") }
+
+// perPageLine is each of counts per page, the largest first, of those
+// above least, each written with format (name, value).
+func perPageLine(counts map[string]int64, pages int, least float64, format string) string {
+	names := make([]string, 0, len(counts))
+	for name, n := range counts {
+		if n > 0 && float64(n)/float64(pages) >= least {
 			names = append(names, name)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return u.calls[names[i]] > u.calls[names[j]] })
+	sort.Slice(names, func(i, j int) bool { return counts[names[i]] > counts[names[j]] })
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %.2f", name, float64(u.calls[name])/float64(pages))
+		parts[i] = fmt.Sprintf(format, name, float64(counts[name])/float64(pages))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -315,17 +331,27 @@ func redisPIDs(tb testing.TB, nodes []*harness.Redis) []int {
 	return pids
 }
 
-// commandCalls are the calls of each command INFO commandstats of n counts.
-func commandCalls(tb testing.TB, n *harness.Redis) map[string]int64 {
+// commandStats are the calls and the microseconds of each command INFO
+// commandstats of n counts.
+func commandStats(tb testing.TB, n *harness.Redis) (calls, usec map[string]int64) {
 	tb.Helper()
-	out := map[string]int64{}
+	calls, usec = map[string]int64{}, map[string]int64{}
 	for name, v := range infoFields(tb, n, "commandstats") {
-		if cmd, ok := strings.CutPrefix(name, "cmdstat_"); ok {
-			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-			out[cmd], _ = strconv.ParseInt(calls, 10, 64)
+		cmd, ok := strings.CutPrefix(name, "cmdstat_")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(v, ",") {
+			k, x, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				calls[cmd], _ = strconv.ParseInt(x, 10, 64)
+			case "usec":
+				usec[cmd], _ = strconv.ParseInt(x, 10, 64)
+			}
 		}
 	}
-	return out
+	return calls, usec
 }
 
 // infoFields are the name:value lines of n's INFO section.
