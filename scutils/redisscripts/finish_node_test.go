@@ -3,8 +3,10 @@ package redisscripts_test
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -181,4 +183,67 @@ func TestRunByNodeFallsBackToOneRunPerBatchWhenTheNodeRefuses(t *testing.T) {
 		t.Errorf("fell back: %+v, want all %d batches", fb, len(fs))
 	}
 	checkFinishedOnce(t, rdb, domains, res, errs)
+}
+
+// After a failover (a manual one: the old master lives on as a replica and
+// answers MOVED), a client whose slot map is stale sends a master's node
+// run to the old master; go-redis follows the MOVED to the promoted
+// replica, which serves every slot of the old master, and each batch runs
+// exactly once (whether on the node run or fallen back).
+func TestRunByNodeAfterAFailoverRunsEachBatchOnce(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	setup := rc.TestClient(t)
+	domains, masterOf := nodeDomains(t, rc, 9)
+	old := masterOf[domains[0]]
+	var mine []string // the domains of the old master: one node run
+	for _, d := range domains {
+		if masterOf[d] == old {
+			mine = append(mine, d)
+		}
+	}
+	fs := domainAcks(t, setup, mine)
+	stale := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(rc.Seeds(), ",")})
+	t.Cleanup(func() { stale.Close() })
+	if m, err := stale.MasterForKey(ctx, fs[0].LeaseOwners); err != nil || m.Options().Addr != old {
+		t.Fatalf("the client's map: %v, %v; want %s", m, err, old)
+	}
+	var oldNode, replica *harness.Redis
+	for _, n := range rc.Nodes {
+		info := n.TestClient(t).Info(ctx, "replication").Val()
+		switch {
+		case n.Addr == old:
+			oldNode = n
+		case strings.Contains(info, "role:slave") && strings.Contains(info, fmt.Sprintf("master_port:%d\r", portOf(t, old))):
+			replica = n
+		}
+	}
+	if replica == nil || oldNode == nil {
+		t.Fatalf("no replica of %s", old)
+	}
+	if err := replica.TestClient(t).Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !harness.Until(time.Minute, func() bool {
+		return strings.Contains(replica.TestClient(t).Info(ctx, "replication").Val(), "role:master") &&
+			strings.Contains(oldNode.TestClient(t).Info(ctx, "replication").Val(), "role:slave")
+	}) {
+		t.Fatal("the replica did not take over")
+	}
+	if err := oldNode.TestClient(t).Get(ctx, fs[0].LeaseOwners).Err(); !redis.HasErrorPrefix(err, "MOVED") {
+		t.Fatalf("the old master answers %v, want MOVED", err)
+	}
+	res, errs, fb := redisscripts.RunByNode(ctx, stale, fs)
+	checkFinishedOnce(t, setup, mine, res, errs)
+	t.Logf("%d batches of the old master; fell back: %+v", len(mine), fb)
+}
+
+// portOf is the port of addr, host:port.
+func portOf(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, _ := strings.Cut(addr, ":")
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	return n
 }
