@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -39,6 +40,10 @@ type ackBatcher struct {
 	lost func(ids []string)
 	// enqueued turns a page's result into what became of its follow-ups.
 	enqueued func(f *followUps, res redisscripts.PageResult) (Enqueued, error)
+
+	// perSlot: a Redis Cluster master could not run finish_node.lua
+	// (Redis before 7), so runs go one per slot (runByNode).
+	perSlot atomic.Bool
 
 	mu      sync.Mutex
 	pending []ackRequest

@@ -30,8 +30,11 @@ import (
 //     in its crawl's share of the request's domain, and queues the page's
 //     follow-ups for that same domain, in one step; the follow-ups for
 //     other domains are queued (counted in their domains' shares) before
-//     it, one run of the finish script per slot, every run of a batch in
-//     one pipeline per master. When the lease turns out reaped, those are
+//     it, one run of the finish script per slot; the runs of a step are
+//     sent as one run of finish_node.lua per master (the runs of every
+//     slot it serves, one after the other in one script), falling back to
+//     one run per slot when a master refuses it (a slot moved); every
+//     run of a batch in one pipeline. When the lease turns out reaped, those are
 //     queued all the same: the crawl of the request again finds them in
 //     the duplicate filter (and counts them refused as duplicates), so a
 //     page's links are never lost between the two steps, at the cost of
@@ -266,8 +269,27 @@ func (b *ackBatcher) pageRuns(pages [][]domainPage, now time.Time) (runs []*redi
 	return runs, at
 }
 
+// runByNode runs runs, each in one slot, with one run per master
+// (redisscripts.RunByNode: one run of finish_node.lua for the runs of
+// every slot a master serves; a node that refuses it, its slot map stale,
+// falls back to one run per slot), or, on a client that is not a cluster
+// client or once a master could not run finish_node.lua (Redis before
+// 7), one run per slot (redisscripts.RunAll).
+func (b *ackBatcher) runByNode(ctx context.Context, runs []*redisscripts.Finish) ([]redisscripts.FinishResult, []error) {
+	ctx = b.cfg.Wait.Context(ctx)
+	cc, err := redisconn.ClusterClient(b.rdb)
+	if err != nil || b.perSlot.Load() {
+		return redisscripts.RunAll(ctx, b.rdb, runs)
+	}
+	res, errs, fb := redisscripts.RunByNode(ctx, cc, runs)
+	if fb.Unsupported {
+		b.perSlot.Store(true)
+	}
+	return res, errs
+}
+
 // enqueueCluster is Enqueue on a Redis Cluster: f's domain pages, one run
-// per slot, in one pipeline per master.
+// per slot, in one pipeline per master (one run per master).
 func (s *Scheduler) enqueueCluster(ctx context.Context, f *followUps) (Enqueued, error) {
 	bl, err := s.acks.blacklisted(ctx, []*followUps{f})
 	if err != nil {
@@ -275,7 +297,7 @@ func (s *Scheduler) enqueueCluster(ctx context.Context, f *followUps) (Enqueued,
 	}
 	pages := s.acks.domainPages(f, bl[f.page.Crawl])
 	runs, at := s.acks.pageRuns([][]domainPage{pages}, s.now())
-	res, errs := redisscripts.RunAll(s.cfg.Wait.Context(ctx), s.rdb, runs)
+	res, errs := s.acks.runByNode(ctx, runs)
 	results := make([]redisscripts.PageResult, len(pages))
 	for j, a := range at[0] {
 		if errs[a[0]] != nil {
@@ -315,7 +337,7 @@ func (b *ackBatcher) sendCluster(ctx context.Context, batch []ackRequest) {
 		}
 	}
 	runs, at := b.pageRuns(others, now)
-	res, errs := redisscripts.RunAll(b.cfg.Wait.Context(ctx), b.rdb, runs)
+	res, errs := b.runByNode(ctx, runs)
 	results := make([][]redisscripts.PageResult, len(batch))
 	failed := make([]error, len(batch))
 	for i := range batch {
@@ -359,7 +381,7 @@ func (b *ackBatcher) sendClusterAcks(ctx context.Context, batch []ackRequest, pa
 		runs[n].Acks = append(runs[n].Acks, a)
 		members[n] = append(members[n], i)
 	}
-	res, errs := redisscripts.RunAll(b.cfg.Wait.Context(ctx), b.rdb, runs)
+	res, errs := b.runByNode(ctx, runs)
 	for n, run := range runs {
 		sub := make([]ackRequest, len(members[n]))
 		for k, i := range members[n] {

@@ -178,9 +178,10 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"processor ms per rendered page, every process":          159.8,
 		"last 500 over first 500, PSS %":                         5.386,
 		"REDIS_WAIT_REPLICAS=1: pages/s":                         335.6,
-		"the busiest master's CPU per page over the one Redis's": 0.6584,
-		"the three masters' CPU per page over the one Redis's":   1.822,
-		"one Redis: Redis CPU per page":                          263.5,
+		"the busiest master's CPU per page over the one Redis's": 0.6336,
+		"the three masters' CPU per page over the one Redis's":   1.763,
+		"with a replica each: the busiest master's CPU":          0.7675,
+		"one Redis: Redis CPU per page":                          205.0,
 		"Redis Cluster, 20 domains of 5,000 URLs, bloom":         3.35,
 	}
 	for _, l := range lines {

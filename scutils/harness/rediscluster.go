@@ -15,7 +15,8 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
-// A RedisCluster's shape: three masters, one replica each.
+// A RedisCluster's shape: three masters, one replica each (none with
+// RedisClusterOptions.NoReplicas).
 const (
 	clusterMasters  = 3
 	clusterReplicas = 1
@@ -49,11 +50,26 @@ type RedisCluster struct {
 	Nodes []*Redis
 }
 
-// StartRedisCluster starts a Redis Cluster for tb and removes it when tb
-// ends.
+// RedisClusterOptions shape a RedisCluster.
+type RedisClusterOptions struct {
+	// NoReplicas starts the three masters alone: a cluster that cannot
+	// fail over, whose masters feed no replica (for measuring a master's
+	// own work against one Redis's, like for like).
+	NoReplicas bool
+}
+
+// StartRedisCluster starts a Redis Cluster of three masters with a
+// replica each for tb and removes it when tb ends.
 func StartRedisCluster(tb testing.TB) *RedisCluster {
 	tb.Helper()
-	c, err := LaunchRedisCluster()
+	return StartRedisClusterWith(tb, RedisClusterOptions{})
+}
+
+// StartRedisClusterWith starts a Redis Cluster shaped by opts for tb and
+// removes it when tb ends.
+func StartRedisClusterWith(tb testing.TB, opts RedisClusterOptions) *RedisCluster {
+	tb.Helper()
+	c, err := LaunchRedisClusterWith(opts)
 	return started(tb, "redis cluster", c, err)
 }
 
@@ -63,12 +79,22 @@ func StartRedisCluster(tb testing.TB) *RedisCluster {
 // cluster ok with every slot served and every replica in sync. Close
 // removes it.
 func LaunchRedisCluster() (*RedisCluster, error) {
+	return LaunchRedisClusterWith(RedisClusterOptions{})
+}
+
+// LaunchRedisClusterWith is LaunchRedisCluster shaped by opts: with
+// NoReplicas, three nodes, every one a master.
+func LaunchRedisClusterWith(opts RedisClusterOptions) (*RedisCluster, error) {
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli: %w (apt-get install redis-tools)", ErrMissing)
 	}
+	replicas := clusterReplicas
+	if opts.NoReplicas {
+		replicas = 0
+	}
 	c := &RedisCluster{}
-	for range clusterMasters * (1 + clusterReplicas) {
+	for range clusterMasters * (1 + replicas) {
 		n, err := launchRedis(RedisOptions{}, true)
 		if err != nil {
 			c.Close()
@@ -77,7 +103,7 @@ func LaunchRedisCluster() (*RedisCluster, error) {
 		c.Nodes = append(c.Nodes, n)
 	}
 	args := append([]string{"--cluster", "create"}, c.addrs(c.Nodes)...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(clusterReplicas), "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {

@@ -3,6 +3,7 @@ package harness_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +68,33 @@ func TestRedisClusterSurvivesAKilledMaster(t *testing.T) {
 	// The client made before the failover follows it too.
 	if !harness.Until(30*time.Second, func() bool { return rdb.Get(ctx, "key7").Val() == "7" }) {
 		t.Fatal("the client made before the failover does not read key7")
+	}
+}
+
+// A cluster started without replicas is three masters and nothing else:
+// every node serves slots, none replicates, and keys spread over all three.
+func TestRedisClusterWithoutReplicasIsThreeMastersAlone(t *testing.T) {
+	c := harness.StartRedisClusterWith(t, harness.RedisClusterOptions{NoReplicas: true})
+	ctx := context.Background()
+	if masters := c.Masters(t); len(masters) != 3 || len(c.Nodes) != 3 {
+		t.Fatalf("%d masters of %d nodes, want 3 of 3", len(masters), len(c.Nodes))
+	}
+	for _, n := range c.Nodes {
+		info := n.TestClient(t).Info(ctx, "replication").Val()
+		if !strings.Contains(info, "role:master") || !strings.Contains(info, "connected_slaves:0") {
+			t.Errorf("%s: %s", n.Addr, info)
+		}
+	}
+	rdb := c.TestClient(t)
+	perMaster := map[string]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("key%d", i)
+		if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		perMaster[c.MasterOf(t, key).Addr] = true
+	}
+	if len(perMaster) != 3 {
+		t.Errorf("30 keys on %d masters, want 3", len(perMaster))
 	}
 }

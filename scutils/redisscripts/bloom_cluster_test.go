@@ -15,6 +15,9 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
+// clusterCrawl is the crawl of the cluster tests.
+var clusterCrawl = ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+
 // domainFilter is the compact filter of crawl c's requests for domain on
 // a Redis Cluster (rediskeys.Cluster): every key in the domain's slot.
 func domainFilter(c ledger.Crawl, domain string) filterKeys {
@@ -39,7 +42,7 @@ func TestPerDomainCompactFiltersOnAClusterKeepTheRateAndTheSummedEstimate(t *tes
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(rc.Seeds(), ","), ReadTimeout: time.Minute, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	const rate, capacity, perDomain = 0.002, 1024, 4000
-	crawl := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+	crawl := clusterCrawl
 	var domains []string
 	masters := map[string]bool{}
 	for i := range 8 {
@@ -108,7 +111,7 @@ func BenchmarkClusterDupeFilterBytesPerURL(b *testing.B) {
 	rc := harness.StartRedisCluster(b)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(rc.Seeds(), ","), ReadTimeout: time.Minute, MaxRetries: -1})
 	b.Cleanup(func() { rdb.Close() })
-	crawl := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+	crawl := clusterCrawl
 	const urls = 100000
 	for _, domains := range []int{20, 1000} {
 		for _, mode := range []string{"exact", "bloom"} {

@@ -163,15 +163,7 @@ func (*Finish) Script() *Script { return finishScript }
 // Run runs the script and reads its answer.
 func (f *Finish) Run(ctx context.Context, c redis.Scripter) (FinishResult, error) {
 	keys, args, ackAt := f.build()
-	res, err := finishScript.Run(ctx, c, keys, args...).Slice()
-	if err != nil {
-		return FinishResult{}, err
-	}
-	out, ok := f.result(res, ackAt)
-	if !ok {
-		return FinishResult{}, fmt.Errorf("finish: unexpected answer %v", res)
-	}
-	return out, nil
+	return f.read(finishScript.Run(ctx, c, keys, args...), ackAt)
 }
 
 // RunAll runs many batches through one pipeline of c, by SHA1 (EVALSHA):
@@ -182,47 +174,65 @@ func (f *Finish) Run(ctx context.Context, c redis.Scripter) (FinishResult, error
 // It returns each batch's result and error, in fs's order.
 func RunAll(ctx context.Context, c redis.Cmdable, fs []*Finish) ([]FinishResult, []error) {
 	out, errs := make([]FinishResult, len(fs)), make([]error, len(fs))
-	if len(fs) == 0 {
-		return out, errs
-	}
-	type sent struct {
-		keys  []string
-		args  []any
-		ackAt []int
-		cmd   *redis.Cmd
-	}
-	runs := make([]sent, len(fs))
-	pipe := c.Pipeline()
+	runs := make([]*pipelined, len(fs))
+	ackAt := make([][]int, len(fs))
 	for i, f := range fs {
-		keys, args, ackAt := f.build()
-		runs[i] = sent{keys: keys, args: args, ackAt: ackAt, cmd: pipe.EvalSha(ctx, finishScript.script.Hash(), keys, args...)}
+		runs[i] = &pipelined{script: finishScript}
+		runs[i].keys, runs[i].args, ackAt[i] = f.build()
+	}
+	runPipelined(ctx, c, runs)
+	for i, r := range runs {
+		out[i], errs[i] = fs[i].read(r.cmd, ackAt[i])
+	}
+	return out, errs
+}
+
+// read is a run's result from its command.
+func (f *Finish) read(cmd *redis.Cmd, ackAt []int) (FinishResult, error) {
+	res, err := cmd.Slice()
+	if err != nil {
+		return FinishResult{}, err
+	}
+	out, ok := f.result(res, ackAt)
+	if !ok {
+		return FinishResult{}, fmt.Errorf("finish: unexpected answer %v", res)
+	}
+	return out, nil
+}
+
+// pipelined is one run of a script in a pipeline.
+type pipelined struct {
+	script *Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// runPipelined sends runs through one pipeline of c by SHA1 (EVALSHA),
+// then those Redis answered NOSCRIPT (they did not run) whole (EVAL)
+// through another.
+func runPipelined(ctx context.Context, c redis.Cmdable, runs []*pipelined) {
+	if len(runs) == 0 {
+		return
+	}
+	pipe := c.Pipeline()
+	for _, r := range runs {
+		r.cmd = pipe.EvalSha(ctx, r.script.script.Hash(), r.keys, r.args...)
 	}
 	_, _ = pipe.Exec(ctx) // each command's error is its own
-	var again []int
-	for i, r := range runs {
+	var again []*pipelined
+	for _, r := range runs {
 		if err := r.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			again = append(again, i)
+			again = append(again, r)
 		}
 	}
 	if len(again) > 0 {
 		pipe = c.Pipeline()
-		for _, i := range again {
-			runs[i].cmd = pipe.Eval(ctx, finishScript.source, runs[i].keys, runs[i].args...)
+		for _, r := range again {
+			r.cmd = pipe.Eval(ctx, r.script.source, r.keys, r.args...)
 		}
 		_, _ = pipe.Exec(ctx)
 	}
-	for i, r := range runs {
-		res, err := r.cmd.Slice()
-		if err != nil {
-			errs[i] = err
-			continue
-		}
-		var ok bool
-		if out[i], ok = fs[i].result(res, r.ackAt); !ok {
-			errs[i] = fmt.Errorf("finish: unexpected answer %v", res)
-		}
-	}
-	return out, errs
 }
 
 func (f *Finish) encode() ([]string, []any) {

@@ -6,7 +6,9 @@
 // A script says at its top what its KEYS and ARGV are and what it
 // returns. A line "-- include: <name>" in that header puts the function
 // of lib/<name>.lua before the script (a local function of the same
-// name), so a shared step is written once and included by name.
+// name), so a shared step is written once and included by name. A line
+// "-- flags: <flags>" makes the script's first line the Redis 7 shebang
+// "#!lua flags=<flags>".
 //
 // A script's Go type (Seed for ledger_seed.lua, Finish for finish.lua,
 // ...) is run with Run, which sends the script by its SHA1 (EVALSHA) and
@@ -27,7 +29,9 @@
 //	the throttle       throttle_pop (a throttled, leased pop)
 //	leases             lease_owner, lease_requeue, lease_reap,
 //	                   lease_restore (lib/lease_record: a lease's record)
-//	the crawler        finish (leases ended, follow-ups queued and counted)
+//	the crawler        finish (leases ended, follow-ups queued and counted;
+//	                   lib/finish_batch), finish_node (finish's batches of
+//	                   several slots of one Redis Cluster node in one run)
 //	the Redis Monitor  lock_renew, lock_release, request_delete
 //	re-crawls          recrawl_feed (a scheduled crawl's seed), recrawl_start
 //	                   (a run starts once), recrawl_cancel (a schedule ends)
@@ -67,6 +71,7 @@ var (
 	leaseReap      = mustScript("lease_reap")
 	leaseRestore   = mustScript("lease_restore")
 	finishScript   = mustScript("finish")
+	finishNode     = mustScript("finish_node")
 	lockRenew      = mustScript("lock_renew")
 	lockRelease    = mustScript("lock_release")
 	requestDelete  = mustScript("request_delete")
@@ -141,6 +146,11 @@ func Load(ctx context.Context, c redis.Scripter, types ...Args) error {
 // include is a header line naming a library function.
 var include = regexp.MustCompile(`(?m)^-- include: (\w+)$`)
 
+// flags is a header line giving the script's Redis 7 flags: the composed
+// script's first line is then the shebang "#!lua flags=<flags>" (a script
+// only Redis 7 and later run).
+var flags = regexp.MustCompile(`(?m)^-- flags: ([\w,-]+)$`)
+
 // Compose makes a script of source, with the library functions its header
 // includes. The scripts of this folder are composed at start-up; Compose
 // is for scripts kept elsewhere (tests).
@@ -149,6 +159,9 @@ var include = regexp.MustCompile(`(?m)^-- include: (\w+)$`)
 // (EVAL) costs no more for its header.
 func Compose(name, source string) (*Script, error) {
 	var b strings.Builder
+	if m := flags.FindStringSubmatch(header(source)); m != nil {
+		b.WriteString("#!lua flags=" + m[1] + "\n")
+	}
 	for _, m := range include.FindAllStringSubmatch(header(source), -1) {
 		lib, err := files.ReadFile("lib/" + m[1] + ".lua")
 		if err != nil {

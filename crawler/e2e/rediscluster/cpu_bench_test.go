@@ -29,16 +29,23 @@ const (
 )
 
 // BenchmarkRedisCPUPerPage is the Redis CPU a crawl costs per page on one
-// Redis and on a Redis Cluster of three masters (a replica each, as
-// harness.StartRedisCluster starts them; the masters' CPU includes feeding
-// their replicas), from one run on the same crawl: the Kafka Monitor and two
-// crawler processes (the binaries of this tree, default settings, the
-// throttle out of the way: QUEUE_HITS 100000 a minute per domain), fed one
-// seed (the cpuRoots, cpuFanout, cpuMaxDepth crawl of 20 domains), per
-// iteration once on the one Redis, then once on the cluster, each with a
-// broker of its own (a warm-up crawl to depth 1 first in each mode: the
-// scripts loaded, connections open). A mode's span runs from the feed until
-// every page is published and the crawl's ledger has nothing outstanding.
+// Redis and on a Redis Cluster of three masters, from one run on the same
+// crawl: the Kafka Monitor and two crawler processes (the binaries of this
+// tree, default settings, the throttle out of the way: QUEUE_HITS 100000 a
+// minute per domain), fed one seed (the cpuRoots, cpuFanout, cpuMaxDepth
+// crawl of 20 domains), per iteration once on the one Redis, once on a
+// cluster of three masters without replicas and once on a cluster of
+// three masters with a replica each (harness.StartRedisCluster's), each
+// with a broker of its own (a warm-up crawl to depth 1 first in each mode:
+// the scripts loaded, connections open). A mode's span runs from the feed
+// until every page is published and the crawl's ledger has nothing
+// outstanding.
+//
+// The targets are judged on the cluster without replicas: like for like,
+// as the one Redis feeds no replica either; a master with a replica also
+// pays for feeding it (its replication stream, the replica's socket
+// writes), reported beside with the prefix "replicas-".
+//
 // From /proc/<pid>/stat (utime + stime) of each redis-server process:
 //
 //   - single-redis-cpu-µs/page: the one Redis's CPU per page;
@@ -58,7 +65,11 @@ const (
 //     (INFO stats total_reads_processed), its round trips near enough: each
 //     a wake-up with its kernel work, whatever it holds;
 //   - single-pages/s and cluster-pages/s (the machine's other load shows
-//     here, not in the CPU figures).
+//     here, not in the CPU figures);
+//   - replicas-busiest-master-cpu-µs/page, replicas-busiest-master-per-single,
+//     replicas-masters-cpu-µs/page, replicas-masters-per-single,
+//     replicas-masters-cmds/page and replicas-pages/s: the same on the
+//     cluster with replicas (the masters' CPU only).
 //
 // /proc counts CPU in 10 ms ticks: the crawl is long enough (about 0.5 s
 // of the one Redis's CPU) that a tick is a few per cent of a figure.
@@ -81,11 +92,15 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 	for n, v := range quiet {
 		single.env[n] = v
 	}
-	rc := harness.StartRedisCluster(b)
-	kCluster := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})
-	cluster := cpuMode{name: "cluster", env: clusterEnv(rc, kCluster, quiet), k: kCluster, nodes: rc.Masters(b), rdb: rc.TestClient(b)}
-
-	modes := []*cpuMode{&single, &cluster}
+	modes := []*cpuMode{&single}
+	for _, c := range []struct {
+		name string
+		opts harness.RedisClusterOptions
+	}{{"cluster", harness.RedisClusterOptions{NoReplicas: true}}, {"replicas", harness.RedisClusterOptions{}}} {
+		rc := harness.StartRedisClusterWith(b, c.opts)
+		k := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})
+		modes = append(modes, &cpuMode{name: c.name, env: clusterEnv(rc, k, quiet), k: k, nodes: rc.Masters(b), rdb: rc.TestClient(b)})
+	}
 	for _, m := range modes {
 		startComponents(b, m.env, "kafka-monitor", m.name+"-crawler-1", m.name+"-crawler-2")
 		m.pids = redisPIDs(b, m.nodes)
@@ -106,7 +121,7 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportRedisCPU(b, &single, &cluster)
+	reportRedisCPU(b, modes[0], modes[1], modes[2])
 }
 
 // cpuMode is one mode of BenchmarkRedisCPUPerPage: its components'
@@ -130,6 +145,7 @@ type redisUse struct {
 	cpu   time.Duration
 	reads int64
 	calls map[string]int64
+	usec  map[string]int64 // Redis's time in each command (a script's includes the commands it runs)
 }
 
 // add adds the difference after - before.
@@ -141,6 +157,12 @@ func (u *redisUse) add(after, before redisUse) {
 	}
 	for name, n := range after.calls {
 		u.calls[name] += n - before.calls[name]
+	}
+	if u.usec == nil {
+		u.usec = map[string]int64{}
+	}
+	for name, n := range after.usec {
+		u.usec[name] += n - before.usec[name]
 	}
 }
 
@@ -209,47 +231,55 @@ func (m *cpuMode) sample(b *testing.B) []redisUse {
 		if err != nil {
 			b.Fatalf("INFO stats of %s: total_reads_processed: %v", n.Addr, err)
 		}
-		out[i] = redisUse{cpu: cpu, reads: reads, calls: commandCalls(b, n)}
+		calls, usec := commandStats(b, n)
+		out[i] = redisUse{cpu: cpu, reads: reads, calls: calls, usec: usec}
 	}
 	return out
 }
 
 // reportRedisCPU reports BenchmarkRedisCPUPerPage's figures and logs each
 // master's commands per page.
-func reportRedisCPU(b *testing.B, single, cluster *cpuMode) {
+func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 	perPage := func(m *cpuMode, v float64) float64 { return v / float64(m.pages) }
 	one := perPage(single, float64(single.used[0].cpu.Microseconds()))
-	var total time.Duration
-	var busiest redisUse
-	all := redisUse{}
-	for _, u := range cluster.used {
-		total += u.cpu
-		if u.cpu >= busiest.cpu {
-			busiest = u
-		}
-		all.add(u, redisUse{})
-	}
 	b.ReportMetric(one, "single-redis-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.cpu.Microseconds())), "busiest-master-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.cpu.Microseconds()))/one, "busiest-master-per-single")
-	b.ReportMetric(perPage(cluster, float64(total.Microseconds())), "masters-cpu-µs/page")
-	b.ReportMetric(perPage(cluster, float64(total.Microseconds()))/one, "masters-per-single")
 	b.ReportMetric(perPage(single, float64(single.used[0].total())), "single-redis-cmds/page")
-	b.ReportMetric(perPage(cluster, float64(all.total())), "masters-cmds/page")
 	b.ReportMetric(perPage(single, float64(single.used[0].reads)), "single-redis-reads/page")
-	b.ReportMetric(perPage(cluster, float64(busiest.reads)), "busiest-master-reads/page")
-	b.ReportMetric(perPage(cluster, float64(all.reads)), "masters-reads/page")
-	for _, m := range []*cpuMode{single, cluster} {
-		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")
-	}
+	b.ReportMetric(float64(single.pages)/single.elapsed.Seconds(), "single-pages/s")
 	reportCalls(b, "single-cmd-", single.used[0], single.pages)
-	reportCalls(b, "cluster-cmd-", all, cluster.pages)
-	for i, u := range cluster.used {
-		b.Logf("master %s: %.1f µs/page, %.2f reads/page, commands per page: %s", cluster.nodes[i].Addr,
-			perPage(cluster, float64(u.cpu.Microseconds())), perPage(cluster, float64(u.reads)), callsLine(u, cluster.pages))
+	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", one,
+		perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
+	for _, m := range []*cpuMode{cluster, replicas} {
+		prefix := ""
+		if m == replicas {
+			prefix = "replicas-"
+		}
+		var total time.Duration
+		var busiest redisUse
+		all := redisUse{}
+		for _, u := range m.used {
+			total += u.cpu
+			if u.cpu >= busiest.cpu {
+				busiest = u
+			}
+			all.add(u, redisUse{})
+		}
+		b.ReportMetric(perPage(m, float64(busiest.cpu.Microseconds())), prefix+"busiest-master-cpu-µs/page")
+		b.ReportMetric(perPage(m, float64(busiest.cpu.Microseconds()))/one, prefix+"busiest-master-per-single")
+		b.ReportMetric(perPage(m, float64(total.Microseconds())), prefix+"masters-cpu-µs/page")
+		b.ReportMetric(perPage(m, float64(total.Microseconds()))/one, prefix+"masters-per-single")
+		b.ReportMetric(perPage(m, float64(all.total())), prefix+"masters-cmds/page")
+		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")
+		if m == cluster {
+			b.ReportMetric(perPage(m, float64(busiest.reads)), "busiest-master-reads/page")
+			b.ReportMetric(perPage(m, float64(all.reads)), "masters-reads/page")
+			reportCalls(b, "cluster-cmd-", all, m.pages)
+		}
+		for i, u := range m.used {
+			b.Logf("%s: master %s: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", m.name,
+				m.nodes[i].Addr, perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.reads)), callsLine(u, m.pages), usecLine(u, m.pages))
+		}
 	}
-	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s", one, perPage(single, float64(single.used[0].reads)),
-		callsLine(single.used[0], single.pages))
 }
 
 // reportCalls reports u's commands of at least 0.05 per page, each as
@@ -262,18 +292,26 @@ func reportCalls(b *testing.B, prefix string, u redisUse, pages int) {
 	}
 }
 
+// usecLine is Redis's microseconds per page in u's commands, the costliest
+// first (those of at least 0.5 µs a page).
+func usecLine(u redisUse, pages int) string { return perPageLine(u.usec, pages, 0.5, "%s %.1f") }
+
 // callsLine is u's commands per page, the most frequent first.
-func callsLine(u redisUse, pages int) string {
-	names := make([]string, 0, len(u.calls))
-	for name, n := range u.calls {
-		if n > 0 {
+func callsLine(u redisUse, pages int) string { return perPageLine(u.calls, pages, 0, "%s %.2f") }
+
+// perPageLine is each of counts per page, the largest first, of those
+// above least, each written with format (name, value).
+func perPageLine(counts map[string]int64, pages int, least float64, format string) string {
+	names := make([]string, 0, len(counts))
+	for name, n := range counts {
+		if n > 0 && float64(n)/float64(pages) >= least {
 			names = append(names, name)
 		}
 	}
-	sort.Slice(names, func(i, j int) bool { return u.calls[names[i]] > u.calls[names[j]] })
+	sort.Slice(names, func(i, j int) bool { return counts[names[i]] > counts[names[j]] })
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %.2f", name, float64(u.calls[name])/float64(pages))
+		parts[i] = fmt.Sprintf(format, name, float64(counts[name])/float64(pages))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -293,17 +331,27 @@ func redisPIDs(tb testing.TB, nodes []*harness.Redis) []int {
 	return pids
 }
 
-// commandCalls are the calls of each command INFO commandstats of n counts.
-func commandCalls(tb testing.TB, n *harness.Redis) map[string]int64 {
+// commandStats are the calls and the microseconds of each command INFO
+// commandstats of n counts.
+func commandStats(tb testing.TB, n *harness.Redis) (calls, usec map[string]int64) {
 	tb.Helper()
-	out := map[string]int64{}
+	calls, usec = map[string]int64{}, map[string]int64{}
 	for name, v := range infoFields(tb, n, "commandstats") {
-		if cmd, ok := strings.CutPrefix(name, "cmdstat_"); ok {
-			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
-			out[cmd], _ = strconv.ParseInt(calls, 10, 64)
+		cmd, ok := strings.CutPrefix(name, "cmdstat_")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(v, ",") {
+			k, x, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				calls[cmd], _ = strconv.ParseInt(x, 10, 64)
+			case "usec":
+				usec[cmd], _ = strconv.ParseInt(x, 10, 64)
+			}
 		}
 	}
-	return out
+	return calls, usec
 }
 
 // infoFields are the name:value lines of n's INFO section.
