@@ -27,6 +27,8 @@ type Seed struct {
 	Member  string
 	Crawl   ledger.Crawl
 	URL     string
+	// Domain is the URL's domain (its ledger share's on a Redis Cluster).
+	Domain  string
 	Spec    Spec
 	Expires float64
 }
