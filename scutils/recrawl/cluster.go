@@ -155,6 +155,9 @@ func (s *Starter) resume(ctx context.Context, c ledger.Crawl) (Started, error) {
 	}
 	n, _ := strconv.Atoi(h["starting"])
 	st := Started{Crawl: c, Run: n, Outcome: "resumed"}
+	if n == 0 { // another monitor finished it meanwhile: only the set's entry is left
+		st.Outcome = ""
+	}
 	var domains []string
 	var seeds map[string][]redisscripts.RunSeed
 	if n > 0 {
