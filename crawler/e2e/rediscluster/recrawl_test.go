@@ -360,3 +360,36 @@ func TestAnInterruptedRunStartIsFinishedOnARedisCluster(t *testing.T) {
 		t.Errorf("past runs %+v, want run 1 with %d published", runs, len(want))
 	}
 }
+
+// A stop of a scheduled crawl on a Redis Cluster ends its schedule as on
+// one Redis: the answer is out, info shows the schedule ended by the stop
+// with no next run, and no later run starts (while a marker crawl runs
+// twice, every 3 s).
+func TestStopEndsTheScheduleOnARedisCluster(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	sites := startFreshSites(t, 3)
+	env := clusterEnv(rc, k, map[string]string{"LEDGER_COMPLETE_QUIET": "0"})
+	startComponents(t, env, "kafka-monitor", "crawler-1", "redis-monitor")
+	outbound := readAll(t, k, "outbound_firehose")
+	crawled := readAll(t, k, "crawled_firehose")
+	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "endless", "spiderid": "link", "maxdepth": 2, "recrawl": {"every": 3}}`,
+		sites.url(0, "/")))
+	outbound.first(t, "the crawl-complete of run 2", completionOfRun("endless", 2))
+	feedLines(t, k, map[string]any{"action": "stop", "appid": "e2e", "crawlid": "endless", "uuid": "stop-endless", "spiderid": "link"})
+	outbound.first(t, "the stop answer", uuid("stop-endless"))
+	feedLines(t, k, map[string]any{"action": "info", "appid": "e2e", "crawlid": "endless", "uuid": "info-endless", "spiderid": "link"})
+	info, _ := outbound.first(t, "the info answer", uuid("info-endless"))
+	if field(info, "recrawl", "state") != "ended" || field(info, "recrawl", "ended_by") != "stop" || field(info, "recrawl", "next_run_at") != nil {
+		t.Errorf("info recrawl after the stop %v, want ended by stop, next_run_at null", info["recrawl"])
+	}
+	started := num(info, "recrawl", "runs_started")
+	feed(t, env, fmt.Sprintf(`{"url": %q, "appid": "e2e", "crawlid": "marker", "spiderid": "link", "maxdepth": 0, "recrawl": {"every": 3, "runs": 2}}`,
+		sites.url(1, "/p/0")))
+	outbound.first(t, "the marker's second run", completionOfRun("marker", 2))
+	for n := started + 1; n <= started+2; n++ {
+		if counts, _ := runResults(crawled, "endless", n); len(counts) > 0 {
+			t.Errorf("run %d started after the stop: %v", n, counts)
+		}
+	}
+}
