@@ -215,18 +215,23 @@ func runSeeds(c ledger.Crawl, h map[string]string, n int) (map[string][]redisscr
 	}
 	slices.Sort(fields)
 	for _, f := range fields {
-		seed, url, err := runSeed(h[f], n)
+		seed, _, err := runSeed(h[f], n)
+		var d string
 		if err == nil {
-			var d string
-			if d, err = rediskeys.DomainOfURL(url); err == nil {
-				if byDomain[d] == nil {
-					domains = append(domains, d)
-				}
-				byDomain[d] = append(byDomain[d], seed)
-				continue
+			// The domain of the seed's queue: the domain's keys are in its slot.
+			var ok bool
+			if _, d, _, ok = rediskeys.Cluster.ParseAnyQueue(seed.Queue); !ok {
+				err = errBadSeed
 			}
 		}
-		problems = append(problems, f+": "+err.Error())
+		if err != nil {
+			problems = append(problems, f+": "+err.Error())
+			continue
+		}
+		if byDomain[d] == nil {
+			domains = append(domains, d)
+		}
+		byDomain[d] = append(byDomain[d], seed)
 	}
 	return byDomain, domains, problems
 }
