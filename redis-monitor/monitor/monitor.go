@@ -213,9 +213,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 		m.completeLoop(ctx, work)
 	}()
 	defer func() { <-completing }() // a crawl-complete in hand is sent before Close
-	if !m.layout.IsCluster() {      // no re-crawl schedule exists in cluster mode: the Kafka Monitor refuses them
-		go m.recrawlLoop(bg)
-	}
+	go m.recrawlLoop(bg)
 	m.log.Info("Redis Monitor running", logfactory.Extra{"id": m.id, "plugin_count": len(m.plugins)})
 
 	backoff := 100 * time.Millisecond

@@ -30,6 +30,8 @@ func (m *Monitor) recrawlOnce(ctx context.Context) error {
 			m.runsStarted.Add(1)
 			extra["late_seconds"] = t.At.Sub(t.Due).Seconds()
 			m.log.Info("Started a re-crawl run", extra)
+		case "resumed":
+			m.log.Info("Finished the start of a re-crawl run a monitor left half done", extra)
 		case "expired":
 			m.log.Info("A re-crawl schedule expired; no more runs", extra)
 		}

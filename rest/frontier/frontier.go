@@ -84,17 +84,23 @@ func (r Reader) QueueKeys(ctx context.Context, spiderID string) ([]string, error
 }
 
 // Schedule is c's re-crawl schedule and its runs (current: c's progress),
-// nil when it has none. A crawl on a Redis Cluster has none: the Kafka
-// Monitor refuses a crawl request with a recrawl object there.
+// nil when it has none. On a Redis Cluster the schedule is under the tag
+// {ledger} and a past run's ledger the sum of its shares
+// (ledger.RunsCluster).
 func (r Reader) Schedule(ctx context.Context, c ledger.Crawl, current *ledger.Progress) (*recrawl.Info, []ledger.RunEntry, error) {
-	if r.Cluster() {
-		return nil, nil, nil
-	}
 	info, err := recrawl.Read(ctx, r.Redis, c)
 	if err != nil || info == nil {
 		return info, nil, err
 	}
-	runs, err := ledger.Runs(ctx, r.Redis, c, current)
+	if !r.Cluster() {
+		runs, err := ledger.Runs(ctx, r.Redis, c, current)
+		return info, runs, err
+	}
+	cc, err := redisconn.ClusterClient(r.Redis)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := ledger.RunsCluster(ctx, cc, c, current)
 	return info, runs, err
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/answers"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
@@ -150,19 +149,13 @@ func (svc *Service) feed(w http.ResponseWriter, r *http.Request) {
 	svc.log.Info("'feed' endpoint called", logfactory.Extra{"content": v})
 	// The request goes to Kafka as given; the defaults ValidateValue fills
 	// into v are the monitor's business.
-	_, req, err := plugin.ValidateValue(svc.plugins, v)
+	_, _, err := plugin.ValidateValue(svc.plugins, v)
 	if err != nil {
 		if v == nil {
 			svc.mustJSON(w, err.Error(), true) // Flask's get_json reads null as no JSON
 		} else {
 			svc.badSchema(w, err.Error())
 		}
-		return
-	}
-	if _, scheduled, _ := recrawl.FromFed(req); scheduled && svc.front.Cluster() {
-		// The Kafka Monitor would refuse it (no schedule's keys are laid
-		// out on a cluster): say so now rather than send it to be dropped.
-		svc.badSchema(w, recrawl.FieldRecrawl+": a crawl with a recrawl schedule cannot run on Redis Cluster yet (docs/redis-cluster.md)")
 		return
 	}
 	if !svc.KafkaConnected() {

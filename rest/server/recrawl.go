@@ -87,10 +87,6 @@ func (svc *Service) noSchedule(w http.ResponseWriter, r *http.Request, c ledger.
 			fmt.Sprintf("No crawl %q of app %q for spider %q has a ledger or queued requests.", c.CrawlID, c.AppID, c.SpiderID))
 		return
 	}
-	why := "was fed without a recrawl object (or its ended schedule expired)"
-	if svc.front.Cluster() {
-		why = "runs on a Redis Cluster, where crawls have no re-crawl schedule"
-	}
 	writeFailure(w, http.StatusConflict, msgNoSchedule,
-		fmt.Sprintf("Crawl %q of app %q for spider %q %s.", c.CrawlID, c.AppID, c.SpiderID, why))
+		fmt.Sprintf("Crawl %q of app %q for spider %q was fed without a recrawl object (or its ended schedule expired).", c.CrawlID, c.AppID, c.SpiderID))
 }

@@ -138,18 +138,35 @@ func TestCrawlsOnARedisClusterReadAsOnOneRedis(t *testing.T) {
 		t.Errorf("%d domains, %v pending; want 20 and 39", len(domains), data["total_pending"])
 	}
 
-	// A crawl on a cluster has no schedule: cancelling one says so, and a
-	// crawl request with one is refused before it reaches Kafka.
+	// A crawl without a schedule: cancelling one says so in both modes, and
+	// a crawl request with one goes to Kafka on a cluster as on one Redis.
 	a = onCluster.post(t, "/recrawl/cancel", `{"appid":"app1","crawlid":"big"}`)
-	if a.Code != 409 || !strings.Contains(a.Raw, "runs on a Redis Cluster, where crawls have no re-crawl schedule") {
+	if a.Code != 409 || !strings.Contains(a.Raw, "was fed without a recrawl object") {
 		t.Errorf("recrawl/cancel: %d %s", a.Code, a.Raw)
 	}
 	if a = single.post(t, "/recrawl/cancel", `{"appid":"app1","crawlid":"big"}`); a.Code != 409 || !strings.Contains(a.Raw, "was fed without a recrawl object") {
 		t.Errorf("recrawl/cancel on one Redis: %d %s", a.Code, a.Raw)
 	}
-	a = onCluster.post(t, "/feed", `{"url":"http://a.test/","appid":"app1","crawlid":"r","recrawl":{"every":60}}`)
-	if a.Code != 400 || !strings.Contains(a.Raw, "recrawl: a crawl with a recrawl schedule cannot run on Redis Cluster yet") {
+	if a = onCluster.post(t, "/feed", `{"url":"http://a.test/","appid":"app1","crawlid":"r","recrawl":{"every":60}}`); a.Code != 200 {
 		t.Errorf("feed of a scheduled crawl: %d %s", a.Code, a.Raw)
+	}
+	scheduleBig(t, c.rdb, cc)
+	one, two := single.do(t, "GET", "/crawls/big?appid=app1", "", ""), onCluster.do(t, "GET", "/crawls/big?appid=app1", "", "")
+	if harness.JSONText(t, one.Body) != harness.JSONText(t, two.Body) {
+		t.Errorf("GET /crawls/big of a scheduled crawl\none Redis: %s\ncluster:   %s", harness.JSONText(t, one.Body), harness.JSONText(t, two.Body))
+	}
+	data = two.Body["data"].(map[string]any)
+	runs, _ := data["runs"].([]any)
+	if sched, _ := data["recrawl"].(map[string]any); sched["runs_started"] != 2.0 || len(runs) != 2 ||
+		runs[0].(map[string]any)["progress"].(map[string]any)["published"] != 4.0 {
+		t.Errorf("the scheduled crawl on a cluster: recrawl %v, runs %v; want 2 runs, run 1 with 4 published", data["recrawl"], data["runs"])
+	}
+	for _, in := range []*instance{single, onCluster} {
+		a = in.post(t, "/recrawl/cancel", `{"appid":"app1","crawlid":"big"}`)
+		data, _ := a.Body["data"].(map[string]any)
+		if sched, _ := data["recrawl"].(map[string]any); a.Code != 200 || sched["state"] != "ended" || sched["ended_by"] != "cancel" {
+			t.Errorf("recrawl/cancel of a scheduled crawl: %d %s", a.Code, a.Raw)
+		}
 	}
 
 	// The console's pages: the same tables in both modes.
@@ -215,4 +232,32 @@ func pageElement(t *testing.T, url, id string) string {
 		t.Fatalf("GET %s: #%s is not closed", url, id)
 	}
 	return agoCell.ReplaceAllString(body[start:start+end], "<td>…</td>")
+}
+
+// scheduleBig gives the crawl big a re-crawl schedule in run 2 on one
+// Redis (rdb) and on the cluster (cc): the same schedule, and run 1's
+// ledger kept whole on one Redis, as two domains' shares on the cluster.
+func scheduleBig(t *testing.T, rdb redis.Cmdable, cc *redis.ClusterClient) {
+	t.Helper()
+	ctx := context.Background()
+	big := ledger.Crawl{SpiderID: "link", AppID: "app1", CrawlID: "big"}
+	sched := map[string]any{"state": "active", "every": "60", "runs": "0", "emit": "all", "adaptive": "0", "expires": "0",
+		"runs_started": "2", "run_started_at": "1767324900.000", "next_run_at": "1767324960.000"}
+	l, d := rediskeys.Cluster, clusterDomains()
+	for _, err := range []error{
+		rdb.HSet(ctx, rediskeys.Single.Recrawl(big.SpiderID, big.AppID, big.CrawlID), sched).Err(),
+		cc.HSet(ctx, l.Recrawl(big.SpiderID, big.AppID, big.CrawlID), sched).Err(),
+		rdb.HSet(ctx, rediskeys.LedgerRunsKey(big.SpiderID, big.AppID, big.CrawlID), "1",
+			"completed\n1767324890\ndone\n4\npublished\n4\nrun\n1\nseeds\n1\nstarted\n1767324800").Err(),
+		cc.HSet(ctx, l.LedgerRuns(big.SpiderID, big.AppID, big.CrawlID, d[0]), "1",
+			"completed\n1767324890\ndone\n3\npublished\n3\nrun\n1\nseeds\n1\nstarted\n1767324800", "reset", "2").Err(),
+		cc.HSet(ctx, l.LedgerRuns(big.SpiderID, big.AppID, big.CrawlID, d[5]), "1",
+			"completed\n1767324880\ndone\n1\npublished\n1\nstarted\n1767324810", "reset", "2").Err(),
+		rdb.HSet(ctx, big.Key(), ledger.FieldRun, "2").Err(),
+		cc.HSet(ctx, big.LedgerIn(l, d[0]).Hash, ledger.FieldRun, "2").Err(),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

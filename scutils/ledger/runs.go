@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
@@ -33,16 +34,58 @@ func Runs(ctx context.Context, rdb redis.Cmdable, c Crawl, current *Progress) ([
 	if err != nil {
 		return nil, fmt.Errorf("read the runs of crawl %s: %w", c.CrawlID, err)
 	}
-	var out []RunEntry
-	for n, text := range past {
-		run, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			continue
+	return pastRuns([]map[string]string{past}, current), nil
+}
+
+// RunsCluster is Runs on a Redis Cluster, where each domain of the crawl
+// keeps its shares of the past runs (recrawl_cluster_domain.lua,
+// rediskeys.Layout.LedgerRuns, found on every master): a past run's
+// ledger is the sum of its shares, as ReadCluster sums the live one.
+func RunsCluster(ctx context.Context, rdb *redis.ClusterClient, c Crawl, current *Progress) ([]RunEntry, error) {
+	keys, err := redisconn.MasterKeys(ctx, rdb, rediskeys.Cluster.LedgerRunsPattern(c.SpiderID, c.AppID, c.CrawlID))
+	if err != nil {
+		return nil, fmt.Errorf("find the runs of crawl %s: %w", c.CrawlID, err)
+	}
+	pipe := rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.HGetAll(ctx, k)
+	}
+	if len(keys) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+			return nil, fmt.Errorf("read the runs of crawl %s: %w", c.CrawlID, err)
 		}
-		lines := strings.Split(text, "\n")
-		h := make(map[string]string, len(lines)/2)
-		for i := 0; i+1 < len(lines); i += 2 {
-			h[lines[i]] = lines[i+1]
+	}
+	hashes := make([]map[string]string, len(cmds))
+	for i, cmd := range cmds {
+		hashes[i] = cmd.Val()
+	}
+	return pastRuns(hashes, current), nil
+}
+
+// pastRuns are the runs of the runs hashes (each run's entries summed
+// over the hashes) and current's, oldest first.
+func pastRuns(hashes []map[string]string, current *Progress) []RunEntry {
+	byRun := map[int64][]map[string]string{}
+	for _, past := range hashes {
+		for n, text := range past {
+			run, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				continue
+			}
+			lines := strings.Split(text, "\n")
+			h := make(map[string]string, len(lines)/2)
+			for i := 0; i+1 < len(lines); i += 2 {
+				h[lines[i]] = lines[i+1]
+			}
+			byRun[run] = append(byRun[run], h)
+		}
+	}
+	var out []RunEntry
+	for run, hs := range byRun {
+		h := hs[0] // one Redis: the run's ledger as it was
+		if len(hs) > 1 {
+			h = sumShares(hs)
 		}
 		p := parseProgress(h)
 		if p == nil {
@@ -55,7 +98,7 @@ func Runs(ctx context.Context, rdb redis.Cmdable, c Crawl, current *Progress) ([
 		out = append(out, runEntry(current))
 	}
 	slices.SortFunc(out, func(a, b RunEntry) int { return int(a.Run - b.Run) })
-	return out, nil
+	return out
 }
 
 func runEntry(p *Progress) RunEntry {

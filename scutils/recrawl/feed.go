@@ -22,11 +22,13 @@ var FirstRun = json.Number("1")
 // crawl and URL, its schedule and the crawl's expiry (epoch seconds, 0:
 // never).
 type Seed struct {
-	Queue   string
-	Score   float64
-	Member  string
-	Crawl   ledger.Crawl
-	URL     string
+	Queue  string
+	Score  float64
+	Member string
+	Crawl  ledger.Crawl
+	URL    string
+	// Domain is the URL's domain (its ledger share's on a Redis Cluster).
+	Domain  string
 	Spec    Spec
 	Expires float64
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
@@ -31,7 +32,7 @@ type Info struct {
 
 // Read returns c's schedule, nil when it has none (or it expired).
 func Read(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (*Info, error) {
-	h, err := rdb.HGetAll(ctx, ScheduleOf(c).Hash).Result()
+	h, err := rdb.HGetAll(ctx, ScheduleIn(layoutOf(rdb), c).Hash).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
 	}
@@ -59,7 +60,13 @@ const EndedKeep = 24 * time.Hour
 // "stop" or "expire"): no run starts after it; the ended schedule is kept
 // ttl for info answers (recrawl_cancel.lua, sent whole).
 func Cancel(ctx context.Context, pipe redis.Pipeliner, c ledger.Crawl, by string, ttl time.Duration) *redis.Cmd {
-	return redisscripts.Eval(ctx, pipe, redisscripts.RecrawlCancel{Schedule: ScheduleOf(c), Member: c.Member(), By: by, TTL: ttl})
+	return CancelIn(ctx, pipe, rediskeys.Single, c, by, ttl)
+}
+
+// CancelIn is Cancel in the key layout l (on a Redis Cluster the schedule
+// and the due set are in one slot, the tag {ledger}'s).
+func CancelIn(ctx context.Context, pipe redis.Pipeliner, l rediskeys.Layout, c ledger.Crawl, by string, ttl time.Duration) *redis.Cmd {
+	return redisscripts.Eval(ctx, pipe, redisscripts.RecrawlCancel{Schedule: ScheduleIn(l, c), Member: c.Member(), By: by, TTL: ttl})
 }
 
 // EndedByCancel is the ended_by of a schedule cancelled alone
@@ -72,7 +79,7 @@ const EndedByCancel = "cancel"
 // for info answers. ended is false when c had no live schedule.
 func CancelSchedule(ctx context.Context, rdb redis.Cmdable, c ledger.Crawl) (ended bool, err error) {
 	pipe := rdb.Pipeline()
-	cmd := Cancel(ctx, pipe, c, EndedByCancel, EndedKeep)
+	cmd := CancelIn(ctx, pipe, layoutOf(rdb), c, EndedByCancel, EndedKeep)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("cancel the schedule of crawl %s: %w", c.CrawlID, err)
 	}

@@ -31,6 +31,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
@@ -126,7 +128,20 @@ func Of(r *crawlrequest.Request) (s Spec, run int, ok bool) {
 	return s, max(run, 1), true
 }
 
-// ScheduleOf is c's schedule as the scripts name it.
-func ScheduleOf(c ledger.Crawl) redisscripts.Schedule {
-	return redisscripts.Schedule{Hash: rediskeys.RecrawlKey(c.SpiderID, c.AppID, c.CrawlID), Due: rediskeys.RecrawlDueKey}
+// ScheduleOf is c's schedule as the scripts name it, with one Redis.
+func ScheduleOf(c ledger.Crawl) redisscripts.Schedule { return ScheduleIn(rediskeys.Single, c) }
+
+// ScheduleIn is c's schedule in the key layout l (in Cluster, under the
+// tag {ledger}: rediskeys.Layout.Recrawl).
+func ScheduleIn(l rediskeys.Layout, c ledger.Crawl) redisscripts.Schedule {
+	return redisscripts.Schedule{Hash: l.Recrawl(c.SpiderID, c.AppID, c.CrawlID), Due: l.RecrawlDue()}
+}
+
+// layoutOf is the key layout of a client: Cluster for a Redis Cluster
+// client (REDIS_CLUSTER_NODES), else Single.
+func layoutOf(rdb redis.Cmdable) rediskeys.Layout {
+	if _, ok := rdb.(*redis.ClusterClient); ok {
+		return rediskeys.Cluster
+	}
+	return rediskeys.Single
 }

@@ -23,7 +23,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // one). Several Starters may run at once: each run starts exactly once.
 type Starter struct {
 	rdb redis.Cmdable
-	ttl time.Duration
+	// cluster is rdb on a Redis Cluster (cluster.go), else nil.
+	cluster *redis.ClusterClient
+	ttl     time.Duration
 	// Kept is how many past runs' ledgers a crawl keeps (RECRAWL_RUNS_KEPT).
 	Kept int
 	// Batch is the most schedules looked at per StartDue (default 1,000).
@@ -32,17 +34,23 @@ type Starter struct {
 }
 
 // NewStarter returns a Starter whose runs' ledgers live ttl (LEDGER_TTL).
+// With a Redis Cluster client it starts runs in the cluster's steps
+// (cluster.go).
 func NewStarter(rdb redis.Cmdable, ttl time.Duration, kept int) *Starter {
-	return &Starter{rdb: rdb, ttl: ttl, Kept: max(kept, 1), Batch: 1000, now: time.Now}
+	cc, _ := rdb.(*redis.ClusterClient)
+	return &Starter{rdb: rdb, cluster: cc, ttl: ttl, Kept: max(kept, 1), Batch: 1000, now: time.Now}
 }
 
 // Started is a run a Starter started: its crawl, its number, when it was
 // due and when it started.
 type Started struct {
-	Crawl    ledger.Crawl
-	Run      int
-	Due, At  time.Time
-	Outcome  string // "started", or why not (recrawl_start.lua's answers)
+	Crawl   ledger.Crawl
+	Run     int
+	Due, At time.Time
+	// Outcome is "started", or why not (recrawl_start.lua's answers; on a
+	// Redis Cluster recrawl_cluster_claim.lua's), or "resumed": a start a
+	// monitor left half done, finished.
+	Outcome  string
 	Problems []string
 }
 
@@ -50,6 +58,9 @@ type Started struct {
 // what it tried, started or not; a schedule whose run n-1 goes on is
 // looked at again a second later.
 func (s *Starter) StartDue(ctx context.Context) ([]Started, error) {
+	if s.cluster != nil {
+		return s.startDueCluster(ctx)
+	}
 	now := s.now()
 	due, err := s.rdb.ZRangeByScoreWithScores(ctx, rediskeys.RecrawlDueKey, &redis.ZRangeBy{
 		Min: "-inf", Max: ledger.Stamp(now), Count: int64(s.Batch)}).Result()

@@ -87,21 +87,31 @@ func (RecrawlStart) Script() *Script { return recrawlStart }
 func (a RecrawlStart) encode() ([]string, []any) {
 	keys := append([]string{a.Schedule.Hash, a.Schedule.Due}, a.Ledger.newWorkKeys()...)
 	keys = append(keys, a.Runs)
+	keys, seeds, nq := runSeedArgs(keys, a.Seeds)
+	keys = append(keys, a.Drop...)
+	args := []any{a.Ledger.Member, a.Stamp, a.N, ttlSeconds(a.TTL), a.Channel, a.Kept, nq}
+	return keys, append(args, seeds...)
+}
+
+// runSeedArgs appends to keys the queues of seeds, each once, and returns
+// the seeds as recrawl_run_seeds reads them (per seed its queue's number,
+// 1..nq, its score and member) with nq.
+func runSeedArgs(keys []string, seeds []RunSeed) ([]string, []any, int) {
 	queues := map[string]int{}
-	var seeds []any
-	for _, s := range a.Seeds {
+	var args []any
+	for _, s := range seeds {
 		q, ok := queues[s.Queue]
 		if !ok {
 			q = len(queues) + 1
 			queues[s.Queue] = q
 			keys = append(keys, s.Queue)
 		}
-		seeds = append(seeds, q, strconv.FormatFloat(s.Score, 'f', -1, 64), s.Member)
+		args = append(args, q, strconv.FormatFloat(s.Score, 'f', -1, 64), s.Member)
 	}
-	keys = append(keys, a.Drop...)
-	args := []any{a.Ledger.Member, a.Stamp, a.N, ttlSeconds(a.TTL), a.Channel, a.Kept, len(queues)}
-	return keys, append(args, seeds...)
+	return keys, args, len(queues)
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // RecrawlCancel is recrawl_cancel.lua's keys and arguments: the crawl's
 // schedule ends, By a stop or an expire, and is kept TTL for info answers.

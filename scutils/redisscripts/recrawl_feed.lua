@@ -6,6 +6,8 @@
 -- waits for the next run. Go: RecrawlFeed.
 -- include: ledger_new_work
 -- include: fifo_score
+-- include: recrawl_seed_first
+-- include: recrawl_schedule_join
 --
 -- KEYS[1] the schedule hash, KEYS[2] recrawl:due, KEYS[3] the seed's
 -- queue, KEYS[4..7] the crawl's ledger (ledger_new_work's keys)
@@ -18,22 +20,9 @@
 --
 -- Returns 1 when the seed was queued in run 1 (or was already), 0 when it
 -- waits for the next run.
-if redis.call('HGET', KEYS[1], 'state') ~= 'active' then
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'state', 'active', 'every', ARGV[4], 'runs', ARGV[5], 'emit', ARGV[6],
-    'adaptive', ARGV[7], 'expires', ARGV[8], 'runs_started', '1', 'run_started_at', ARGV[2])
-  if tonumber(ARGV[5]) ~= 1 then
-    local due = string.format('%.3f', tonumber(ARGV[2]) + tonumber(ARGV[4]))
-    redis.call('HSET', KEYS[1], 'next_run_at', due)
-    redis.call('ZADD', KEYS[2], due, ARGV[1])
-  end
-end
-redis.call('HSET', KEYS[1], ARGV[9], ARGV[10])
+recrawl_schedule_join(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10])
 if redis.call('HGET', KEYS[1], 'runs_started') ~= '1' then
   return 0
 end
-if redis.call('ZADD', KEYS[3], 'NX', fifo_score({}, KEYS[3], ARGV[11]), ARGV[12]) == 1 then
-  ledger_new_work({KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, ARGV[1], 'seeds', 1, ARGV[2], ARGV[3])
-  redis.call('HSET', KEYS[4], 'run', '1')
-end
+recrawl_seed_first(KEYS[3], {KEYS[4], KEYS[5], KEYS[6], KEYS[7]}, ARGV[1], ARGV[11], ARGV[12], ARGV[2], ARGV[3])
 return 1

@@ -34,7 +34,9 @@
 //	                   several slots of one Redis Cluster node in one run)
 //	the Redis Monitor  lock_renew, lock_release, request_delete
 //	re-crawls          recrawl_feed (a scheduled crawl's seed), recrawl_start
-//	                   (a run starts once), recrawl_cancel (a schedule ends)
+//	                   (a run starts once), recrawl_cancel (a schedule ends);
+//	                   on a Redis Cluster recrawl_cluster_feed and _seed (a
+//	                   seed), _claim, _domain and _started (a run's start)
 //
 // Every script runs on a real redis-server and on miniredis (the local
 // cluster's embedded Redis, whose Lua is gopher-lua): the tests run each

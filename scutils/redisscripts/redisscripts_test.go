@@ -29,6 +29,8 @@ var every = []redisscripts.Args{
 	redisscripts.LeaseRequeue{}, redisscripts.LeaseReap{}, redisscripts.LeaseRestore{}, &redisscripts.Finish{}, &redisscripts.FinishNode{},
 	redisscripts.LockRenew{}, redisscripts.LockRelease{}, redisscripts.RequestDelete{},
 	redisscripts.RecrawlFeed{}, redisscripts.RecrawlStart{}, redisscripts.RecrawlCancel{},
+	redisscripts.RecrawlClusterFeed{}, redisscripts.RecrawlClusterSeed{}, redisscripts.RecrawlClusterClaim{},
+	redisscripts.RecrawlClusterDomain{}, redisscripts.RecrawlClusterStarted{},
 }
 
 func TestEveryScriptInTheFolderHasOneGoTypeThatNamesItInItsHeader(t *testing.T) {

@@ -74,16 +74,51 @@ func TestBatchQueuesSeedsPerDomainOnARedisCluster(t *testing.T) {
 	}
 }
 
-// A crawl with a recrawl schedule is refused in cluster mode, with a
-// reason, and nothing is written.
-func TestScheduledCrawlIsRefusedOnARedisCluster(t *testing.T) {
+// On a Redis Cluster a crawl with a recrawl schedule is queued in run 1
+// in its domain's queue and counted in the domain's ledger share (marked
+// run 1), its schedule kept under the tag {ledger} with its due entry,
+// and its completion marker says a run goes on; the same seed fed again
+// is kept and queued once.
+func TestScheduledCrawlOnARedisCluster(t *testing.T) {
 	rc := harness.StartRedisCluster(t)
 	c := rc.TestClient(t)
 	h := &scraper.Handler{}
 	plugintest.Setup(t, h, c, ledger.Settings(), map[string]any{redisconn.ClusterNodes.Name(): rc.Seeds()})
-	err := plugintest.Handle(t, h, c, request(t, `{"url":"http://a.com/","appid":"app","crawlid":"c1","recrawl":{"every":60}}`))
-	if err == nil {
-		t.Fatal("a scheduled crawl was queued in cluster mode")
+	for range 2 {
+		raw := `{"url":"http://a.com/","appid":"app","crawlid":"c1","recrawl":{"every":60,"emit":"changed"}}`
+		if err := plugintest.HandleBatch(t, h, c, []plugin.Request{request(t, raw)}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Log(err)
+	ctx := context.Background()
+	l := rediskeys.Cluster
+	cr := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+	members := c.ZRange(ctx, l.Queue("link", "a.com"), 0, -1).Val()
+	if len(members) != 1 {
+		t.Fatalf("the queue holds %d requests, want 1", len(members))
+	}
+	r, err := crawlrequest.Decode([]byte(members[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run, _ := r.Extra("run"); string(run) != "1" {
+		t.Errorf("the queued seed's run is %q, want 1", run)
+	}
+	share := c.HGetAll(ctx, cr.LedgerIn(l, "a.com").Hash).Val()
+	if share[ledger.FieldSeeds] != "1" || share[ledger.FieldRun] != "1" {
+		t.Errorf("the share is %v, want seeds 1 and run 1", share)
+	}
+	sched := c.HGetAll(ctx, l.Recrawl("link", "app", "c1")).Val()
+	if sched["state"] != "active" || sched["runs_started"] != "1" || sched["emit"] != "changed" || sched["seed:http://a.com/"] == "" {
+		t.Errorf("the schedule is %v", sched)
+	}
+	if c.ZScore(ctx, l.RecrawlDue(), cr.Member()).Err() != nil {
+		t.Errorf("%s does not hold the crawl", l.RecrawlDue())
+	}
+	if got := c.Get(ctx, l.Completed("link", "app", "c1")).Val(); got != "recrawl|0" {
+		t.Errorf("the completion marker is %q, want recrawl|0", got)
+	}
+	if c.Exists(ctx, rediskeys.RecrawlKey("link", "app", "c1"), rediskeys.RecrawlDueKey).Val() != 0 {
+		t.Error("the one-Redis schedule keys exist in cluster mode")
+	}
 }

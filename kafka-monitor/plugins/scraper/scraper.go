@@ -11,6 +11,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"maps"
 	"sync"
 	"time"
@@ -48,6 +49,9 @@ type Handler struct {
 
 	ttl    time.Duration    // LEDGER_TTL
 	layout rediskeys.Layout // the keys of the Redis mode (REDIS_CLUSTER_NODES)
+	// rdb is the monitor's client: on a Redis Cluster a scheduled crawl's
+	// seed is kept in its schedule there before its pipeline runs.
+	rdb redis.UniversalClient
 }
 
 // Name is the stats name.
@@ -60,6 +64,10 @@ func (h *Handler) Schema() []byte { return schema }
 func (h *Handler) Setup(_ context.Context, env plugin.Env) error {
 	h.ttl = ledger.TTL.From(env.Settings)
 	h.layout = redisconn.KeyLayout(env.Settings)
+	h.rdb = env.Redis
+	if h.layout.IsCluster() && h.rdb == nil {
+		return errors.New("scraper: a Redis Cluster needs the monitor's Redis client (Env.Redis) to keep re-crawl schedules")
+	}
 	return nil
 }
 
@@ -106,7 +114,7 @@ func (b *batch) Handle(_ context.Context, req plugin.Request, _ redis.Pipeliner)
 	}
 	if e.schedule != nil {
 		b.scheduled = append(b.scheduled, recrawl.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl,
-			URL: e.url, Spec: *e.schedule, Expires: e.expiresAt})
+			URL: e.url, Domain: e.domain, Spec: *e.schedule, Expires: e.expiresAt})
 	} else {
 		b.seeds = append(b.seeds, ledger.Seed{Queue: e.queue, Score: e.score, Member: e.member, Crawl: e.crawl, Domain: e.domain})
 	}
@@ -124,7 +132,15 @@ func (b *batch) Flush(ctx context.Context, tx redis.Pipeliner) error {
 	now := time.Now()
 	ledger.QueueSeedsIn(ctx, tx, b.h.layout, b.seeds, now, b.h.ttl)
 	for _, s := range b.scheduled {
-		recrawl.Feed(ctx, tx, s, now, b.h.ttl)
+		if !b.h.layout.IsCluster() {
+			recrawl.Feed(ctx, tx, s, now, b.h.ttl)
+			continue
+		}
+		// On a Redis Cluster the schedule is kept first, on the monitor's
+		// client (its slot is not the seed's); the seed is queued on tx.
+		if err := recrawl.FeedCluster(ctx, b.h.rdb, tx, s, now, b.h.ttl); err != nil {
+			return err
+		}
 	}
 	for _, t := range b.timeouts {
 		tx.Set(ctx, t[0], t[1], 0)
@@ -163,9 +179,6 @@ func (h *Handler) entryOf(req plugin.Request) (entry, error) {
 	spec, scheduled, err := recrawl.FromFed(req)
 	if err != nil {
 		return entry{}, plugin.Reject("%v", err)
-	}
-	if scheduled && h.layout.IsCluster() {
-		return entry{}, plugin.Reject("%s: a crawl with a recrawl schedule cannot run on Redis Cluster yet (docs/redis-cluster.md)", recrawl.FieldRecrawl)
 	}
 	if scheduled { // stored with "run": 1 beside the fields as fed
 		req = maps.Clone(req)

@@ -189,7 +189,7 @@ func appProgress(ctx context.Context, rdb redis.Cmdable, spiderID, appID string)
 // progress, and when it has a re-crawl schedule, the schedule (recrawl:
 // every, runs, runs_started, next_run_at, emit, adaptive, state). l is the
 // key layout: in Cluster the queues and the crawl's ledger shares of every
-// master are read (and no re-crawl schedule exists).
+// master are read, and the schedule under the tag {ledger}.
 func CrawlInfo(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spiderID, appID, crawlID string) (map[string]any, error) {
 	domains, pending, err := domainqueues.CrawlDomainsIn(ctx, rdb, l, spiderID, appID, crawlID)
 	if err != nil {
@@ -214,14 +214,14 @@ func CrawlInfo(ctx context.Context, rdb redis.Cmdable, l rediskeys.Layout, spide
 		if p := progress[crawlID]; p != nil {
 			answer["progress"] = p
 		}
-		return answer, nil
-	}
-	progress, err := ledger.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
-	if err != nil {
-		return nil, err
-	}
-	if progress[0] != nil {
-		answer["progress"] = progress[0]
+	} else {
+		progress, err := ledger.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
+		if err != nil {
+			return nil, err
+		}
+		if progress[0] != nil {
+			answer["progress"] = progress[0]
+		}
 	}
 	schedule, err := recrawl.Read(ctx, rdb, ledger.Crawl{SpiderID: spiderID, AppID: appID, CrawlID: crawlID})
 	if err != nil {

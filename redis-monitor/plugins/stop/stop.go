@@ -142,8 +142,8 @@ func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.P
 // slot, which the crawlers read), its end recorded in every one of its
 // ledger shares while its completion is held (ledger.EndCluster), and its
 // requests purged from the cluster queues of every master, each counted in
-// the share of its domain. Re-crawl schedules do not exist in cluster mode
-// (the Kafka Monitor refuses them): there is none to cancel.
+// the share of its domain. A re-crawl schedule of the crawl ends with it
+// (recrawl.CancelIn: the schedule's slot, the tag {ledger}'s).
 func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
 	cc, err := redisconn.ClusterClient(rdb)
 	if err != nil {
@@ -151,6 +151,11 @@ func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p l
 	}
 	if err := cc.SAdd(ctx, rediskeys.BlacklistKey(crawl.SpiderID), crawl.AppID+"||"+crawl.CrawlID).Err(); err != nil {
 		return 0, fmt.Errorf("blacklist crawl %s of app %s: %w", crawl.CrawlID, crawl.AppID, err)
+	}
+	pipe := cc.Pipeline()
+	recrawl.CancelIn(ctx, pipe, rediskeys.Cluster, crawl, string(p), recrawl.EndedKeep) // no later run starts
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("end the re-crawl schedule of crawl %s: %w", crawl.CrawlID, err)
 	}
 	if _, err := ledger.EndCluster(ctx, cc, crawl, p, holder, now, now.Add(HoldFor)); err != nil {
 		return 0, err
