@@ -161,6 +161,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		return nil, err
 	}
 	host, _ := os.Hostname()
+	kcfg.PublishLinger = ResultsLinger.From(s)
 	pub := kcfg.NewPublisher("crawled", AppIDTopics.From(s), log)
 	e := &Engine{
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,

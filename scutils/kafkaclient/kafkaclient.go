@@ -67,6 +67,11 @@ type Config struct {
 	// BatchLinger is how long a producer waits to fill a batch
 	// (KAFKA_PRODUCER_BATCH_LINGER_MS).
 	BatchLinger time.Duration
+	// PublishLinger is how long a Publisher's batch waits for more
+	// messages (ProducerConfig.Linger). No shared setting: a component
+	// sets it from its own (the crawler's KAFKA_RESULTS_LINGER_MS); 0 in
+	// the others.
+	PublishLinger time.Duration
 	// SendBufferBytes is the producer connections' TCP send buffer
 	// (KAFKA_PRODUCER_BUFFER_BYTES).
 	SendBufferBytes int

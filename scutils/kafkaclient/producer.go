@@ -21,6 +21,9 @@ import (
 // sender has a produce request in flight go together in the next requests
 // (one per topic). A lone caller therefore waits one round trip, never a
 // linger period, and many concurrent callers share produce requests.
+// With ProducerConfig.Linger a batch also waits, from its first message's
+// Send, up to that long for more: fewer, larger produce requests for
+// callers whose own round trips are far longer (a crawler's fetches).
 // (kafka-go's Writer, built for asynchronous streams, holds each batch until
 // it is full or its linger expires, so synchronous callers would wait the
 // linger every time.)
@@ -38,6 +41,11 @@ type Producer struct {
 	wg        sync.WaitGroup
 	mu        sync.RWMutex // held for reading while enqueuing, for writing by Close
 	closed    bool
+
+	// gathering is held by the sender gathering the next batch, so that
+	// with a linger the senders do not split the messages between them.
+	gathering sync.Mutex
+	carry     *pending // a message that did not fit the last batch; under gathering
 
 	partsMu sync.Mutex
 	parts   map[string]partitions // by topic: what partition read last
@@ -73,6 +81,11 @@ type ProducerConfig struct {
 	// Compression is the codec of the batches sent (Config.Compression;
 	// 0: none).
 	Compression kafka.Compression
+	// Linger is how long a batch waits for more messages after its first
+	// message was handed to Send, unless it fills first (0: it goes as
+	// soon as a sender is free, with whatever waits then). Each message
+	// then waits up to Linger longer for its acknowledgement.
+	Linger time.Duration
 }
 
 // DefaultProduceTimeout is ProducerConfig.Timeout's default.
@@ -115,6 +128,7 @@ type pending struct {
 	topic string
 	value []byte
 	done  chan error
+	at    time.Time // when Send took it; set with a linger only
 }
 
 var donePool = sync.Pool{New: func() any { return make(chan error, 1) }}
@@ -156,6 +170,9 @@ func NewProducer(client *kafka.Client, cfg ProducerConfig) *Producer {
 func (p *Producer) Send(ctx context.Context, topic string, value []byte) error {
 	done := donePool.Get().(chan error)
 	m := &pending{topic: topic, value: value, done: done}
+	if p.cfg.Linger > 0 {
+		m.at = time.Now()
+	}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
@@ -191,44 +208,73 @@ func (p *Producer) Close() {
 	p.wg.Wait()
 }
 
-// sender takes the first waiting message, adds whatever else is already
-// waiting (up to the batch limits) and produces them, one request per
-// topic, the requests in parallel.
+// sender produces the batches it gathers, one request per topic, the
+// requests in parallel, until the producer is closed and its queue empty.
 func (p *Producer) sender() {
 	defer p.wg.Done()
-	var carry *pending // a message that did not fit the previous batch
 	batch := make([]*pending, 0, 64)
 	for {
-		first := carry
-		carry = nil
-		if first == nil {
-			var ok bool
-			if first, ok = <-p.queue; !ok {
-				return
-			}
-		}
-		batch = append(batch[:0], first)
-		size := requestOverhead + recordOverhead + len(first.value)
-	fill:
-		for len(batch) < maxBatchMessages {
-			select {
-			case m, ok := <-p.queue:
-				if !ok {
-					break fill
-				}
-				if size+recordOverhead+len(m.value) > p.cfg.MaxBatchBytes {
-					carry = m
-					break fill
-				}
-				batch = append(batch, m)
-				size += recordOverhead + len(m.value)
-			default:
-				break fill
-			}
+		var ok bool
+		if batch, ok = p.gather(batch[:0]); !ok {
+			return
 		}
 		p.produceByTopic(batch)
 		clear(batch)
 	}
+}
+
+// gather appends the next batch to batch: the first waiting message (or
+// the one the last batch had no room for), then whatever else waits, up
+// to the batch limits, waiting for more until Linger after the first
+// message's Send. It is false once the producer is closed and every
+// message taken. One sender gathers at a time.
+func (p *Producer) gather(batch []*pending) ([]*pending, bool) {
+	p.gathering.Lock()
+	defer p.gathering.Unlock()
+	first := p.carry
+	p.carry = nil
+	if first == nil {
+		var ok bool
+		if first, ok = <-p.queue; !ok {
+			return batch, false
+		}
+	}
+	batch = append(batch, first)
+	size := requestOverhead + recordOverhead + len(first.value)
+	var deadline <-chan time.Time // nil: no waiting for more
+	if p.cfg.Linger > 0 {
+		if wait := time.Until(first.at.Add(p.cfg.Linger)); wait > 0 {
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			deadline = t.C
+		}
+	}
+	for len(batch) < maxBatchMessages {
+		var m *pending
+		var ok bool
+		select {
+		case m, ok = <-p.queue:
+		default:
+			if deadline == nil {
+				return batch, true
+			}
+			select {
+			case m, ok = <-p.queue:
+			case <-deadline:
+				return batch, true
+			}
+		}
+		if !ok { // closed: what was taken goes at once
+			return batch, true
+		}
+		if size+recordOverhead+len(m.value) > p.cfg.MaxBatchBytes {
+			p.carry = m
+			return batch, true
+		}
+		batch = append(batch, m)
+		size += recordOverhead + len(m.value)
+	}
+	return batch, true
 }
 
 // produceByTopic produces a batch, one request per topic, and tells each

@@ -292,7 +292,7 @@ func TestProducersCompressWithTheConfiguredCodec(t *testing.T) {
 			if got := read(t, client, 1)[0]; !slices.Equal(got, want) {
 				t.Fatalf("read back %d messages, want the %d sent, equal", len(got), len(want))
 			}
-			if codecs := batchCodecs(t, client); len(codecs) == 0 || slices.ContainsFunc(codecs, func(c string) bool { return c != name }) {
+			if codecs := batchCodecs(t, client, topic); len(codecs) == 0 || slices.ContainsFunc(codecs, func(c string) bool { return c != name }) {
 				t.Fatalf("the batches' codecs are %v, want %s each", codecs, name)
 			}
 		})
@@ -307,7 +307,7 @@ func TestProducersCompressWithTheConfiguredCodec(t *testing.T) {
 }
 
 // batchCodecs names the codec of each record batch of topic's partition 0.
-func batchCodecs(t *testing.T, client *kafka.Client) []string {
+func batchCodecs(t *testing.T, client *kafka.Client, topic string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -369,4 +369,78 @@ func TestPartitionsAddedToATopicGetMessages(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// With Config.PublishLinger, messages published one after another within
+// it go in one produce request, one record batch, though a Publisher has
+// two senders: a sender gathering a batch keeps the other from splitting it.
+func TestMessagesWithinThePublishLingerGoInOneBatch(t *testing.T) {
+	const firehose = "demo.crawled_firehose"
+	k := harness.StartKafka(t, harness.KafkaOptions{Topics: []string{firehose}, Partitions: 1, NoAutoCreate: true})
+	cfg := configFor(k)
+	cfg.PublishLinger = 5 * time.Second
+	p := cfg.NewPublisher("crawled", false, nil)
+	defer p.Close()
+	var want []string
+	var wg sync.WaitGroup
+	for i := range 20 {
+		v := fmt.Sprintf(`{"n": %d}`, i)
+		want = append(want, v)
+		wg.Go(func() {
+			if err := p.Publish(context.Background(), "", []byte(v)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	client := cfg.NewClient()
+	got := readTopic(t, client, firehose, 1)[0]
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("read back %v, want %v", got, want)
+	}
+	if batches := batchCodecs(t, client, firehose); len(batches) != 1 {
+		t.Fatalf("%d record batches, want the 20 messages in one", len(batches))
+	}
+}
+
+// A batch that cannot take the next message goes at once, before its
+// linger ends, and that message starts the next batch; without a linger
+// every message sent alone goes alone.
+func TestAFullBatchDoesNotWaitForTheLinger(t *testing.T) {
+	client := start(t, 1)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Senders: 1, MaxBatchBytes: 4096, Linger: time.Hour})
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := range 3 { // 1,500 bytes each: with the overheads, two do not fit in 4,096
+		wg.Go(func() {
+			if err := p.Send(context.Background(), topic, fmt.Appendf(nil, "%d-%s", i, strings.Repeat("x", 1500))); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	// The first goes as soon as the second is taken, the second as soon as
+	// the third is; the third waits for an hour or for Close, which sends
+	// it at once.
+	harness.WaitFor(t, "a full batch in Kafka", 30*time.Second, func() bool { return len(read(t, client, 1)[0]) >= 2 })
+	p.Close()
+	<-done
+	if got := read(t, client, 1)[0]; len(got) != 3 {
+		t.Fatalf("%d messages arrived, want 3", len(got))
+	}
+
+	alone := start(t, 1)
+	q := kafkaclient.NewProducer(alone, kafkaclient.ProducerConfig{})
+	defer q.Close()
+	for i := range 3 {
+		if err := q.Send(context.Background(), topic, fmt.Appendf(nil, `{"n": %d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if batches := batchCodecs(t, alone, topic); len(batches) != 3 {
+		t.Fatalf("%d record batches for three messages sent one after another without a linger, want 3", len(batches))
+	}
 }

@@ -21,7 +21,8 @@ import (
 // Publish is synchronous: it returns once Kafka has acknowledged every copy,
 // so a caller can acknowledge its own input afterwards (at-least-once).
 // Messages go through a Producer, so concurrent Publish calls share produce
-// requests without waiting for a linger.
+// requests, waiting Config.PublishLinger at most for others to join them
+// (none by default).
 type Publisher struct {
 	cfg         Config
 	family      string
@@ -55,7 +56,8 @@ func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Lo
 	client := c.NewClient()
 	return &Publisher{
 		cfg: c, family: family, appIDTopics: appIDTopics, log: log,
-		client: client, producer: NewProducer(client, ProducerConfig{Senders: publisherSenders, MaxBatchBytes: c.MaxRequestBytes, Compression: c.Compression}),
+		client: client, producer: NewProducer(client, ProducerConfig{Senders: publisherSenders, MaxBatchBytes: c.MaxRequestBytes, Compression: c.Compression,
+			Linger: c.PublishLinger}),
 		ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
 }
