@@ -242,7 +242,7 @@ func (c *ClusterCompleter) Claim(ctx context.Context) ([]Finished, error) {
 			f.progress.State = StateComplete
 			out = append(out, Finished{Crawl: f.crawl, Progress: f.progress, claim: claim, domains: f.domains})
 		case 2:
-			if err := c.deactivate(ctx, f.crawl, f.domains, now, false); err != nil {
+			if err := c.deactivate(ctx, f.crawl, f.domains, f.progress.run, now, false); err != nil {
 				return nil, err
 			}
 		}
@@ -262,7 +262,7 @@ func (c *ClusterCompleter) Finish(ctx context.Context, f Finished) error {
 	if n == 0 {
 		return fmt.Errorf("complete crawl %s: its claim was taken over by another completer", f.Crawl.CrawlID)
 	}
-	return c.deactivate(ctx, f.Crawl, f.domains, now, true)
+	return c.deactivate(ctx, f.Crawl, f.domains, f.Progress.run, now, true)
 }
 
 func (c *ClusterCompleter) mark(cr Crawl, claim string, done bool, now time.Time) redisscripts.Mark {
@@ -271,16 +271,22 @@ func (c *ClusterCompleter) mark(cr Crawl, claim string, done bool, now time.Time
 }
 
 // deactivate takes cr out of its domains' active sets (and with completed
-// stamps its shares completed), one pipeline over the masters.
-func (c *ClusterCompleter) deactivate(ctx context.Context, cr Crawl, domains []string, now time.Time, completed bool) error {
+// stamps its shares completed), one pipeline over the masters
+// (ledger_deactivate.lua per domain, sent whole: it never fails with
+// NOSCRIPT on a node that has not run it). run is the run that completed, as
+// its shares said when they were read: a share of a later run (a
+// re-crawl's next run started in the domain since) is left alone however
+// late this lands.
+func (c *ClusterCompleter) deactivate(ctx context.Context, cr Crawl, domains []string, run int64, now time.Time, completed bool) error {
+	stamp := ""
+	if completed {
+		stamp = Stamp(now)
+	}
 	pipe := c.rdb.Pipeline()
 	for _, d := range domains {
 		l := cr.LedgerIn(rediskeys.Cluster, d)
-		pipe.ZRem(ctx, l.Active, l.Member)
-		if completed {
-			pipe.HSet(ctx, l.Hash, FieldCompleted, Stamp(now))
-			pipe.Expire(ctx, l.Hash, c.ttl)
-		}
+		redisscripts.Eval(ctx, pipe, redisscripts.Deactivate{Share: l.Hash, Active: l.Active, Member: l.Member,
+			Run: run, Completed: stamp, TTL: c.ttl})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("complete crawl %s: %w", cr.CrawlID, err)

@@ -167,3 +167,52 @@ func TestClusterCompletionClaimOfADeadCompleterIsTakenOver(t *testing.T) {
 		t.Fatal("the dead completer finished a claim taken over")
 	}
 }
+
+// A completer whose Finish lands late, after a re-crawl's next run started
+// in one of the crawl's domains (its share dropped and made afresh, marked
+// run 2, back in the domain's active set), ends the completed run's shares
+// only: run 2's share keeps its active entry and is not marked completed.
+func TestALateFinishLeavesTheNextRunsShareAlone(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	c := rc.TestClient(t)
+	domains := seedClusterCrawl(t, c, 3)
+	for _, d := range domains {
+		if err := c.HSet(ctx, crawl.LedgerIn(rediskeys.Cluster, d).Hash, ledger.FieldRun, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		doneIn(t, c, d, 3)
+	}
+	comp := ledger.NewClusterCompleter(c, "m1", time.Hour)
+	fs, err := comp.Claim(ctx)
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("Claim: %d claimed (%v), want run 1 of the crawl", len(fs), err)
+	}
+
+	next := crawl.LedgerIn(rediskeys.Cluster, domains[0])
+	pipe := c.Pipeline()
+	pipe.Del(ctx, next.Hash)
+	pipe.HSet(ctx, next.Hash, ledger.FieldRun, 2, ledger.FieldSeeds, 1)
+	pipe.ZAdd(ctx, next.Active, redis.Z{Score: float64(time.Now().Unix()), Member: next.Member})
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := comp.Finish(ctx, fs[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	for i, d := range domains {
+		l := crawl.LedgerIn(rediskeys.Cluster, d)
+		completed, err := c.HExists(ctx, l.Hash, ledger.FieldCompleted).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.ZScore(ctx, l.Active, l.Member).Result()
+		active := err == nil
+		if i == 0 && (completed || !active) {
+			t.Errorf("run 2's share in %s: completed %v, active %v; want it left alone", d, completed, active)
+		}
+		if i > 0 && (!completed || active) {
+			t.Errorf("run 1's share in %s: completed %v, active %v; want completed, not active", d, completed, active)
+		}
+	}
+}

@@ -38,8 +38,10 @@ import (
 
 // ClaimMargin is how long after run n-1's crawl-complete is marked done
 // run n may be claimed on a Redis Cluster: the completer takes the crawl
-// out of its shares' active sets just after it marks it done, and that
-// must land before run n's shares enter them again.
+// out of its shares' active sets just after it marks it done, and the
+// margin lets that land before run n's shares enter them again. It is not
+// what correctness rests on: a completer's late step leaves alone every
+// share marked with a later run (ledger_deactivate.lua).
 const ClaimMargin = 2 * time.Second
 
 // FeedCluster is Feed on a Redis Cluster: it keeps s in its crawl's

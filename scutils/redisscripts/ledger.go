@@ -204,6 +204,28 @@ type Mark struct {
 // Script is ledger_mark.lua.
 func (Mark) Script() *Script { return ledgerMark }
 
+// Deactivate is ledger_deactivate.lua's keys and arguments: a completed
+// run's crawl out of one domain's active set in Redis Cluster mode, its
+// share marked completed, unless the share is of a later run by now.
+type Deactivate struct {
+	// Share is the crawl's ledger share of the domain, Active the domain's
+	// active set, Member the crawl's index member.
+	Share, Active, Member string
+	// Run is the run completed (0: a crawl without a schedule).
+	Run int64
+	// Completed is the completed stamp (ledger.Stamp); "" marks nothing.
+	Completed string
+	// TTL is the share's (LEDGER_TTL).
+	TTL time.Duration
+}
+
+// Script is ledger_deactivate.lua.
+func (Deactivate) Script() *Script { return ledgerDeactivate }
+
+func (a Deactivate) encode() ([]string, []any) {
+	return []string{a.Share, a.Active}, []any{a.Member, a.Run, a.Completed, ttlSeconds(a.TTL)}
+}
+
 func (a Mark) encode() ([]string, []any) {
 	op := "claim"
 	if a.Done {

@@ -25,7 +25,7 @@ var ctx = context.Background()
 // every is one value of each script's Go type.
 var every = []redisscripts.Args{
 	redisscripts.Seed{}, redisscripts.Seeds{}, redisscripts.Purge{}, redisscripts.End{}, redisscripts.Release{},
-	redisscripts.Claim{}, redisscripts.Complete{}, redisscripts.Mark{}, redisscripts.Hold{}, redisscripts.Pop{}, redisscripts.LeaseOwner{},
+	redisscripts.Claim{}, redisscripts.Complete{}, redisscripts.Mark{}, redisscripts.Deactivate{}, redisscripts.Hold{}, redisscripts.Pop{}, redisscripts.LeaseOwner{},
 	redisscripts.LeaseRequeue{}, redisscripts.LeaseReap{}, redisscripts.LeaseRestore{}, &redisscripts.Finish{}, &redisscripts.FinishNode{},
 	redisscripts.LockRenew{}, redisscripts.LockRelease{}, redisscripts.RequestDelete{},
 	redisscripts.RecrawlFeed{}, redisscripts.RecrawlStart{}, redisscripts.RecrawlCancel{},
