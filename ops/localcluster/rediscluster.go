@@ -104,7 +104,12 @@ func formCluster(ctx context.Context, cfg Config, con *console) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.ReadyTimeout)
 	defer cancel()
 	addrs := cfg.clusterAddrs()
-	infos, err := clusterInfos(ctx, addrs)
+	nodes := make([]*redis.Client, len(addrs))
+	for i, addr := range addrs {
+		nodes[i] = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer nodes[i].Close()
+	}
+	infos, err := clusterInfos(ctx, nodes)
 	if err != nil {
 		return err
 	}
@@ -117,7 +122,7 @@ func formCluster(ctx context.Context, cfg Config, con *console) error {
 		con.logf("Redis Cluster formed: %d masters with a replica each", clusterMasters)
 	}
 	for {
-		if infos, err = clusterInfos(ctx, addrs); err == nil && clusterOK(infos) {
+		if infos, err = clusterInfos(ctx, nodes); err == nil && clusterOK(infos) {
 			return nil
 		}
 		select {
@@ -153,14 +158,12 @@ func describeInfos(infos []map[string]string, err error) string {
 }
 
 // clusterInfos is CLUSTER INFO of each node, its lines as fields.
-func clusterInfos(ctx context.Context, addrs []string) ([]map[string]string, error) {
+func clusterInfos(ctx context.Context, nodes []*redis.Client) ([]map[string]string, error) {
 	var infos []map[string]string
-	for _, addr := range addrs {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	for _, rdb := range nodes {
 		text, err := rdb.ClusterInfo(ctx).Result()
-		rdb.Close()
 		if err != nil {
-			return nil, fmt.Errorf("CLUSTER INFO of %s: %w", addr, err)
+			return nil, fmt.Errorf("CLUSTER INFO of %s: %w", rdb.Options().Addr, err)
 		}
 		info := map[string]string{}
 		for _, line := range strings.Split(text, "\n") {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -152,21 +151,20 @@ func RunByNode(ctx context.Context, c *redis.ClusterClient, fs []*Finish) ([]Fin
 // a key.
 func runByNode(ctx context.Context, c redis.Cmdable, fs []*Finish, nodeOf func(key string) (string, error)) ([]FinishResult, []error, Fallback) {
 	out, errs := make([]FinishResult, len(fs)), make([]error, len(fs))
-	byNode := map[string][]int{} // per node, its batches' places in fs
-	var order []string
+	var members [][]int // per run, its batches' places in fs
+	runOf := map[string]int{}
 	for i, f := range fs {
 		addr, err := nodeOf(f.LeaseOwners)
 		if err != nil { // a run of its own; Redis redirects it
-			addr = "\x00" + strconv.Itoa(i)
+			members = append(members, []int{i})
+			continue
 		}
-		if _, ok := byNode[addr]; !ok {
-			order = append(order, addr)
+		n, ok := runOf[addr]
+		if !ok {
+			n, runOf[addr] = len(members), len(members)
+			members = append(members, nil)
 		}
-		byNode[addr] = append(byNode[addr], i)
-	}
-	members := make([][]int, len(order))
-	for n, addr := range order {
-		members[n] = byNode[addr]
+		members[n] = append(members[n], i)
 	}
 	runs := make([]*pipelined, len(members))
 	nodes := make([]*FinishNode, len(members))
