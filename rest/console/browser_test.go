@@ -446,12 +446,12 @@ func (c *cluster) crawlBefore(appID, crawlID string) int {
 	cr := ledger.Crawl{SpiderID: "link", AppID: appID, CrawlID: crawlID}
 	var published int64
 	harness.WaitFor(c.tb, crawlID+"'s pages published", 60*time.Second, func() bool {
-		ps, err := ledger.Read(context.Background(), c.rdb, cr)
-		if err != nil || ps[0] == nil {
+		p, err := c.progress(cr)
+		if err != nil || p == nil {
 			return false
 		}
-		published = ps[0].Published
-		return published > 2 && ps[0].Outstanding() == 0
+		published = p.Published
+		return published > 2 && p.Outstanding() == 0
 	})
 	return int(published)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/rest/server"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisconn"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
@@ -30,11 +31,14 @@ var bins = harness.Binaries{Packages: []string{"./kafka-monitor/cmd/kafka-monito
 // kfake, the Kafka Monitor, Redis Monitor and a link crawler as processes,
 // two test sites, and the REST service (with the console) in this process.
 type cluster struct {
-	tb      testing.TB
-	rdb     *redis.Client
-	env     map[string]string
-	procs   harness.Processes
-	restURL string
+	tb testing.TB
+	// rdb is the one Redis (nil on a Redis Cluster); frontier is the
+	// cluster's Redis in either mode: rdb, or a client of the Redis Cluster.
+	rdb      *redis.Client
+	frontier redis.UniversalClient
+	env      map[string]string
+	procs    harness.Processes
+	restURL  string
 	// site1 and site2 are the test sites' base URLs, on 127.0.0.1 and
 	// 127.0.0.2: two domains to the crawler.
 	site1, site2 string
@@ -43,12 +47,30 @@ type cluster struct {
 // newCluster starts the cluster with the common settings and overrides.
 func newCluster(tb testing.TB, overrides ...map[string]string) *cluster {
 	tb.Helper()
+	return newClusterOn(tb, false, overrides...)
+}
+
+// newClusterOn is newCluster on one Redis, or with onRedisCluster on a
+// Redis Cluster (three masters, three replicas; REDIS_CLUSTER_NODES) that
+// every component and the REST service use.
+func newClusterOn(tb testing.TB, onRedisCluster bool, overrides ...map[string]string) *cluster {
+	tb.Helper()
 	c := &cluster{tb: tb}
-	r := harness.StartRedis(tb)
-	c.rdb = r.TestClient(tb)
+	redisPort, nodes := 6379, "" // REDIS_PORT is not read on a Redis Cluster
+	if onRedisCluster {
+		rc := harness.StartRedisCluster(tb)
+		c.frontier, nodes = rc.TestClient(tb), rc.Seeds()
+	} else {
+		r := harness.StartRedis(tb)
+		c.rdb, redisPort = r.TestClient(tb), r.Port
+		c.frontier = c.rdb
+	}
 	zk := harness.StartZooKeeper(tb)
 	k := harness.StartKafka(tb)
-	c.env = harness.ClusterSettings(r.Port, k.Hosts(), zk.Addr)
+	c.env = harness.ClusterSettings(redisPort, k.Hosts(), zk.Addr)
+	if onRedisCluster {
+		c.env["REDIS_CLUSTER_NODES"] = nodes
+	}
 	maps.Copy(c.env, map[string]string{
 		"KAFKA_CONSUMER_SLEEP_TIME": "0.2", "SCHEDULER_QUEUE_REFRESH": "1",
 		"SLEEP_TIME": "0.05", "HEARTBEAT_TIMEOUT": "30", "WAIT_FOR_RESPONSE_TIME": "10",
@@ -94,7 +116,7 @@ func (c *cluster) startREST() {
 	}
 	logs := &harness.OutputBuffer{}
 	log := harness.Logger(tb, logfactory.Settings("").Config(s), logs)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + c.env["REDIS_PORT"]})
+	rdb := redisconn.New(s) // the one Redis, or the Redis Cluster of REDIS_CLUSTER_NODES
 	tb.Cleanup(func() {
 		rdb.Close()
 		if tb.Failed() {

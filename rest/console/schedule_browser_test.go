@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -24,10 +25,21 @@ import (
 // and no later run starts, while the page shows the schedule ended and no
 // button. An unscheduled crawl's page shows none of it.
 func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
+	consoleShowsAScheduleAndCancelsIt(t, false)
+}
+
+// The same on a Redis Cluster (three masters, three replicas), where the
+// schedule lives under the tag {ledger}, each run starts in three steps and
+// a run's counts are the sum of its domains' shares on every master.
+func TestConsoleShowsAScheduleAndCancelsItOnARedisCluster(t *testing.T) {
+	consoleShowsAScheduleAndCancelsIt(t, true)
+}
+
+func consoleShowsAScheduleAndCancelsIt(t *testing.T, onRedisCluster bool) {
 	chromium := chromiumFor(t, "starts a whole cluster and a browser")
 	// Each crawl comes in one message: no quiet period before a run
 	// completes (LEDGER_COMPLETE_QUIET), so runs follow every 2 s.
-	c := newCluster(t, map[string]string{"LEDGER_COMPLETE_QUIET": "0"})
+	c := newClusterOn(t, onRedisCluster, map[string]string{"LEDGER_COMPLETE_QUIET": "0"})
 	b := newBrowser(t, chromium)
 	shots := screenshotDir(t)
 	ui := c.restURL + "/ui/"
@@ -36,7 +48,7 @@ func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
 	sched := ledger.Crawl{SpiderID: "link", AppID: appID, CrawlID: "sched1"}
 	c.postFeed(fmt.Sprintf(`{"url": %q, "appid": %q, "crawlid": "sched1", "maxdepth": 1, "recrawl": {"every": 2, "emit": "changed"}}`, c.site1, appID))
 	harness.WaitFor(t, "run 2 of sched1 to start", 60*time.Second, func() bool {
-		in, err := recrawl.Read(context.Background(), c.rdb, sched)
+		in, err := recrawl.Read(context.Background(), c.frontier, sched)
 		return err == nil && in != nil && in.RunsStarted >= 2
 	})
 
@@ -94,7 +106,7 @@ func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
 	if eval[bool](b, `!!document.getElementById("cancel-schedule")`) {
 		t.Error("the page still offers to cancel the ended schedule")
 	}
-	in, err := recrawl.Read(context.Background(), c.rdb, sched)
+	in, err := recrawl.Read(context.Background(), c.frontier, sched)
 	if err != nil || in == nil || in.State != "ended" || in.EndedBy != "cancel" {
 		t.Fatalf("the schedule after the cancel: %+v, %v", in, err)
 	}
@@ -103,20 +115,20 @@ func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
 	// The run in progress completes as any run; no later one starts while
 	// a marker crawl runs three times, every second.
 	harness.WaitFor(t, "sched1's last run to complete", 60*time.Second, func() bool {
-		p, err := ledger.Read(context.Background(), c.rdb, sched)
-		return err == nil && p[0] != nil && p[0].State == ledger.StateComplete
+		p, err := c.progress(sched)
+		return err == nil && p != nil && p.State == ledger.StateComplete
 	})
-	if p, _ := ledger.Read(context.Background(), c.rdb, sched); p[0].EndedBy != "" {
-		t.Errorf("the run in progress was ended by %s, want it to go on to its end", p[0].EndedBy)
+	if p, _ := c.progress(sched); p.EndedBy != "" {
+		t.Errorf("the run in progress was ended by %s, want it to go on to its end", p.EndedBy)
 	}
 	marker := ledger.Crawl{SpiderID: "link", AppID: appID, CrawlID: "marker"}
 	c.postFeed(fmt.Sprintf(`{"url": %q, "appid": %q, "crawlid": "marker", "maxdepth": 0, "recrawl": {"every": 1, "runs": 3}}`, c.site1, appID))
 	harness.WaitFor(t, "the marker's third run to complete", 60*time.Second, func() bool {
-		m, err := recrawl.Read(context.Background(), c.rdb, marker)
-		p, perr := ledger.Read(context.Background(), c.rdb, marker)
-		return err == nil && perr == nil && m != nil && m.RunsStarted == 3 && p[0] != nil && p[0].State == ledger.StateComplete
+		m, err := recrawl.Read(context.Background(), c.frontier, marker)
+		p, perr := c.progress(marker)
+		return err == nil && perr == nil && m != nil && m.RunsStarted == 3 && p != nil && p.State == ledger.StateComplete
 	})
-	if after, _ := recrawl.Read(context.Background(), c.rdb, sched); after.RunsStarted != in.RunsStarted {
+	if after, _ := recrawl.Read(context.Background(), c.frontier, sched); after.RunsStarted != in.RunsStarted {
 		t.Errorf("run %d of sched1 started after the cancel", after.RunsStarted)
 	}
 	b.do("open sched1's page again", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID(`#schedule-ended`)))
@@ -135,6 +147,21 @@ func TestConsoleShowsAScheduleAndCancelsIt(t *testing.T) {
 		t.Error("the page of an unscheduled crawl shows a schedule, runs or a cancel button")
 	}
 	b.noErrors("unscheduled crawl")
+}
+
+// progress is cr's progress as its ledger says: read from the one Redis,
+// or on a Redis Cluster summed over its shares on every master.
+func (c *cluster) progress(cr ledger.Crawl) (*ledger.Progress, error) {
+	ctx := context.Background()
+	if cc, ok := c.frontier.(*redis.ClusterClient); ok {
+		ps, err := ledger.ReadClusterCrawls(ctx, cc, cr.SpiderID, cr.AppID, cr.CrawlID)
+		return ps[cr], err
+	}
+	ps, err := ledger.Read(ctx, c.rdb, cr)
+	if err != nil {
+		return nil, err
+	}
+	return ps[0], nil
 }
 
 // postFeed sends body to the REST service's /feed; it must be accepted.
