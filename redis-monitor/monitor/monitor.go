@@ -123,7 +123,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	m.recrawlEvery = recrawl.Interval.From(s)
 	m.starter = recrawl.NewStarter(rdb, ttl, recrawl.RunsKept.From(s))
-	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Layout: m.layout, Publish: m.publish, Now: time.Now}
+	env := plugin.Env{Settings: s, Logger: log, Redis: rdb, Layout: m.layout, Publish: m.publish, Now: time.Now, Starter: m.starter}
 	for i, p := range plugins {
 		if err := p.Plugin.Setup(ctx, env); err != nil {
 			m.closePlugins(plugins[:i])

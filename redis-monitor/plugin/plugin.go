@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/registry"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
@@ -73,6 +74,11 @@ type Env struct {
 	Publish func(ctx context.Context, answer map[string]any) error
 	// Now is the clock (time.Now unless a test sets it).
 	Now func() time.Time
+	// Starter is the monitor's re-crawl starter: a stop or an expire on a
+	// Redis Cluster finishes a run's start in progress with it before it
+	// ends the crawl (recrawl.Starter.FinishStart). Nil in tests of one
+	// plugin that need none.
+	Starter *recrawl.Starter
 }
 
 // Base gives a plugin the Env and the optional methods' defaults:

@@ -175,6 +175,30 @@ func (s *Starter) resume(ctx context.Context, c ledger.Crawl) (Started, error) {
 	return st, nil
 }
 
+// FinishStart finishes the start of c's run in progress on a Redis
+// Cluster, when c's schedule says one is starting (steps 2 and 3, as any
+// monitor's next look would), and reports whether it did. A stop or an
+// expire calls it once it has ended the schedule and before it holds the
+// crawl's completion: a start holds the completion marker until it ends,
+// and the action must find the run started in every domain to record its
+// end in the run's shares (else the run would complete as "finished").
+// Ending the schedule first means no other start can begin meanwhile. On
+// one Redis a run starts in one step: there is nothing to finish.
+func (s *Starter) FinishStart(ctx context.Context, c ledger.Crawl) (bool, error) {
+	if s.cluster == nil {
+		return false, nil
+	}
+	starting, err := s.cluster.HGet(ctx, rediskeys.Cluster.Recrawl(c.SpiderID, c.AppID, c.CrawlID), "starting").Result()
+	if err == redis.Nil || (err == nil && starting == "") {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
+	}
+	st, err := s.resume(ctx, c)
+	return st.Outcome == "resumed", err
+}
+
 // finish is steps 2 and 3 of run n of c: the run starts in each of
 // domains (one script each, one pipeline over the masters), then the
 // start ends. n 0 (no start recorded) only takes c off the starting set.

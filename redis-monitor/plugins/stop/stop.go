@@ -59,7 +59,7 @@ func CrawlOfKey(key, form string) (ledger.Crawl, error) {
 // of its requests were purged.
 func (e *Ender) Halt(ctx context.Context, crawl ledger.Crawl, p ledger.Purge) (int, error) {
 	if e.Layout.IsCluster() {
-		return HaltCluster(ctx, e.Redis, crawl, p, e.holder, e.Now())
+		return HaltCluster(ctx, e.Redis, e.Starter, crawl, p, e.holder, e.Now())
 	}
 	return Halt(ctx, e.Redis, crawl, p, e.holder, e.Now())
 }
@@ -143,8 +143,10 @@ func Halt(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.P
 // ledger shares while its completion is held (ledger.EndCluster), and its
 // requests purged from the cluster queues of every master, each counted in
 // the share of its domain. A re-crawl schedule of the crawl ends with it
-// (recrawl.CancelIn: the schedule's slot, the tag {ledger}'s).
-func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
+// (recrawl.CancelIn: the schedule's slot, the tag {ledger}'s), and a run's
+// start in progress is finished first with starter (when not nil), so that
+// the end is recorded in the shares of the run it ends.
+func HaltCluster(ctx context.Context, rdb redis.Cmdable, starter *recrawl.Starter, crawl ledger.Crawl, p ledger.Purge, holder string, now time.Time) (int, error) {
 	cc, err := redisconn.ClusterClient(rdb)
 	if err != nil {
 		return 0, err
@@ -156,6 +158,11 @@ func HaltCluster(ctx context.Context, rdb redis.Cmdable, crawl ledger.Crawl, p l
 	recrawl.CancelIn(ctx, pipe, rediskeys.Cluster, crawl, string(p), recrawl.EndedKeep) // no later run starts
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("end the re-crawl schedule of crawl %s: %w", crawl.CrawlID, err)
+	}
+	if starter != nil {
+		if _, err := starter.FinishStart(ctx, crawl); err != nil {
+			return 0, err
+		}
 	}
 	if _, err := ledger.EndCluster(ctx, cc, crawl, p, holder, now, now.Add(HoldFor)); err != nil {
 		return 0, err

@@ -2,8 +2,10 @@ package stop_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,8 +13,12 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugin/plugintest"
 	"github.com/scrapycluster/scrapy-cluster-go/redis-monitor/plugins/stop"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/recrawl"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m) }
@@ -145,5 +151,85 @@ func TestStopPurgesTheCrawlsRenderRequests(t *testing.T) {
 	}
 	if n := rdb.Exists(ctx, rediskeys.QueueKey("link", "spa.example")).Val(); n != 0 {
 		t.Error("the crawl's ordinary request is left")
+	}
+}
+
+// On a Redis Cluster a run of a scheduled crawl starts in three steps
+// (recrawl/cluster.go), and the crawl's completion marker is held by the
+// start until its last step. A stop that lands between the claim and the
+// start in the domains (a monitor died there, or is still at it) finishes
+// that start first: then it holds the crawl, every share of the new run
+// records the stop, the run's seeds are purged, and the crawl reads as
+// ended by the stop with nothing outstanding (its crawl-complete says
+// "stopped", not "finished").
+func TestAStopDuringARunsStartEndsThatRunOnARedisCluster(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	cc := rc.TestClient(t)
+	ctx := context.Background()
+	l := rediskeys.Cluster
+	cr := ledger.Crawl{SpiderID: "link", AppID: "app", CrawlID: "c1"}
+	domains := []string{"a.com", "b.com", "c.com"}
+	t0, ttl := time.Now(), time.Hour
+	spec := recrawl.Spec{Every: 10, Emit: recrawl.EmitAll}
+	for _, d := range domains {
+		fed := map[string]any{"url": "http://" + d + "/", "appid": cr.AppID, "crawlid": cr.CrawlID, "spiderid": cr.SpiderID,
+			"priority": json.Number("1"), "maxdepth": json.Number("1"), recrawl.FieldRun: recrawl.FirstRun,
+			recrawl.FieldRecrawl: map[string]any{"every": json.Number("10")}}
+		member, r, err := crawlrequest.FromFed(fed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe := cc.Pipeline()
+		if err := recrawl.FeedCluster(ctx, cc, pipe, recrawl.Seed{Queue: l.Queue(cr.SpiderID, d), Score: r.Score(), Member: member,
+			Crawl: cr, URL: r.URL, Domain: d, Spec: spec}, t0, ttl); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Run 1's seed was crawled: out of its queue.
+		if err := cc.Del(ctx, l.Queue(cr.SpiderID, d)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Run 1's crawl-complete is out; run 2 is claimed (step 1) and no
+	// further.
+	marker := l.Completed(cr.SpiderID, cr.AppID, cr.CrawlID)
+	if err := cc.Set(ctx, marker, "done|"+ledger.Stamp(t0), ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(20 * time.Second)
+	claim := redisscripts.RecrawlClusterClaim{Schedule: recrawl.ScheduleIn(l, cr), Marker: marker, Starting: l.RecrawlStarting(),
+		Member: cr.Member(), N: 2, Hold: redisscripts.RecrawlHoldPrefix(2) + ledger.Stamp(t1.Add(ttl)), Margin: recrawl.ClaimMargin,
+		Domains: domains, Stamp: ledger.Stamp(t1), TTL: ttl}
+	if got, err := redisscripts.Eval(ctx, cc, claim).Text(); err != nil || got != "claimed" {
+		t.Fatalf("the claim of run 2: %q, %v", got, err)
+	}
+
+	purged, err := stop.HaltCluster(ctx, cc, recrawl.NewStarter(cc, ttl, 10), cr, ledger.PurgedStop, "stop:test", t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if purged != len(domains) {
+		t.Errorf("purged %d requests, want run 2's %d seeds", purged, len(domains))
+	}
+	ps, err := ledger.ReadClusterCrawls(ctx, cc, cr.SpiderID, cr.AppID, cr.CrawlID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[cr]
+	if p == nil || p.EndedBy != string(ledger.PurgedStop) || p.Reason() != "stopped" || p.Seeds != int64(len(domains)) ||
+		p.Purged[string(ledger.PurgedStop)] != int64(len(domains)) || p.Outstanding() != 0 {
+		t.Fatalf("run 2 reads %+v: want its %d seeds purged by the stop, ended by it, nothing outstanding", p, len(domains))
+	}
+	if v := cc.Get(ctx, marker).Val(); !strings.HasPrefix(v, "stop:test|") {
+		t.Errorf("the completion marker is %q, want the stop's hold", v)
+	}
+	if n := cc.ZCard(ctx, l.RecrawlStarting()).Val(); n != 0 {
+		t.Errorf("the starting set holds %d crawls, want none", n)
+	}
+	in, err := recrawl.Read(ctx, cc, cr)
+	if err != nil || in == nil || in.State != "ended" || in.EndedBy != "stop" || in.RunsStarted != 2 {
+		t.Errorf("the schedule after the stop: %+v, %v; want run 2 started, ended by the stop", in, err)
 	}
 }
