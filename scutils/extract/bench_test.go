@@ -153,8 +153,8 @@ func measureApply(b *testing.B, gc func() int64, spec string, n int) {
 		b.Fatal(err)
 	}
 	measureGC(b, gc, func() {
-		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
-			b.Fatalf("%d fields, want %d", len(got), n)
+		if got := rs.ApplyJSON("http://shop.example/list", page); got.Len() != n {
+			b.Fatalf("%d fields, want %d", got.Len(), n)
 		}
 	})
 }
