@@ -12,7 +12,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 )
 
-func decode(t *testing.T, member string) *crawlrequest.Request {
+func decode(t testing.TB, member string) *crawlrequest.Request {
 	t.Helper()
 	r, err := crawlrequest.Decode([]byte(member))
 	if err != nil {

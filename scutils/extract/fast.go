@@ -94,12 +94,12 @@ func fastResolve(j *joiner, prefix, v string) (string, bool) {
 // A joiner whose strings outlive the page (Apply's values) never writes
 // over a byte it gave: a full buffer is left to those strings and the
 // next one is twice as large, up to maxJoinerChunk. One whose strings
-// are copied out before the next page (ApplyJSON's scratch: reset) keeps
+// are copied out before the next page (ApplyJSON's scratch: reuse) keeps
 // its largest buffer and writes the next page's strings over the last's:
 // after the first pages it allocates nothing.
 type joiner struct {
 	buf   []byte
-	reuse bool // reset may write over the strings given
+	reuse bool // its buffer is set to the last page's, to be written over
 }
 
 // joinerChunk is the first buffer's size; each next one is twice the last,
@@ -125,17 +125,6 @@ func (j *joiner) join(x, y string) string {
 	start := len(j.buf)
 	j.buf = append(append(j.buf, x...), y...)
 	return unsafe.String(&j.buf[start], n)
-}
-
-// reset makes the joiner's buffer ready for a next page, writing over the
-// strings it gave (reuse: none of them is used after), or leaving them
-// their buffer.
-func (j *joiner) reset() {
-	if j.reuse {
-		j.buf = j.buf[:0]
-	} else {
-		j.buf = nil
-	}
 }
 
 // isPlainPath is whether v is of plainPath bytes, without dot segments.
