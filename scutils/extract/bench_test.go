@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/gctune"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // productPage is an HTML page of about size bytes: a product list with
@@ -317,4 +318,49 @@ func BenchmarkApplyLoop(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkValues: BenchmarkExtract's 20 rules on its page written as a
+// crawl result's "extracted" two ways, pages alternating between them so
+// that both see the same machine: Apply's map then its JSON
+// (wirejson.Append, as the crawler wrote it before Values: map-cpu-µs) and
+// ApplyJSON (json-cpu-µs); the mean process CPU time a page of each (the
+// collector's included) and their ratio.
+func BenchmarkValues(b *testing.B) {
+	page := productPage(200 << 10)
+	rs, err := extract.CompileJSON([]byte(benchRules(20)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gctune.Apply(gctune.DefaultPercent, 0)
+	var out []byte
+	ways := []func(){
+		func() {
+			m := rs.Apply("http://shop.example/list", page)
+			if out, err = wirejson.Append(out[:0], m, wirejson.Go); err != nil || len(m) != 20 {
+				b.Fatal(len(m), err)
+			}
+		},
+		func() {
+			v := rs.ApplyJSON("http://shop.example/list", page)
+			if out = v.AppendJSON(out[:0]); v.Len() != 20 {
+				b.Fatal(v.Len())
+			}
+		},
+	}
+	var cpu [2]time.Duration
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ways {
+			k := (i + j) % 2 // the order alternates too
+			start := processCPU(b)
+			ways[k]()
+			cpu[k] += processCPU(b) - start
+		}
+	}
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/float64(b.N), "map-cpu-µs")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/float64(b.N), "json-cpu-µs")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "json/map")
 }

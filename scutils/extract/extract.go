@@ -84,6 +84,26 @@
 // (the collector's included) is 2.7-5.2 ms a page at p50 and 8.7-11.2 at
 // p99 against 5.7-6.7 and 12.2-16.7.
 //
+// The crawler takes the values as Values (ApplyJSON, ApplyDocJSON): the
+// "extracted" object already written as its result writes it (the same
+// bytes as Apply's map, TestValuesAreTheMapsJSON), from scratch memory the
+// rules reuse page to page (each rule's list, the resolved URLs' buffer:
+// joiner with reuse), so that a page allocates its JSON and little else;
+// and a regex rule whose value is its whole match (no group, or a first
+// group that is all of it) is run without its groups' positions (half the
+// bytes a match allocates: Go's regexp has no way to find a match without
+// allocating its positions). The 20 rules allocate 138 KB a page instead of
+// 230 KB (1,945 times: the regex matches, one each), the 5 rules 45 KB and
+// 19 times instead of 67 KB and 31; at GOGC=400 a collection comes every
+// 100 or so pages instead of 60. Written as a crawl result writes them,
+// the 20 rules take 0.91-0.93 of the process CPU time of Apply's map and
+// its JSON (BenchmarkValues, pages alternating, 2-CPU machine at load
+// 7-14); on their own, ApplyJSON's pages (BenchmarkExtract, which now
+// includes writing the JSON) took 1,446-1,507 µs of thread CPU at p50 and
+// 3,003-3,411 of process CPU at p99 against Apply's 1,354-1,392 and
+// 3,435-3,635 (runs alternating with the code before, 1,000 pages, load
+// 10-13).
+//
 // Times on this shared machine move with its load more than with small
 // changes; instructions do not. Counted with cachegrind (BenchmarkApplyLoop,
 // GOGC=off), the tree builder's last trims (attribute keys without
