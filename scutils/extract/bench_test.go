@@ -263,23 +263,16 @@ func BenchmarkOneWalk(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ways := []*extract.Rules{rs, extract.OneByOne(rs)}
-			var cpu [2]time.Duration
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for j := range ways {
-					k := (i + j) % 2 // the order alternates too
-					start := threadCPU(b)
+			way := func(rs *extract.Rules) func() {
+				return func() {
 					for range tc.n {
-						if got := ways[k].Apply(tc.url, tc.page); len(got) != rs.Len() {
+						if got := rs.Apply(tc.url, tc.page); len(got) != rs.Len() {
 							b.Fatalf("%d fields, want %d", len(got), rs.Len())
 						}
 					}
-					cpu[k] += threadCPU(b) - start
 				}
 			}
+			cpu := alternate(b, threadCPU, [2]func(){way(rs), way(extract.OneByOne(rs))})
 			pages := float64(b.N * tc.n)
 			b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/pages, "walk-cpu-µs")
 			b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/pages, "each-cpu-µs")
@@ -334,7 +327,7 @@ func BenchmarkValues(b *testing.B) {
 	}
 	gctune.Apply(gctune.DefaultPercent, 0)
 	var out []byte
-	ways := []func(){
+	cpu := alternate(b, processCPU, [2]func(){
 		func() {
 			m := rs.Apply("http://shop.example/list", page)
 			if out, err = wirejson.Append(out[:0], m, wirejson.Go); err != nil || len(m) != 20 {
@@ -347,20 +340,26 @@ func BenchmarkValues(b *testing.B) {
 				b.Fatal(v.Len())
 			}
 		},
-	}
-	var cpu [2]time.Duration
+	})
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/float64(b.N), "map-cpu-µs")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/float64(b.N), "json-cpu-µs")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "json/map")
+}
+
+// alternate runs the two ways b.N times each, in turns, the order
+// alternating too, so that both see the same machine, and returns the CPU
+// time (clock's) each took.
+func alternate(b *testing.B, clock func(*testing.B) time.Duration, ways [2]func()) (cpu [2]time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := range ways {
-			k := (i + j) % 2 // the order alternates too
-			start := processCPU(b)
+			k := (i + j) % 2
+			start := clock(b)
 			ways[k]()
-			cpu[k] += processCPU(b) - start
+			cpu[k] += clock(b) - start
 		}
 	}
-	b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/float64(b.N), "map-cpu-µs")
-	b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/float64(b.N), "json-cpu-µs")
-	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "json/map")
+	return cpu
 }
