@@ -54,24 +54,23 @@ func (x *Extractor) Rules(r *crawlrequest.Request) (*extract.Rules, error) {
 
 // Apply gives each page the extracted field: rules' values on the page's
 // final URL and text ({} when no rule applies there), read from the page's
-// Doc when it has one of that URL and text. Pages of requests without
-// rules are left as they are. Either way the pages' Docs are released.
+// Doc when it has one of that URL and text, as an extract.Values (the
+// values already in the JSON the result is written in: no map of them is
+// built). Pages of requests without rules are left as they are. Either way
+// the pages' Docs are released.
 func Apply(rules *extract.Rules, pages []*spider.Page) {
 	for _, p := range pages {
 		if rules == nil {
 			release(p)
 			continue
 		}
-		var got map[string]any
+		var got extract.Values
 		if p.Doc != nil && p.Doc.Of(p.ResponseURL, p.Body) {
-			got = rules.ApplyDoc(p.Doc)
+			got = rules.ApplyDocJSON(p.Doc)
 		} else {
-			got = rules.Apply(p.ResponseURL, p.Body)
+			got = rules.ApplyJSON(p.ResponseURL, p.Body)
 		}
 		release(p)
-		if got == nil {
-			got = map[string]any{}
-		}
 		if p.Extra == nil {
 			p.Extra = map[string]any{}
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
@@ -106,6 +107,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return append(b, ']'), nil
 	case []string: // the lists of css, xpath and regex rules
 		return wirejson.AppendStrings(b, t, wirejson.Go), nil
+	case extract.Values: // a crawl's extracted values, already JSON
+		return t.AppendJSON(b), nil
 	case map[string]any:
 		if t == nil {
 			return append(b, "null"...), nil

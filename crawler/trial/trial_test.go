@@ -11,6 +11,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/trial"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 )
 
 func request(t *testing.T, member string) *crawlrequest.Request {
@@ -34,6 +35,23 @@ func trier(t *testing.T, allowLoopback bool) *trial.Trier {
 	return tr
 }
 
+// extracted is the tried result's extracted values, decoded.
+func extracted(t *testing.T, res *trial.Result) map[string]any {
+	t.Helper()
+	if res == nil {
+		return nil
+	}
+	v, ok := res.Page.Extra["extracted"].(extract.Values)
+	if !ok {
+		t.Fatalf("extracted is %T", res.Page.Extra["extracted"])
+	}
+	m, err := v.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func TestATriedRequestGivesItsResultExtractedFieldsAndLinks(t *testing.T) {
 	site := testsite.Start(t)
 	r := request(t, `{"appid":"a","crawlid":"c","spiderid":"link","maxdepth":1,"url":"`+site.URL("/")+`",`+
@@ -42,7 +60,7 @@ func TestATriedRequestGivesItsResultExtractedFieldsAndLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, _ := res.Page.Extra["extracted"].(map[string]any)
+	x := extracted(t, res)
 	if res.Page.StatusCode != 200 || x["title"] != "Test site" || x["n"] == nil {
 		t.Errorf("result %d, extracted %v", res.Page.StatusCode, x)
 	}
@@ -79,7 +97,7 @@ func TestATriedSessionKeepsItsCookiesAcrossTheLoginsRedirect(t *testing.T) {
 	login := `{"appid":"a","crawlid":"c","url":"` + site.URL("/login") + `","method":"POST","body":"user=alice&password=secret",` +
 		`"headers":{"Content-Type":"application/x-www-form-urlencoded"},"extract":{"name":{"css":"h1.name"}}`
 	res, err := trier(t, true).Try(context.Background(), request(t, login+`,"session":true}`))
-	if err != nil || res.Page.StatusCode != 200 || res.Page.Extra["extracted"].(map[string]any)["name"] != "Product 0" {
+	if err != nil || res.Page.StatusCode != 200 || extracted(t, res)["name"] != "Product 0" {
 		t.Fatalf("with a session: %+v, %v", res, err)
 	}
 	res, err = trier(t, true).Try(context.Background(), request(t, login+`}`))

@@ -14,6 +14,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/extract"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/gctune"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/wirejson"
 )
 
 // productPage is an HTML page of about size bytes: a product list with
@@ -153,8 +154,8 @@ func measureApply(b *testing.B, gc func() int64, spec string, n int) {
 		b.Fatal(err)
 	}
 	measureGC(b, gc, func() {
-		if got := rs.Apply("http://shop.example/list", page); len(got) != n {
-			b.Fatalf("%d fields, want %d", len(got), n)
+		if got := rs.ApplyJSON("http://shop.example/list", page); got.Len() != n {
+			b.Fatalf("%d fields, want %d", got.Len(), n)
 		}
 	})
 }
@@ -262,23 +263,16 @@ func BenchmarkOneWalk(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ways := []*extract.Rules{rs, extract.OneByOne(rs)}
-			var cpu [2]time.Duration
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for j := range ways {
-					k := (i + j) % 2 // the order alternates too
-					start := threadCPU(b)
+			way := func(rs *extract.Rules) func() {
+				return func() {
 					for range tc.n {
-						if got := ways[k].Apply(tc.url, tc.page); len(got) != rs.Len() {
+						if got := rs.Apply(tc.url, tc.page); len(got) != rs.Len() {
 							b.Fatalf("%d fields, want %d", len(got), rs.Len())
 						}
 					}
-					cpu[k] += threadCPU(b) - start
 				}
 			}
+			cpu := alternate(b, threadCPU, [2]func(){way(rs), way(extract.OneByOne(rs))})
 			pages := float64(b.N * tc.n)
 			b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/pages, "walk-cpu-µs")
 			b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/pages, "each-cpu-µs")
@@ -317,4 +311,55 @@ func BenchmarkApplyLoop(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkValues: BenchmarkExtract's 20 rules on its page written as a
+// crawl result's "extracted" two ways, pages alternating between them so
+// that both see the same machine: Apply's map then its JSON
+// (wirejson.Append, as the crawler wrote it before Values: map-cpu-µs) and
+// ApplyJSON (json-cpu-µs); the mean process CPU time a page of each (the
+// collector's included) and their ratio.
+func BenchmarkValues(b *testing.B) {
+	page := productPage(200 << 10)
+	rs, err := extract.CompileJSON([]byte(benchRules(20)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	gctune.Apply(gctune.DefaultPercent, 0)
+	var out []byte
+	cpu := alternate(b, processCPU, [2]func(){
+		func() {
+			m := rs.Apply("http://shop.example/list", page)
+			if out, err = wirejson.Append(out[:0], m, wirejson.Go); err != nil || len(m) != 20 {
+				b.Fatal(len(m), err)
+			}
+		},
+		func() {
+			v := rs.ApplyJSON("http://shop.example/list", page)
+			if out = v.AppendJSON(out[:0]); v.Len() != 20 {
+				b.Fatal(v.Len())
+			}
+		},
+	})
+	b.ReportMetric(float64(cpu[0].Nanoseconds())/1e3/float64(b.N), "map-cpu-µs")
+	b.ReportMetric(float64(cpu[1].Nanoseconds())/1e3/float64(b.N), "json-cpu-µs")
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "json/map")
+}
+
+// alternate runs the two ways b.N times each, in turns, the order
+// alternating too, so that both see the same machine, and returns the CPU
+// time (clock's) each took.
+func alternate(b *testing.B, clock func(*testing.B) time.Duration, ways [2]func()) (cpu [2]time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range ways {
+			k := (i + j) % 2
+			start := clock(b)
+			ways[k]()
+			cpu[k] += clock(b) - start
+		}
+	}
+	return cpu
 }

@@ -84,6 +84,26 @@
 // (the collector's included) is 2.7-5.2 ms a page at p50 and 8.7-11.2 at
 // p99 against 5.7-6.7 and 12.2-16.7.
 //
+// The crawler takes the values as Values (ApplyJSON, ApplyDocJSON): the
+// "extracted" object already written as its result writes it (the same
+// bytes as Apply's map, TestValuesAreTheMapsJSON), from scratch memory the
+// rules reuse page to page (each rule's list, the resolved URLs' buffer:
+// joiner with reuse), so that a page allocates its JSON and little else;
+// and a regex rule whose value is its whole match (no group, or a first
+// group that is all of it) is run without its groups' positions (half the
+// bytes a match allocates: Go's regexp has no way to find a match without
+// allocating its positions). The 20 rules allocate 138 KB a page instead of
+// 230 KB (1,945 times: the regex matches, one each), the 5 rules 45 KB and
+// 19 times instead of 67 KB and 31; at GOGC=400 a collection comes every
+// 100 or so pages instead of 60. Written as a crawl result writes them,
+// the 20 rules take 0.91-0.93 of the process CPU time of Apply's map and
+// its JSON (BenchmarkValues, pages alternating, 2-CPU machine at load
+// 7-14); on their own, ApplyJSON's pages (BenchmarkExtract, which now
+// includes writing the JSON) took 1,446-1,507 µs of thread CPU at p50 and
+// 3,003-3,411 of process CPU at p99 against Apply's 1,354-1,392 and
+// 3,435-3,635 (runs alternating with the code before, 1,000 pages, load
+// 10-13).
+//
 // Times on this shared machine move with its load more than with small
 // changes; instructions do not. Counted with cachegrind (BenchmarkApplyLoop,
 // GOGC=off), the tree builder's last trims (attribute keys without
@@ -121,6 +141,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/andybalholm/cascadia"
@@ -156,6 +177,7 @@ type rule struct {
 	// first is the index of the first rule walked with the same matcher
 	// (kind and src); -1 when this one is
 	first int
+	index int // the rule's in Rules.rules
 	regex matcher
 	// tag is the tag name of the elements the css or simple xpath rule may
 	// match ("": any node), which the walk calls its matcher on
@@ -173,9 +195,13 @@ type rule struct {
 // maxSizeHint bounds rule.size.
 const maxSizeHint = 1 << 12
 
-// newVals is an empty list for the rule's values, with room for as many
-// as its last page gave (nil without all).
-func (r *rule) newVals() []string {
+// newVals is an empty list for the rule's values: the rule's list of p's
+// scratch (ApplyJSON), else a new one with room for as many as its last
+// page gave (nil without all).
+func (p *page) newVals(r *rule) []string {
+	if p.sc != nil {
+		return p.sc.lists[r.index][:0]
+	}
 	if n := atomic.LoadInt32(&r.size); r.all && n > 0 {
 		return make([]string, 0, n)
 	}
@@ -189,7 +215,8 @@ type Rules struct {
 	tree  bool // some rule reads the page's tree
 	// oneByOne: each rule walks the tree on its own, xpath rules through
 	// antchfx/xpath (what the one walk and simplePath are tested against)
-	oneByOne bool
+	oneByOne  bool
+	scratches *sync.Pool // of *scratch, for ApplyJSON
 }
 
 // Len is the number of rules.
@@ -211,7 +238,7 @@ func Compile(spec any) (*Rules, error) {
 	if len(obj) > MaxRules {
 		return nil, fmt.Errorf("extract: %d rules, more than the limit of %d", len(obj), MaxRules)
 	}
-	rs := &Rules{}
+	rs := &Rules{scratches: &sync.Pool{}}
 	var errs []string
 	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		r, err := compileRule(name, obj[name])
@@ -221,6 +248,7 @@ func Compile(spec any) (*Rules, error) {
 		}
 		rs.tree = rs.tree || r.kind != kindRegex
 		r.first = slices.IndexFunc(rs.rules, func(o rule) bool { return o.kind == r.kind && o.src == r.src && r.walks() })
+		r.index = len(rs.rules)
 		rs.rules = append(rs.rules, r)
 	}
 	if len(errs) > 0 {
@@ -386,6 +414,20 @@ func (rs *Rules) apply(pageURL, text string, parseOnly bool) map[string]any {
 
 func (rs *Rules) applyPage(p *page) map[string]any {
 	var out map[string]any
+	if rs.run(p, func(r *rule, v any) {
+		if out == nil {
+			out = make(map[string]any, len(rs.rules))
+		}
+		out[r.name] = v
+	}) && out == nil {
+		out = map[string]any{}
+	}
+	return out
+}
+
+// run applies the rules to p, set called with each rule's value, if it
+// has one; false when no rule applies to p's URL.
+func (rs *Rules) run(p *page, set func(r *rule, v any)) (applies bool) {
 	var room [8]walked
 	ws := room[:0]
 	for i := range rs.Len() {
@@ -393,11 +435,9 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 		if r.onURL != nil && !r.onURL.MatchString(p.url) {
 			continue
 		}
-		if out == nil {
-			out = make(map[string]any, len(rs.rules)-i)
-		}
+		applies = true
 		if !rs.oneByOne && r.walks() {
-			ws = append(ws, walked{r: r, same: len(ws), vals: r.newVals()})
+			ws = append(ws, walked{r: r, same: len(ws), vals: p.newVals(r)})
 			if r.first >= 0 { // share the match of the first rule of r's matcher, if walked
 				first := &rs.rules[r.first]
 				if j := slices.IndexFunc(ws, func(w walked) bool { return w.r == first }); j >= 0 {
@@ -407,18 +447,18 @@ func (rs *Rules) applyPage(p *page) map[string]any {
 			continue
 		}
 		if v, ok := r.apply(p); ok {
-			out[r.name] = v
+			set(r, v)
 		}
 	}
 	if len(ws) > 0 {
 		p.walk(ws)
 		for i := range ws {
 			if v, ok := ws[i].result(); ok {
-				out[ws[i].r.name] = v
+				set(ws[i].r, v)
 			}
 		}
 	}
-	return out
+	return applies
 }
 
 // page is a page being extracted from, parsed when first needed.
@@ -434,6 +474,7 @@ type page struct {
 	parsed   bool
 	based    bool   // base is known
 	joiner   joiner // makes the resolved URLs
+	sc       *scratch
 }
 
 // tree parses the page once, for every css and xpath rule: buildTree's
@@ -579,7 +620,7 @@ func (r *rule) limit() int {
 }
 
 func (r *rule) applyCSS(p *page) []string {
-	vals := r.newVals()
+	vals := p.newVals(r)
 	if !r.all {
 		// The first element with a value: most often the first match,
 		// found without collecting the others.
@@ -607,7 +648,7 @@ func (r *rule) applyXPath(p *page) (any, bool) {
 	defer r.xpath.put(expr)
 	switch res := expr.Evaluate(nav).(type) {
 	case *xpath.NodeIterator:
-		vals := r.newVals()
+		vals := p.newVals(r)
 		for (r.all || len(vals) == 0) && res.MoveNext() {
 			n := res.Current().(*htmlquery.NodeNavigator)
 			if n.NodeType() == xpath.AttributeNode {
@@ -681,9 +722,9 @@ func attrOf(n *html.Node, name string) (string, bool) {
 }
 
 func (r *rule) applyRegex(p *page) []string {
-	vals := r.newVals()
+	vals := p.newVals(r)
 	group := 0 // the whole match
-	if r.regex.re.NumSubexp() > 0 {
+	if !r.regex.whole {
 		group = 1
 	}
 	for loc := range r.regex.find(p.text, r.limit()) {

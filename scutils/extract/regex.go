@@ -26,12 +26,20 @@ type matcher struct {
 	re  *regexp.Regexp
 	set *[256]bool // nil: search the whole text
 	lit string     // "" when no literal is known
+	// whole: the rule's value is the whole match (re has no group, or its
+	// first group is all of it: `(\d+\.99)`), which find then looks for
+	// without the groups' positions: half the bytes a match allocates
+	whole bool
 }
 
 func newMatcher(re *regexp.Regexp) matcher {
 	m := matcher{re: re}
 	tree, err := syntax.Parse(re.String(), syntax.Perl)
-	if err != nil || re.MatchString("") {
+	if err != nil {
+		return m
+	}
+	m.whole = re.NumSubexp() == 0 || tree.Op == syntax.OpCapture && tree.Cap == 1
+	if re.MatchString("") {
 		return m
 	}
 	var set [256]bool
@@ -124,11 +132,16 @@ func requiredLiterals(re *syntax.Regexp) []string {
 }
 
 // find yields what FindAllStringSubmatchIndex(text, n) gives, n being 1
-// or -1, one match at a time (no list of them is built).
+// or -1, one match at a time (no list of them is built); when whole,
+// what FindAllStringIndex gives.
 func (m matcher) find(text string, n int) iter.Seq[[]int] {
 	return func(yield func([]int) bool) {
 		if m.set == nil {
-			for _, loc := range m.re.FindAllStringSubmatchIndex(text, n) {
+			all := m.re.FindAllStringSubmatchIndex
+			if m.whole {
+				all = m.re.FindAllStringIndex
+			}
+			for _, loc := range all(text, n) {
 				if !yield(loc) {
 					return
 				}
@@ -143,7 +156,12 @@ func (m matcher) find(text string, n int) iter.Seq[[]int] {
 			}
 			// The next match starts where the last one ended (it is not empty).
 			for from := start; from < end && (n < 0 || found < n); {
-				loc := m.re.FindStringSubmatchIndex(text[from:end])
+				var loc []int
+				if m.whole {
+					loc = m.re.FindStringIndex(text[from:end])
+				} else {
+					loc = m.re.FindStringSubmatchIndex(text[from:end])
+				}
 				if loc == nil {
 					break
 				}

@@ -38,11 +38,13 @@ func TestMatcherTakesTheFastPathOnlyWhereItIsExact(t *testing.T) {
 }
 
 // On every pattern and text, find gives what Go's regexp gives on the
-// whole text.
+// whole text: the groups' positions, or when the value is the whole match
+// (whole) the match's, which are then those of the value's group.
 func TestMatcherFindsWhatTheWholeTextSearchFinds(t *testing.T) {
 	patterns := []string{
 		`(\d+\.99)`, `SKU: (P-\d+)`, `\d+`, `(?i)price: (\d+)`, `(ab|cd)+x{2,3}`, `(a)|(b)c`, `(x)?y`,
 		`[a-c]+\.[a-c]`, `(?i)AB(c|d)`, `a+?b`, `(\d+)-(\d+)?`, `\bfoo`, `^a`, `a.c`,
+		`((a)b)`, `(?i)(ab)`, `(a|b)+`, `(?:x)(y)`, `(a)(b)?`, `(\bfoo)`, `(^a)`, `(a.c)`, `(x*)`,
 	}
 	pieces := []string{"a", "b", "c", "d", "x", "y", "1", "23", ".99", ".", "-", " ", "\n", "SKU: ", "P-", "price: ",
 		"PRICE: ", "AB", "é", "€", "\xff", "<li>", "foo", "xx", "ab", "cd"}
@@ -55,16 +57,31 @@ func TestMatcherFindsWhatTheWholeTextSearchFinds(t *testing.T) {
 		}
 		texts = append(texts, b.String())
 	}
+	wholes := 0
 	for _, p := range patterns {
 		re := regexp.MustCompile(p)
 		m := newMatcher(re)
+		if m.whole {
+			wholes++
+		}
 		for _, text := range texts {
 			for _, n := range []int{1, -1} {
 				want := re.FindAllStringSubmatchIndex(text, n)
+				if m.whole {
+					for _, loc := range want {
+						if len(loc) > 2 && !slices.Equal(loc[:2], loc[2:4]) {
+							t.Fatalf("%s on %q: the first group %v is not the whole match %v", p, text, loc[2:4], loc[:2])
+						}
+					}
+					want = re.FindAllStringIndex(text, n)
+				}
 				if got := slices.Collect(m.find(text, n)); !slices.EqualFunc(got, want, slices.Equal) {
 					t.Fatalf("%s on %q (n=%d): got %v, want %v", p, text, n, fmt.Sprint(got), fmt.Sprint(want))
 				}
 			}
 		}
+	}
+	if wholes != 13 {
+		t.Errorf("%d patterns' value is the whole match, want 13", wholes)
 	}
 }

@@ -75,6 +75,7 @@ func sameAsOneByOne(t testing.TB, rs *extract.Rules, name, src string) {
 	if got != want {
 		t.Fatalf("%s: one walk gives\n%s\neach rule on its own\n%s", name, got, want)
 	}
+	sameAsMap(t, rs, "http://shop.example/list/", name, src)
 }
 
 // TestOneWalkGivesWhatEachRuleGives: the css and simple xpath rules matched
