@@ -417,14 +417,33 @@ func tryNext(s *scheduler.Scheduler, within time.Duration) *scheduler.Item {
 	return it
 }
 
-func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+// startOneDomain starts a scheduler with CONCURRENT_REQUESTS concurrency
+// and CONCURRENT_REQUESTS_PER_DOMAIN perDomain, n requests queued in
+// a.com's queue (http://a.com/0 ...).
+func startOneDomain(t *testing.T, concurrency, perDomain, n int) *fixture {
+	t.Helper()
 	cfg := config()
-	cfg.Concurrency, cfg.PerDomain = 4, 2
+	cfg.Concurrency, cfg.PerDomain = concurrency, perDomain
 	f := start(t, cfg)
-	ctx := context.Background()
-	for i := range 10 {
+	for i := range n {
 		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
 	}
+	return f
+}
+
+// doneAll acknowledges items, counting nothing.
+func doneAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
+	t.Helper()
+	for _, it := range items {
+		if err := s.Done(context.Background(), it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+	f := startOneDomain(t, 4, 2, 10)
+	ctx := context.Background()
 	a := next(t, f.sched, 5*time.Second)
 	// One pop took a and, leased, as many as CONCURRENT_REQUESTS ahead
 	// (fewer than 3 × CONCURRENT_REQUESTS_PER_DOMAIN - 1).
@@ -470,11 +489,7 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 	if err := f.sched.Fetched(wait, e); err != nil {
 		t.Fatalf("the fifth fetched item still waits after one was done: %v", err)
 	}
-	for _, it := range []*scheduler.Item{b, c, d, e} {
-		if err := f.sched.Done(ctx, it, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	doneAll(t, f.sched, b, c, d, e)
 	if err := <-aDone; err != nil {
 		t.Fatal(err)
 	}
@@ -536,13 +551,8 @@ func TestALargePageQueuesEachNewLinkOnceAcrossItsDomains(t *testing.T) {
 }
 
 func TestAFetchedItemWaitingToBeProcessedLeavesItsDomainsSlotToTheNextFetch(t *testing.T) {
-	cfg := config()
-	cfg.Concurrency, cfg.PerDomain = 2, 1
-	f := start(t, cfg)
+	f := startOneDomain(t, 2, 1, 6)
 	ctx := context.Background()
-	for i := range 6 {
-		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
-	}
 	// a and b are processed (CONCURRENT_REQUESTS 2: the most at once).
 	var processed []*scheduler.Item
 	for range 2 {
@@ -575,21 +585,12 @@ func TestAFetchedItemWaitingToBeProcessedLeavesItsDomainsSlotToTheNextFetch(t *t
 	if err := <-cProcessed; err != nil {
 		t.Fatalf("c still waits after a processed item was done: %v", err)
 	}
-	for _, it := range []*scheduler.Item{processed[1], c, d} {
-		if err := f.sched.Done(ctx, it, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	doneAll(t, f.sched, processed[1], c, d)
 }
 
 func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *testing.T) {
-	cfg := config()
-	cfg.Concurrency, cfg.PerDomain = 2, 1
-	f := start(t, cfg)
+	f := startOneDomain(t, 2, 1, 6)
 	ctx := context.Background()
-	for i := range 6 {
-		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
-	}
 	// One pop takes a and, ahead, b and c.
 	a := next(t, f.sched, 5*time.Second)
 	if err := f.sched.Fetched(ctx, a); err != nil {
@@ -637,7 +638,5 @@ func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *
 			t.Fatalf("%s's lease is held after its acknowledgement (%v)", it.Request.URL, err)
 		}
 	}
-	if err := f.sched.Done(ctx, c, nil); err != nil {
-		t.Fatal(err)
-	}
+	doneAll(t, f.sched, c)
 }
