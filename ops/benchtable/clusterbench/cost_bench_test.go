@@ -54,10 +54,10 @@ var costPages = func() int {
 // BenchmarkCrawlCost besides where the services are: the defaults
 // (CONCURRENT_REQUESTS 16, CONCURRENT_REQUESTS_PER_DOMAIN 8, INFO logs as
 // text on stdout), with the throttle out of the way. The test site is one
-// host, so the crawler has 8 fetches in flight to Colly's 16: with
-// CLUSTERBENCH_EXTRA=CONCURRENT_REQUESTS_PER_DOMAIN=16 (like for like) it
-// was no faster and spent a little more CPU per page (docs/crawler.md,
-// publishing in batches), so the comparison keeps the original's defaults.
+// host, so the crawler has 8 fetches in flight to Colly's 16
+// (CLUSTERBENCH_EXTRA=CONCURRENT_REQUESTS_PER_DOMAIN=16 is like for like);
+// the comparison keeps the original's defaults (docs/crawler.md, requests
+// in hand).
 var costSettings = []string{
 	"QUEUE_HITS=100000", "QUEUE_WINDOW=1", "QUEUE_MODERATED=false",
 	"PUBLIC_IP_URL=", "SCHEDULER_IP_ENABLED=false", "ZOOKEEPER_HOSTS=",
