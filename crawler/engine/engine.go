@@ -106,7 +106,32 @@ type Engine struct {
 
 	memory      *recrawl.Memory // scheduled crawls' remembered pages
 	adaptiveMax int             // RECRAWL_ADAPTIVE_MAX
+
+	// endings are the requests whose fate is decided, from the workers
+	// to the acknowledgers (Run).
+	endings chan ending
 }
+
+// ending is a request whose fate is decided (its result published, or
+// dropped), to be acknowledged with tally and its page's follow-up
+// requests (reqs, refused; none for a request that was not parsed). It
+// holds no body: what it holds is bounded by the acknowledgers' number.
+type ending struct {
+	item    *scheduler.Item
+	tally   *ledger.Tally
+	reqs    []*crawlrequest.Request
+	refused map[ledger.Reason]int
+}
+
+// acknowledgersPerRequest times CONCURRENT_REQUESTS is how many requests
+// may wait for their acknowledgement at once (Run). An acknowledgement
+// waits for its batch to gather (5 ms) and for its round trip, 4 to 10 ms
+// in all on a busy machine (a Go execution trace of BenchmarkCrawlCost),
+// while a fetch on a fast site takes less: with acknowledgements holding
+// the workers of the fetches, as they did, a third of the workers at most
+// were fetching and the crawler ran at a third of a core. At 5,000 pages/s
+// and 10 ms, 50 requests wait at once; 4 × 16 leave room.
+const acknowledgersPerRequest = 4
 
 // Counters count what the engine did since start. Dropped counts every
 // request or result given up: Refused those of them the fetcher refused
@@ -173,6 +198,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
+		endings: make(chan ending),
 	}
 	e.metrics = newMetrics(e)
 	e.adaptiveMax = recrawl.AdaptiveMax.From(s)
@@ -269,10 +295,22 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	e.log.Info("Crawler running", logfactory.Extra{"spiderid": e.spider.Name(), "id": e.id})
 	e.awaitDomainConfig(ctx)
-	// A fixed pool of workers, one per request the scheduler lets be in hand
-	// at once: a goroutine per request grew a fresh stack for every page
-	// (runtime.newstack was ~3% of the crawler's CPU in pprof of
-	// BenchmarkCrawlCost).
+	// Fixed pools of goroutines: a goroutine per request grew a fresh stack
+	// for every page (runtime.newstack was ~3% of the crawler's CPU in pprof
+	// of BenchmarkCrawlCost). The workers, one per request the scheduler
+	// lets be in hand at once (being fetched, or fetched and being parsed
+	// and published), hand each request whose fate is decided to the
+	// acknowledgers and take the next: a request waiting for its
+	// acknowledgement holds no worker, no slot of the scheduler's and no
+	// body, only its lease and its follow-ups.
+	var acknowledgers sync.WaitGroup
+	for range acknowledgersPerRequest * e.sched.Concurrency() {
+		acknowledgers.Go(func() {
+			for end := range e.endings {
+				e.acknowledge(work, end)
+			}
+		})
+	}
 	items := make(chan *scheduler.Item)
 	var workers sync.WaitGroup
 	for range e.sched.MostInHand() {
@@ -292,6 +330,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	close(items)
 	e.log.Info("Closing crawler: finishing requests in flight", logfactory.Extra{"in_flight": e.sched.InFlight()})
 	workers.Wait()
+	close(e.endings)
+	acknowledgers.Wait()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if n, err := e.sched.Release(rctx); err != nil {
@@ -531,11 +571,42 @@ func (e *Engine) publish(ctx context.Context, pages []*spider.Page, crawl ledger
 
 // finish ends the request's lease with tally and queues the spider's
 // follow-up requests, in one step: after the results are out, once
-// however often the page is crawled.
+// however often the page is crawled. The acknowledgers do it (see end);
+// out's pages are not kept.
 func (e *Engine) finish(ctx context.Context, item *scheduler.Item, tally *ledger.Tally, out spider.Output) {
-	e.untilDone(ctx, "acknowledge a request and queue its follow-up requests", func() error {
-		n, err := e.sched.Finish(ctx, item, tally, out.Requests, out.Refused)
-		if err == nil && (len(out.Requests) > 0 || len(out.Refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
+	e.end(ctx, ending{item: item, tally: tally, reqs: out.Requests, refused: out.Refused})
+}
+
+// done acknowledges the item with its fate (see end).
+func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.Tally) {
+	e.end(ctx, ending{item: item, tally: tally})
+}
+
+// end hands a request whose fate is decided to an acknowledger, waiting
+// for one to be free (they are all busy when Redis is slow or away: the
+// workers then wait here, holding their slots, and the crawler takes no
+// more requests), or for ctx to end (the request stays leased: Run
+// releases it).
+func (e *Engine) end(ctx context.Context, end ending) {
+	select {
+	case e.endings <- end:
+	case <-ctx.Done():
+	}
+}
+
+// acknowledge ends a request's lease with its tally and queues its
+// follow-up requests, retrying while Redis is away; when ctx ends first
+// the request stays leased and Run releases it.
+func (e *Engine) acknowledge(ctx context.Context, end ending) {
+	e.metrics.acknowledging.Inc()
+	defer e.metrics.acknowledging.Dec()
+	item, what := end.item, "acknowledge a request"
+	if end.reqs != nil || end.refused != nil {
+		what = "acknowledge a request and queue its follow-up requests"
+	}
+	e.untilDone(ctx, what, func() error {
+		n, err := e.sched.Finish(ctx, item, end.tally, end.reqs, end.refused)
+		if err == nil && (len(end.reqs) > 0 || len(end.refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
 			fields := logfactory.Extra{"url": item.Request.URL, "queued": n.Queued}
 			for r, c := range n.Refused {
 				fields["refused_"+string(r)] = c
@@ -595,11 +666,6 @@ func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfacto
 	tally.Retried(item.Crawl())
 	e.log.Info("Retrying request", extra)
 	e.untilDone(ctx, "queue a retry", func() error { return e.sched.Retry(ctx, item, req.Retry(), tally) })
-}
-
-// done acknowledges the item with its fate, retrying while Redis is away.
-func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.Tally) {
-	e.untilDone(ctx, "acknowledge a request", func() error { return e.sched.Done(ctx, item, tally) })
 }
 
 // untilDone retries f with back-off while it fails (Redis away) and

@@ -32,6 +32,7 @@ type metrics struct {
 	fetchDuration   prometheus.Histogram
 	responseBytes   prometheus.Counter
 	inFlight        prometheus.Gauge
+	acknowledging   prometheus.Gauge
 	publishDuration prometheus.Histogram
 	publishErrors   prometheus.Counter
 	funcs           []prometheus.Collector
@@ -57,6 +58,10 @@ func newMetrics(e *Engine) *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "scrapy_crawler_requests_in_flight", ConstLabels: labels,
 			Help: "Requests being fetched, parsed or published right now.",
+		}),
+		acknowledging: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "scrapy_crawler_requests_acknowledging", ConstLabels: labels,
+			Help: "Requests published or given up, waiting for Redis to end their leases (and queue their follow-ups).",
 		}),
 		publishDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "scrapy_crawler_kafka_publish_duration_seconds", ConstLabels: labels,
@@ -105,7 +110,7 @@ func newMetrics(e *Engine) *metrics {
 // (admin.Instrumented).
 func (e *Engine) Collectors() []prometheus.Collector {
 	m := e.metrics
-	cs := append([]prometheus.Collector{m, m.fetchDuration, m.responseBytes, m.inFlight, m.publishDuration, m.publishErrors}, m.funcs...)
+	cs := append([]prometheus.Collector{m, m.fetchDuration, m.responseBytes, m.inFlight, m.acknowledging, m.publishDuration, m.publishErrors}, m.funcs...)
 	if e.pool != nil {
 		cs = append(cs, e.pool.Metrics().Collectors()...)
 	}

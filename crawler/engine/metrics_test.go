@@ -76,7 +76,8 @@ func TestMetricsCountResponsesRetriesAndDropsAsTheyHappen(t *testing.T) {
 	// The last request is acknowledged just after its page is out.
 	harness.WaitFor(t, "no request in flight", 10*time.Second, func() bool {
 		got = gather(t, e)
-		return got["scrapy_crawler_requests_in_flight{}"] == 0 && got["scrapy_crawler_leases_held{}"] == 0
+		return got["scrapy_crawler_requests_in_flight{}"] == 0 && got["scrapy_crawler_requests_acknowledging{}"] == 0 &&
+			got["scrapy_crawler_leases_held{}"] == 0
 	})
 	for series, want := range map[string]float64{
 		`scrapy_crawler_responses_total{class=4xx,code=404}`:    1,
@@ -93,10 +94,16 @@ func TestMetricsCountResponsesRetriesAndDropsAsTheyHappen(t *testing.T) {
 		`scrapy_crawler_kafka_publish_errors_total{}`:           0,
 		`scrapy_crawler_parse_errors_total{}`:                   0,
 		`scrapy_crawler_requests_in_flight{}`:                   0,
+		`scrapy_crawler_requests_acknowledging{}`:               0,
 		`scrapy_crawler_leases_held{}`:                          0,
 	} {
 		if got[series] != want {
 			t.Errorf("%s = %v, want %v", series, got[series], want)
+		}
+	}
+	for _, gauge := range []string{`scrapy_crawler_requests_in_flight{}`, `scrapy_crawler_requests_acknowledging{}`} {
+		if _, ok := got[gauge]; !ok {
+			t.Errorf("no %s", gauge)
 		}
 	}
 	if got[`scrapy_crawler_response_bytes_total{}`] <= 0 {

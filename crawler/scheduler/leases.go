@@ -38,10 +38,11 @@ func (s *Scheduler) finish(it *Item) {
 // dropped for good) with what became of it, counted in its crawl's ledger
 // in the same step (tally: usually Published, Dropped or RefusedPopped,
 // and Fetched; nil counts nothing). Concurrent calls share round trips.
-// The item's processing slot goes to the next fetched item at once: the
-// acknowledgement waits for its batch (ackLinger) holding nothing but the
-// lease. When it fails the item stays in flight: call Done again, or
-// Release returns it.
+// The item's slots go to the next items at once (its processing slot, or
+// its request slot and its domain's when it was dropped before its fetch
+// ended): the acknowledgement waits for its batch (ackLinger) holding
+// nothing but the lease. When it fails the item stays in flight: call
+// Done again, or Release returns it.
 func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) error {
 	_, err := s.Finish(ctx, it, tally, nil, nil)
 	return err
@@ -60,7 +61,7 @@ func (s *Scheduler) Finish(ctx context.Context, it *Item, tally *ledger.Tally, r
 		follow = s.followUps(it.Request, it.Domain, reqs, refused)
 	}
 	s.finishing(it)
-	s.endProcessing(it)
+	s.endSlots(it)
 	s.mu.Lock()
 	again := it.acked
 	it.acked = true
@@ -105,15 +106,22 @@ func (s *Scheduler) Reroute(ctx context.Context, it *Item) error {
 	return s.Retry(ctx, it, it.Request, &ledger.Tally{})
 }
 
-// endProcessing gives the item's processing slot, if it holds one, to
-// the next fetched item.
-func (s *Scheduler) endProcessing(it *Item) {
+// endSlots gives the slots the item holds, its request slot and its
+// domain's (an item dropped before its fetch ended) or its processing
+// slot, to the next items.
+func (s *Scheduler) endSlots(it *Item) {
 	s.mu.Lock()
-	processing := it.processing
+	fetching, processing := s.endFetch(it), it.processing
 	it.processing = false
 	s.mu.Unlock()
+	if fetching {
+		<-s.slots
+	}
 	if processing {
 		<-s.processing
+	}
+	if fetching || processing {
+		s.signal()
 	}
 }
 

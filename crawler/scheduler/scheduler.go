@@ -73,10 +73,13 @@ type Item struct {
 	ending        bool // Done or Retry under way (guarded by Scheduler.mu)
 	lapsed        bool // a renewal found its lease expired (guarded by Scheduler.mu)
 	acked         bool // an acknowledgement was sent (guarded by Scheduler.mu)
-	// fetching: the item holds a request slot and its domain's (from the
-	// hand-out by Next to Fetched); processing: a processing slot (from
-	// Fetched to the end). Guarded by Scheduler.mu.
-	fetching, processing bool
+	// fetching: the item holds a request slot (from the hand-out by Next
+	// until Fetched has a processing slot for it); downloading: its
+	// domain's slot (from the hand-out until Fetched is called);
+	// processing: a processing slot (from Fetched to the end, or to Done
+	// or Finish handing it to its acknowledgement). Guarded by
+	// Scheduler.mu.
+	fetching, downloading, processing bool
 }
 
 // LeaseID identifies the item's lease (for logs).

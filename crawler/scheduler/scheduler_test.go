@@ -417,14 +417,33 @@ func tryNext(s *scheduler.Scheduler, within time.Duration) *scheduler.Item {
 	return it
 }
 
-func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+// startOneDomain starts a scheduler with CONCURRENT_REQUESTS concurrency
+// and CONCURRENT_REQUESTS_PER_DOMAIN perDomain, n requests queued in
+// a.com's queue (http://a.com/0 ...).
+func startOneDomain(t *testing.T, concurrency, perDomain, n int) *fixture {
+	t.Helper()
 	cfg := config()
-	cfg.Concurrency, cfg.PerDomain = 4, 2
+	cfg.Concurrency, cfg.PerDomain = concurrency, perDomain
 	f := start(t, cfg)
-	ctx := context.Background()
-	for i := range 10 {
+	for i := range n {
 		queueRequest(t, f.rdb, fmt.Sprintf("http://a.com/%d", i), "c1", 1)
 	}
+	return f
+}
+
+// doneAll acknowledges items, counting nothing.
+func doneAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
+	t.Helper()
+	for _, it := range items {
+		if err := s.Done(context.Background(), it, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
+	f := startOneDomain(t, 4, 2, 10)
+	ctx := context.Background()
 	a := next(t, f.sched, 5*time.Second)
 	// One pop took a and, leased, as many as CONCURRENT_REQUESTS ahead
 	// (fewer than 3 × CONCURRENT_REQUESTS_PER_DOMAIN - 1).
@@ -470,11 +489,7 @@ func TestAFetchedItemsSlotsGoToTheNextRequestsWhileItIsProcessed(t *testing.T) {
 	if err := f.sched.Fetched(wait, e); err != nil {
 		t.Fatalf("the fifth fetched item still waits after one was done: %v", err)
 	}
-	for _, it := range []*scheduler.Item{b, c, d, e} {
-		if err := f.sched.Done(ctx, it, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	doneAll(t, f.sched, b, c, d, e)
 	if err := <-aDone; err != nil {
 		t.Fatal(err)
 	}
@@ -533,4 +548,95 @@ func TestALargePageQueuesEachNewLinkOnceAcrossItsDomains(t *testing.T) {
 	if got, err := f.sched.Enqueue(ctx, parent, kids[:5000], nil); err != nil || got.Queued != 0 || got.Refused[ledger.RefusedDuplicate] != 5000 {
 		t.Fatalf("the page again: %+v, %v", got, err)
 	}
+}
+
+func TestAFetchedItemWaitingToBeProcessedLeavesItsDomainsSlotToTheNextFetch(t *testing.T) {
+	f := startOneDomain(t, 2, 1, 6)
+	ctx := context.Background()
+	// a and b are processed (CONCURRENT_REQUESTS 2: the most at once).
+	var processed []*scheduler.Item
+	for range 2 {
+		it := next(t, f.sched, 5*time.Second)
+		if err := f.sched.Fetched(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+		processed = append(processed, it)
+	}
+	c := next(t, f.sched, 5*time.Second)
+	cWaits, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cProcessed := make(chan error, 1)
+	go func() { cProcessed <- f.sched.Fetched(cWaits, c) }()
+	// c's download is over, so the domain (CONCURRENT_REQUESTS_PER_DOMAIN
+	// 1) has its next fetch while c waits for a processing slot, holding
+	// its request slot.
+	d := next(t, f.sched, 5*time.Second)
+	select {
+	case err := <-cProcessed:
+		t.Fatalf("c was processed beside two others with CONCURRENT_REQUESTS 2: %v", err)
+	default:
+	}
+	if it := tryNext(f.sched, 300*time.Millisecond); it != nil {
+		t.Fatalf("a third request was fetched while c and d held the 2 request slots: %s", it.Request.URL)
+	}
+	if err := f.sched.Done(ctx, processed[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-cProcessed; err != nil {
+		t.Fatalf("c still waits after a processed item was done: %v", err)
+	}
+	doneAll(t, f.sched, processed[1], c, d)
+}
+
+func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *testing.T) {
+	f := startOneDomain(t, 2, 1, 6)
+	ctx := context.Background()
+	// One pop takes a and, ahead, b and c.
+	a := next(t, f.sched, 5*time.Second)
+	if err := f.sched.Fetched(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := next(t, f.sched, 5*time.Second)
+	if it := tryNext(f.sched, 300*time.Millisecond); it != nil {
+		t.Fatalf("a second fetch of a domain with CONCURRENT_REQUESTS_PER_DOMAIN 1: %s", it.Request.URL)
+	}
+	// Redis holds every write (the acknowledgements' included) until
+	// unpaused.
+	if err := f.rdb.Do(ctx, "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() { f.rdb.Do(ctx, "CLIENT", "UNPAUSE") }
+	defer unpause()
+	acked := make(chan error, 2)
+	// a is processed; b ends before its fetch did (as a request of an
+	// expired crawl).
+	for _, it := range []*scheduler.Item{a, b} {
+		go func() { acked <- f.sched.Done(ctx, it, nil) }()
+	}
+	// b's request slot and its domain's, and a's processing slot, go at
+	// once: c, popped ahead, is fetched and processed while a's and b's
+	// acknowledgements wait for Redis.
+	c := next(t, f.sched, 5*time.Second)
+	processing, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := f.sched.Fetched(processing, c); err != nil {
+		t.Fatalf("c waits for a processing slot while a's acknowledgement waits: %v", err)
+	}
+	select {
+	case err := <-acked:
+		t.Fatalf("an acknowledgement was answered while Redis held writes: %v", err)
+	default:
+	}
+	unpause()
+	for range 2 {
+		if err := <-acked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, it := range []*scheduler.Item{a, b} {
+		if held, err := f.rdb.HExists(ctx, "leases:link:items", it.LeaseID()).Result(); err != nil || held {
+			t.Fatalf("%s's lease is held after its acknowledgement (%v)", it.Request.URL, err)
+		}
+	}
+	doneAll(t, f.sched, c)
 }

@@ -54,15 +54,18 @@ var costPages = func() int {
 // BenchmarkCrawlCost besides where the services are: the defaults
 // (CONCURRENT_REQUESTS 16, CONCURRENT_REQUESTS_PER_DOMAIN 8, INFO logs as
 // text on stdout), with the throttle out of the way. The test site is one
-// host, so the crawler has 8 fetches in flight to Colly's 16: with
-// CLUSTERBENCH_EXTRA=CONCURRENT_REQUESTS_PER_DOMAIN=16 (like for like) it
-// was no faster and spent a little more CPU per page (docs/crawler.md,
-// publishing in batches), so the comparison keeps the original's defaults.
+// host, so the crawler has 8 fetches in flight to Colly's 16
+// (CLUSTERBENCH_EXTRA=CONCURRENT_REQUESTS_PER_DOMAIN=16 is like for like);
+// the comparison keeps the original's defaults (docs/crawler.md, requests
+// in hand).
 var costSettings = []string{
 	"QUEUE_HITS=100000", "QUEUE_WINDOW=1", "QUEUE_MODERATED=false",
 	"PUBLIC_IP_URL=", "SCHEDULER_IP_ENABLED=false", "ZOOKEEPER_HOSTS=",
 	"KAFKA_CONSUMER_AUTO_OFFSET_RESET=earliest",
 	loopbackFetchEnv,
+	// No admin endpoint (a profiled crawler gets one on a port of its
+	// own): two runs at once on one machine took each other's ports.
+	"ADMIN_ADDR=",
 }
 
 // costProcesses are the processes whose CPU BenchmarkCrawlCost reports,
@@ -111,6 +114,10 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 // default 10, from the feed; the crawler then serves Go's profiler on an
 // admin port of its own), for go tool pprof. The profiler's own cost, a
 // few per cent, shows in the crawler's figures of that run.
+// CLUSTERBENCH_TRACE=<file> likewise writes a Go execution trace of the
+// crawler over the same seconds, for go tool trace (where its goroutines
+// wait: its workers, the scheduler, the publisher and the
+// acknowledgements); a trace costs the crawler more than a profile.
 //
 // Settings: costSettings (defaults otherwise, INFO text logs included),
 // then CLUSTERBENCH_EXTRA's, space-separated NAME=value pairs, to see what
@@ -144,10 +151,10 @@ func BenchmarkCrawlCost(b *testing.B) {
 		env = append(env, strings.Fields(x)...)
 	}
 	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
-	profile := os.Getenv("CLUSTERBENCH_CPUPROFILE")
+	profile, trace := os.Getenv("CLUSTERBENCH_CPUPROFILE"), os.Getenv("CLUSTERBENCH_TRACE")
 	var adminAddr string
 	crawlerEnv := env
-	if profile != "" { // the crawler alone serves Go's profiler
+	if profile != "" || trace != "" { // the crawler alone serves Go's profiler
 		adminAddr = "127.0.0.1:" + strconv.Itoa(harness.Port(b))
 		crawlerEnv = append(slices.Clone(env), "ADMIN_ADDR="+adminAddr, "ADMIN_PPROF=true")
 	}
@@ -200,7 +207,8 @@ func BenchmarkCrawlCost(b *testing.B) {
 		logStart := dirBytes(b, broker.dir)
 		start := time.Now()
 		feed(crawlID)
-		profiled := profileCPU(b, adminAddr, profile, i)
+		profiled := profileCrawler(b, adminAddr, "profile", profile, i)
+		traced := profileCrawler(b, adminAddr, "trace", trace, i)
 		pages += wait(crawlID, costPages)
 		elapsed += time.Since(start)
 		for name, t := range cpuTimes(b, pids) {
@@ -208,6 +216,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 		}
 		if err := <-profiled; err != nil { // after the measures: it may outlast the crawl
 			b.Fatalf("CPU profile of the crawler: %v", err)
+		}
+		if err := <-traced; err != nil {
+			b.Fatalf("execution trace of the crawler: %v", err)
 		}
 		reads += readsProcessed(b, rdb) - readsStart
 		logBytes += dirBytes(b, broker.dir) - logStart
@@ -256,11 +267,12 @@ func BenchmarkCrawlCost(b *testing.B) {
 	b.Logf("%d pages; Redis commands per page (Redis's own µs per page): %s", pages, strings.Join(breakdown, ", "))
 }
 
-// profileCPU starts taking a CPU profile of the crawler from its admin
-// endpoint at addr, for CLUSTERBENCH_CPUPROFILE_SECONDS (default 10; the
-// crawl takes 10 to 30 s on 2 cores), into path (".<i>" added after the
-// first iteration); the channel gets its result. No path: nothing, nil.
-func profileCPU(tb testing.TB, addr, path string, i int) <-chan error {
+// profileCrawler starts taking a profile of the crawler from its admin
+// endpoint at addr (kind: "profile", its CPU, or "trace", an execution
+// trace), for CLUSTERBENCH_CPUPROFILE_SECONDS (default 10; the crawl takes
+// 10 to 30 s on 2 cores), into path (".<i>" added after the first
+// iteration); the channel gets its result. No path: nothing, nil.
+func profileCrawler(tb testing.TB, addr, kind, path string, i int) <-chan error {
 	done := make(chan error, 1)
 	if path == "" {
 		done <- nil
@@ -274,7 +286,7 @@ func profileCPU(tb testing.TB, addr, path string, i int) <-chan error {
 		path += "." + strconv.Itoa(i)
 	}
 	go func() {
-		resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=" + seconds)
+		resp, err := http.Get("http://" + addr + "/debug/pprof/" + kind + "?seconds=" + seconds)
 		if err != nil {
 			done <- err
 			return
