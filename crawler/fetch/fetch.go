@@ -70,10 +70,10 @@ type Fetcher struct {
 	cfg       Config
 	guard     *guard
 	proxy     func(*http.Request) (*url.URL, error)
-	dialer    *net.Dialer // for everything but proxies: guarded
+	dialer    *net.Dialer     // for everything but proxies: guarded
 	transport *http.Transport // through a proxy, and a browser's requests
 	h1        *h1Client       // every other request
-	header    http.Header // the headers every request starts with
+	header    http.Header     // the headers every request starts with
 	robots    *robotsCache
 	stop      context.CancelFunc
 }
