@@ -51,13 +51,12 @@ var errHeaderTooLong = fmt.Errorf("server response headers exceeded %d bytes; ab
 
 // h1Conn is one connection of the client.
 type h1Conn struct {
-	key   string
-	conn  net.Conn // *tls.Conn for https
-	lr    limitedReader
-	br    *bufio.Reader
-	bw    *bufio.Writer
-	idle  time.Time // when it went back to the pool
-	inUse bool
+	key  string
+	conn net.Conn // *tls.Conn for https
+	lr   limitedReader
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	idle time.Time // when it went back to the pool
 }
 
 // limitedReader reads the connection, at most n bytes (while reading
@@ -131,7 +130,7 @@ func (c *h1Client) roundTrip(req *http.Request) (*http.Response, error) {
 		if pc == nil {
 			var err error
 			if pc, err = c.dial(ctx, req, key, hostport); err != nil {
-				return nil, err
+				return nil, explainIO(ctx, err)
 			}
 		}
 		if trace != nil && trace.GotConn != nil {
@@ -196,10 +195,10 @@ func (c *h1Client) exchange(ctx context.Context, pc *h1Conn, req *http.Request) 
 }
 
 // explainIO turns the I/O timeout our deadlines cause into ctx's end
-// (DOWNLOAD_TIMEOUT or the caller's): the deadline is ctx's, and its
-// interruption happens when ctx ends.
+// (DOWNLOAD_TIMEOUT or the caller's): the connection's deadline (and the
+// dialer's) is ctx's, and may pass a moment before ctx's own timer fires.
 func explainIO(ctx context.Context, err error) error {
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+	if _, ok := ctx.Deadline(); (ok || ctx.Err() != nil) && (errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)) {
 		<-ctx.Done()
 		return fmt.Errorf("%w (%w)", context.Cause(ctx), err)
 	}
