@@ -71,6 +71,12 @@ func startRaw(t *testing.T, serve func(conn net.Conn, br *bufio.Reader) bool) *r
 
 func (s *rawServer) url(path string) string { return "http://" + s.ln.Addr().String() + path }
 
+// answerOne is startRaw for servers that read one request per connection
+// before answering it with answer.
+func answerOne(t *testing.T, answer func(conn net.Conn, br *bufio.Reader) bool) *rawServer {
+	return startRaw(t, func(conn net.Conn, br *bufio.Reader) bool { return !readRequest(br) || answer(conn, br) })
+}
+
 // readRequest reads one request's head; false when the client closed
 // the connection.
 func readRequest(br *bufio.Reader) bool {
@@ -94,10 +100,7 @@ func untilClosed(conn net.Conn, br *bufio.Reader) bool {
 // the next request gets nothing back: the request goes again on a new
 // connection and succeeds.
 func TestAKeptConnectionTheServerClosedIsReplaced(t *testing.T) {
-	srv := startRaw(t, func(conn net.Conn, br *bufio.Reader) bool {
-		if !readRequest(br) {
-			return true
-		}
+	srv := answerOne(t, func(conn net.Conn, br *bufio.Reader) bool {
 		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
 		return false // and close it, without a word
 	})
@@ -145,10 +148,7 @@ func TestACutBodyClosesItsConnection(t *testing.T) {
 func TestIdleConnectionsAreBoundedAndTimeOut(t *testing.T) {
 	var arrived sync.WaitGroup
 	arrived.Add(4)
-	srv := startRaw(t, func(conn net.Conn, br *bufio.Reader) bool {
-		if !readRequest(br) {
-			return true
-		}
+	srv := answerOne(t, func(conn net.Conn, br *bufio.Reader) bool {
 		arrived.Done()
 		arrived.Wait() // all four requests in flight at once, on four connections
 		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -173,10 +173,7 @@ func TestIdleConnectionsAreBoundedAndTimeOut(t *testing.T) {
 
 // Headers beyond 1 MiB fail the fetch, as net/http's limit did.
 func TestHugeResponseHeadersAreRefused(t *testing.T) {
-	srv := startRaw(t, func(conn net.Conn, br *bufio.Reader) bool {
-		if !readRequest(br) {
-			return true
-		}
+	srv := answerOne(t, func(conn net.Conn, br *bufio.Reader) bool {
 		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\n")
 		line := "X-Filler: " + strings.Repeat("y", 1000) + "\r\n"
 		for range 2000 {
@@ -198,10 +195,7 @@ func TestHugeResponseHeadersAreRefused(t *testing.T) {
 func TestInformationalResponsesAreSkipped(t *testing.T) {
 	var hints atomic.Int32
 	hints.Store(2)
-	srv := startRaw(t, func(conn net.Conn, br *bufio.Reader) bool {
-		if !readRequest(br) {
-			return true
-		}
+	srv := answerOne(t, func(conn net.Conn, br *bufio.Reader) bool {
 		for range hints.Load() {
 			_, _ = io.WriteString(conn, "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
 		}
