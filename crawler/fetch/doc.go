@@ -1,6 +1,9 @@
 // Package fetch is the crawler's downloader: one HTTP GET per crawl request,
-// over net/http with connection reuse, doing what Scrapy's downloader and
-// its default middlewares do for the original.
+// with connection reuse, doing what Scrapy's downloader and its default
+// middlewares do for the original. Requests go over an HTTP/1.1 client of
+// its own (h1.go: the request written and the response read on the
+// caller's goroutine, https over TLS by ALPN http/1.1), or over net/http's
+// transport through a proxy.
 //
 // A Fetcher is safe for concurrent use; the engine shares one. Fetch:
 //

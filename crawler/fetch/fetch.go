@@ -70,9 +70,10 @@ type Fetcher struct {
 	cfg       Config
 	guard     *guard
 	proxy     func(*http.Request) (*url.URL, error)
-	dialer    *net.Dialer // for everything but proxies: guarded
-	transport *http.Transport
-	header    http.Header // the headers every request starts with
+	dialer    *net.Dialer     // for everything but proxies: guarded
+	transport *http.Transport // through a proxy, and a browser's requests
+	h1        *h1Client       // every other request
+	header    http.Header     // the headers every request starts with
 	robots    *robotsCache
 	stop      context.CancelFunc
 }
@@ -131,6 +132,7 @@ func New(cfg Config) *Fetcher {
 		proxy:     proxy,
 		dialer:    dialer,
 		transport: transport,
+		h1:        newH1Client(dialer, cfg),
 		header:    header,
 		stop:      stop,
 	}
@@ -146,6 +148,7 @@ func (f *Fetcher) Config() Config { return f.cfg }
 func (f *Fetcher) Close() {
 	f.stop()
 	f.transport.CloseIdleConnections()
+	f.h1.close()
 }
 
 // Fetch downloads req.URL. Every response is a Result; an error means no
@@ -212,10 +215,16 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize i
 		if h.proxy, err = f.proxy(hreq); err != nil {
 			return nil, fmt.Errorf("choose a proxy for %s: %w", u, err)
 		}
-		// The transport, not an http.Client: fetch follows redirects itself
+		// Our HTTP/1.1 client (h1.go), or net/http's transport through a
+		// proxy; not an http.Client: fetch follows redirects itself
 		// (cookies, robots.txt, loops and addresses are checked per hop).
 		// Only a request's Jar keeps cookies beyond their response.
-		resp, err := f.transport.RoundTrip(hreq)
+		var resp *http.Response
+		if h.proxy == nil {
+			resp, err = f.h1.roundTrip(hreq)
+		} else {
+			resp, err = f.transport.RoundTrip(hreq)
+		}
 		if err != nil {
 			return nil, err
 		}
