@@ -386,7 +386,8 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 		}
 		components = append(components, renderers...)
 	}
-	components = append(components, spec{name: "rest", path: bin(binREST), env: env})
+	// The REST service's /try fetches as a crawler would, with the crawlers' FETCH_* settings.
+	components = append(components, spec{name: "rest", path: bin(binREST), env: crawlerEnv})
 	components, err := withAdminAddrs(env, components)
 	if err != nil {
 		return nil, err

@@ -38,9 +38,9 @@ the flag that changes it. The cluster is announced only when the answer on --res
 from the rest process the launcher started (on Linux it checks, in /proc, which process holds
 the port), so another program on that port is never taken for it.
 
-With --test-site the crawlers get FETCH_ALLOWED_NETWORKS=` + LoopbackNetworks + ` (added to any
-FETCH_ALLOWED_NETWORKS in the environment): the crawler refuses internal addresses by default,
-and the test site is on loopback.
+With --test-site the crawlers and the REST service (its /try fetches as a crawler does) get
+FETCH_ALLOWED_NETWORKS=` + LoopbackNetworks + ` (added to any FETCH_ALLOWED_NETWORKS in the
+environment): the crawler refuses internal addresses by default, and the test site is on loopback.
 
 With --render, one crawler per spider type also renders pages in headless Chromium (crawl
 requests with "render"; the others never take them). It needs Chromium: RENDER_BROWSER from the

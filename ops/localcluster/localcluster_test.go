@@ -649,7 +649,7 @@ func TestTheDefaultRetentionFollowsWhereTheBrokerKeepsItsData(t *testing.T) {
 	}
 }
 
-func TestCrawlersMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
+func TestCrawlersAndTryMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -683,8 +683,9 @@ func TestCrawlersMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
 			if !out.Contains("crawler-link-1 | " + tc.want + "\n") {
 				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
 			}
-			if want := "rest allowed=[" + tc.env + "]\n"; !out.Contains(want) {
-				t.Errorf("the REST service's environment changed, want %q:\n%s", want, out)
+			// The REST service's /try fetches as the crawlers do.
+			if want := "rest " + tc.want + "\n"; !out.Contains(want) {
+				t.Errorf("the REST service's line is not %q:\n%s", want, out)
 			}
 		})
 	}
