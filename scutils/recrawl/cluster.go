@@ -116,9 +116,9 @@ func (s *Starter) startDueCluster(ctx context.Context) ([]Started, error) {
 // started) and, claimed, steps 2 and 3.
 func (s *Starter) claim(ctx context.Context, c ledger.Crawl, now time.Time) (Started, error) {
 	l := rediskeys.Cluster
-	h, err := s.cluster.HGetAll(ctx, l.Recrawl(c.SpiderID, c.AppID, c.CrawlID)).Result()
+	h, err := s.schedule(ctx, c)
 	if err != nil {
-		return Started{}, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
+		return Started{}, err
 	}
 	started, _ := strconv.Atoi(h["runs_started"])
 	n := started + 1
@@ -150,11 +150,24 @@ func (s *Starter) claim(ctx context.Context, c ledger.Crawl, now time.Time) (Sta
 // resume finishes the start of c's run that a schedule says is starting
 // (steps 2 and 3, both idempotent): "resumed".
 func (s *Starter) resume(ctx context.Context, c ledger.Crawl) (Started, error) {
-	l := rediskeys.Cluster
-	h, err := s.cluster.HGetAll(ctx, l.Recrawl(c.SpiderID, c.AppID, c.CrawlID)).Result()
+	h, err := s.schedule(ctx, c)
 	if err != nil {
-		return Started{}, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
+		return Started{}, err
 	}
+	return s.resumeFrom(ctx, c, h)
+}
+
+// schedule reads c's schedule hash on the cluster.
+func (s *Starter) schedule(ctx context.Context, c ledger.Crawl) (map[string]string, error) {
+	h, err := s.cluster.HGetAll(ctx, rediskeys.Cluster.Recrawl(c.SpiderID, c.AppID, c.CrawlID)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
+	}
+	return h, nil
+}
+
+// resumeFrom is resume with c's schedule h read.
+func (s *Starter) resumeFrom(ctx context.Context, c ledger.Crawl, h map[string]string) (Started, error) {
 	n, _ := strconv.Atoi(h["starting"])
 	st := Started{Crawl: c, Run: n, Outcome: "resumed"}
 	if n == 0 { // another monitor finished it meanwhile: only the set's entry is left
@@ -188,14 +201,11 @@ func (s *Starter) FinishStart(ctx context.Context, c ledger.Crawl) (bool, error)
 	if s.cluster == nil {
 		return false, nil
 	}
-	starting, err := s.cluster.HGet(ctx, rediskeys.Cluster.Recrawl(c.SpiderID, c.AppID, c.CrawlID), "starting").Result()
-	if err == redis.Nil || (err == nil && starting == "") {
-		return false, nil
+	h, err := s.schedule(ctx, c)
+	if err != nil || h["starting"] == "" {
+		return false, err
 	}
-	if err != nil {
-		return false, fmt.Errorf("read the schedule of crawl %s: %w", c.CrawlID, err)
-	}
-	st, err := s.resume(ctx, c)
+	st, err := s.resumeFrom(ctx, c, h)
 	return st.Outcome == "resumed", err
 }
 
