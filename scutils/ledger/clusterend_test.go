@@ -7,6 +7,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // On a Redis Cluster a crawl's shares are found on every master and
@@ -34,6 +35,12 @@ func TestClusterEndHoldsTheCompletionUntilReleased(t *testing.T) {
 	}
 	for _, d := range domains {
 		doneIn(t, c, d, 3) // its requests purged
+		// The shares record who ended the crawl; the marker alone holds
+		// completers off, so no share keeps a hold nobody would clear.
+		share, err := c.HGetAll(ctx, crawl.LedgerIn(rediskeys.Cluster, d).Hash).Result()
+		if err != nil || share[ledger.FieldEndedBy] != "stop" || share[ledger.FieldCompleting] != "" {
+			t.Fatalf("share of %s after the stop: %v %v, want ended_by stop and no completing", d, share, err)
+		}
 	}
 	comp := ledger.NewClusterCompleter(c, "m1", time.Hour)
 	comp.Quiet = time.Hour // an ended crawl does not wait for it

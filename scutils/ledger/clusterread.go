@@ -131,8 +131,8 @@ func PurgeQueuedIn(ctx context.Context, pipe redis.Pipeliner, queue string, l re
 // completion marker (ledger_hold.lua: one key, so one master decides
 // between the action and the completers) until ReleaseCluster(holder) or
 // until, then records in every share of c that p ended it (ledger_end.lua
-// on each share: ended_by), so that its crawl-complete says "stopped" or
-// "expired". It reports false, recording nothing, for a crawl whose
+// on each share: ended_by alone, the marker being the only hold), so that
+// its crawl-complete says "stopped" or "expired". It reports false, recording nothing, for a crawl whose
 // crawl-complete is out or being published right now (it finished before
 // the action came), or that has no ledger.
 func EndCluster(ctx context.Context, rdb *redis.ClusterClient, c Crawl, p Purge, holder string, now, until time.Time) (bool, error) {
@@ -152,7 +152,7 @@ func EndCluster(ctx context.Context, rdb *redis.ClusterClient, c Crawl, p Purge,
 	pipe := rdb.Pipeline()
 	for _, d := range shares[c] {
 		redisscripts.Eval(ctx, pipe, redisscripts.End{Ledger: c.LedgerIn(rediskeys.Cluster, d), By: string(p), Holder: holder,
-			Now: Stamp(now), Until: Stamp(until)})
+			Now: Stamp(now), Until: Stamp(until), Unheld: true})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
 		return false, fmt.Errorf("record the end of crawl %s in its shares: %w", c.CrawlID, err)

@@ -136,13 +136,21 @@ type End struct {
 	// Holder names the one ending it; Now and Until are epoch seconds
 	// (ledger.Stamp).
 	Holder, Now, Until string
+	// Unheld records By alone, no hold: a crawl's share on a Redis
+	// Cluster, whose completion marker holds the completers off
+	// (ledger.EndCluster).
+	Unheld bool
 }
 
 // Script is ledger_end.lua.
 func (End) Script() *Script { return ledgerEnd }
 
 func (a End) encode() ([]string, []any) {
-	return []string{a.Ledger.Hash}, []any{a.By, a.Now, a.Holder + "|" + a.Until, a.Holder}
+	hold := a.Holder + "|" + a.Until
+	if a.Unheld {
+		hold = ""
+	}
+	return []string{a.Ledger.Hash}, []any{a.By, a.Now, hold, a.Holder}
 }
 
 // Release is ledger_release.lua's keys and arguments: Holder's hold of End

@@ -6,7 +6,9 @@
 --
 -- KEYS[1] the crawl's ledger hash
 -- ARGV[1] 'stop' or 'expire', ARGV[2] now (epoch seconds), ARGV[3] the
--- hold, "<holder>|<deadline>", ARGV[4] the holder
+-- hold, "<holder>|<deadline>", or '' to record ended_by alone (a share of a
+-- crawl on a Redis Cluster, whose completion marker holds completers off),
+-- ARGV[4] the holder
 --
 -- Returns 1 when recorded, else 0.
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -22,5 +24,9 @@ if v[2] and string.sub(v[2], 1, #ARGV[4] + 1) ~= ARGV[4] .. '|' then
     return 0
   end
 end
-redis.call('HSET', KEYS[1], 'ended_by', ARGV[1], 'completing', ARGV[3])
+if ARGV[3] == '' then
+  redis.call('HSET', KEYS[1], 'ended_by', ARGV[1])
+else
+  redis.call('HSET', KEYS[1], 'ended_by', ARGV[1], 'completing', ARGV[3])
+end
 return 1
