@@ -146,8 +146,9 @@ func (s *Scheduler) leasesLost(ids []string) {
 }
 
 // Release returns every request still in flight to its queue (shutdown)
-// and reports how many.
+// and reports how many, those of the pops ahead under way included.
 func (s *Scheduler) Release(ctx context.Context) (int, error) {
+	s.refills.Wait()
 	s.mu.Lock()
 	bySet := map[*throttle.Leases][]string{}
 	for id, it := range s.inflight {
