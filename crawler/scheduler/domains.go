@@ -28,9 +28,6 @@ type domain struct {
 	// the next pop reuses it, and gets them (see throttle_pop.lua).
 	unsure *throttle.Lease
 	index  int
-	// more: its last pop got all it asked for, so its queue likely holds
-	// more; refilling: a pop ahead of its items is under way (refill).
-	more, refilling bool
 }
 
 type domainHeap []*domain

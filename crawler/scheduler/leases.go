@@ -146,9 +146,8 @@ func (s *Scheduler) leasesLost(ids []string) {
 }
 
 // Release returns every request still in flight to its queue (shutdown)
-// and reports how many, those of the pops ahead under way included.
+// and reports how many.
 func (s *Scheduler) Release(ctx context.Context) (int, error) {
-	s.refills.Wait()
 	s.mu.Lock()
 	bySet := map[*throttle.Leases][]string{}
 	for id, it := range s.inflight {

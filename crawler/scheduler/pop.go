@@ -24,7 +24,6 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 	item, err := s.next(ctx)
 	if err != nil {
 		<-s.slots
-		s.refills.Wait() // what they pop is in flight, for Release
 	}
 	return item, err
 }
@@ -57,20 +56,8 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 		}
 		if d != nil && len(d.ahead) > 0 {
 			it := s.handOut(d, now)
-			refill := s.startRefill(d)
 			s.mu.Unlock()
-			if refill {
-				// Not cancelled with this call, which it outlives: one round
-				// trip, which Release and Next's last call wait for.
-				go s.refill(context.WithoutCancel(ctx), d)
-			}
 			return it, nil
-		}
-		if d != nil && d.refilling {
-			// Its pop ahead is under way: it makes d due again.
-			s.setNext(d, never)
-			s.mu.Unlock()
-			continue
 		}
 		s.mu.Unlock()
 		if d == nil {
@@ -212,9 +199,7 @@ func (s *Scheduler) endDownload(it *Item) bool {
 // it returns, in the same step: up to CONCURRENT_REQUESTS ahead in all
 // (and twice CONCURRENT_REQUESTS_PER_DOMAIN ahead of d's fetches), kept in
 // d.ahead, leased and renewed, for the next calls to hand out as d's
-// fetches end. One round trip then serves a dozen pages of a busy domain,
-// and the next round trip starts before they are all handed out
-// (startRefill).
+// fetches end. One round trip then serves a dozen pages of a busy domain.
 // (A moderated throttle pops one at a time: see throttle.Queue.AttemptN.)
 func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 	s.mu.Lock()
@@ -259,17 +244,6 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 		return nil, nil
 	}
 	d.lastPop, d.backoff = now, 0
-	d.more = want > 1 && 1+len(res.More) == want
-	s.popped(ctx, d, leases, lease, res)
-	if len(d.ahead) == 0 {
-		s.setNext(d, now)
-		return nil, nil
-	}
-	return s.handOut(d, now), nil
-}
-
-// popped adds the items of a pop from d to d.ahead; s.mu is held.
-func (s *Scheduler) popped(ctx context.Context, d *domain, leases *throttle.Leases, lease *throttle.Lease, res throttle.Result) {
 	add := func(raw, leaseID string) {
 		s.stats.Popped++
 		req, derr := crawlrequest.Decode([]byte(raw))
@@ -300,68 +274,11 @@ func (s *Scheduler) popped(ctx context.Context, d *domain, leases *throttle.Leas
 	for _, more := range res.More {
 		add(more.Raw, more.LeaseID)
 	}
-}
-
-// startRefill reports whether d's pop ahead should start now, and marks it
-// started; s.mu is held. A busy domain (its last pop got all it asked for)
-// pops its next items ahead once fewer than CONCURRENT_REQUESTS_PER_DOMAIN
-// wait to be handed out, so that its fetches never wait for a pop's round
-// trip, which Next made them do (in an execution trace of
-// BenchmarkCrawlCost, Next waited for pops about a quarter of the time
-// while the domain had fetch slots free). Only one pop from a domain is
-// under way at a time, and none after one found it empty or throttled.
-func (s *Scheduler) startRefill(d *domain) bool {
-	if d.refilling || !d.more || d.blocked || d.q == nil || d.unsure != nil ||
-		len(d.ahead) >= s.cfg.PerDomain || s.ahead >= s.cfg.Concurrency {
-		return false
-	}
-	d.refilling = true
-	s.refills.Add(1)
-	return true
-}
-
-// refill is d's pop ahead (startRefill): up to as many as attempt takes,
-// counting those still ahead. It hands nothing out; a pop that fails
-// leaves its lease to the next (d.unsure), and one that is denied or
-// finds the queue empty stops the pops ahead until a pop of attempt's
-// gets all it asked for again. d is due at its end, unless at its cap of
-// fetches.
-func (s *Scheduler) refill(ctx context.Context, d *domain) {
-	defer s.refills.Done()
-	s.mu.Lock()
-	q := d.q
-	want := min(3*s.cfg.PerDomain-d.fetching-len(d.ahead), s.cfg.Concurrency-s.ahead, maxBatchPop)
-	s.mu.Unlock()
-	var res throttle.Result
-	var err error
-	leases := s.leasesOf(d.name)
-	lease := leases.New()
-	if want >= 1 && q != nil {
-		res, err = q.AttemptN(s.cfg.Wait.Context(ctx), lease, want)
-	}
-	now := s.now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d.refilling = false
-	switch {
-	case want < 1 || q == nil:
-	case err != nil:
-		d.unsure, d.more = lease, false
-	case res.Status == throttle.DeniedByWindow || res.Status == throttle.DeniedByModeration:
-		s.stats.Denied++
-		d.more = false
-	case res.Status == throttle.Empty:
-		s.stats.Empty++
-		d.more = false
-	default:
-		d.lastPop = now
-		d.more = want > 1 && 1+len(res.More) == want
-		s.popped(ctx, d, leases, lease, res)
-	}
-	if d.fetching < s.cfg.PerDomain {
+	if len(d.ahead) == 0 {
 		s.setNext(d, now)
+		return nil, nil
 	}
-	s.signal()
+	return s.handOut(d, now), nil
 }
 
 // maxBatchPop bounds the items one pop takes from a domain.

@@ -113,7 +113,6 @@ type Scheduler struct {
 	// Next to Fetched; processing the fetched ones being parsed and
 	// encoded, as many again, from Fetched to Processed (or their end).
 	slots, processing chan struct{}
-	refills           sync.WaitGroup // pops ahead under way (refill)
 	stats             Stats
 	// slowWarned is when a slow lease renewal was last logged.
 	slowWarned time.Time

@@ -641,64 +641,6 @@ func TestAProcessedItemsSlotGoesToTheNextFetchedItemWhileItWaitsForKafka(t *test
 	doneAll(t, f.sched, c, d)
 }
 
-// TestABusyDomainPopsItsNextItemsBeforeItsLastIsHandedOut: once fewer
-// than CONCURRENT_REQUESTS_PER_DOMAIN of a busy domain's items wait to be
-// handed out, its next pop starts in the background, so its fetches do
-// not wait for the pop's round trip; what it pops is leased, handed out
-// in turn, and returned by Release.
-func TestABusyDomainPopsItsNextItemsBeforeItsLastIsHandedOut(t *testing.T) {
-	f := startOneDomain(t, 4, 2, 20)
-	ctx := context.Background()
-	// The first pop takes a and 4 ahead (CONCURRENT_REQUESTS), all it asked.
-	a, b := next(t, f.sched, 5*time.Second), next(t, f.sched, 5*time.Second)
-	if got := f.sched.InFlight(); got != 5 {
-		t.Fatalf("%d in flight after the first pop, want 5", got)
-	}
-	if err := f.sched.Fetched(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	c := next(t, f.sched, 5*time.Second)
-	if err := f.sched.Fetched(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	// d leaves 1 ahead, fewer than CONCURRENT_REQUESTS_PER_DOMAIN 2: the
-	// next pop starts, with no Next waiting for it, and takes 3 (up to
-	// 3 × CONCURRENT_REQUESTS_PER_DOMAIN with the 2 being fetched and the 1
-	// ahead).
-	d := next(t, f.sched, 5*time.Second)
-	harness.WaitFor(t, "the pop ahead", 10*time.Second, func() bool { return f.sched.InFlight() == 8 })
-	if n, _ := f.sched.Leases().Count(ctx); n != 8 {
-		t.Fatalf("%d leases after the pop ahead, want 8", n)
-	}
-	got := []*scheduler.Item{a, b, c, d}
-	for _, it := range []*scheduler.Item{c, d} {
-		if err := f.sched.Fetched(ctx, it); err != nil {
-			t.Fatal(err)
-		}
-	}
-	doneAll(t, f.sched, a, b)
-	e := next(t, f.sched, 5*time.Second)
-	got = append(got, e)
-	seen := map[string]bool{}
-	for _, it := range got {
-		if seen[it.Request.URL] {
-			t.Fatalf("%s handed out twice", it.Request.URL)
-		}
-		seen[it.Request.URL] = true
-	}
-	if err := f.sched.Fetched(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	doneAll(t, f.sched, c, d, e)
-	held := f.sched.InFlight()
-	if n, err := f.sched.Release(ctx); err != nil || n != held {
-		t.Fatalf("released %d, %v; want the %d popped ahead", n, err, held)
-	}
-	if n := f.rdb.ZCard(ctx, "link:a.com:queue").Val(); n != 15 {
-		t.Fatalf("the queue holds %d requests after the release, want the 15 not done", n)
-	}
-}
-
 func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *testing.T) {
 	f := startOneDomain(t, 2, 1, 6)
 	ctx := context.Background()
