@@ -431,6 +431,16 @@ func startOneDomain(t *testing.T, concurrency, perDomain, n int) *fixture {
 	return f
 }
 
+// fetchedAll ends the items' downloads (Fetched), in turn.
+func fetchedAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
+	t.Helper()
+	for _, it := range items {
+		if err := s.Fetched(context.Background(), it); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // doneAll acknowledges items, counting nothing.
 func doneAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
 	t.Helper()
@@ -599,15 +609,10 @@ func TestAProcessedItemsSlotGoesToTheNextFetchedItemWhileItWaitsForKafka(t *test
 		t.Fatalf("MostInHand %d with CONCURRENT_REQUESTS 2, want 6: fetched, processed, waiting for Kafka", got)
 	}
 	// a and b are processed (CONCURRENT_REQUESTS 2: the most at once).
-	var processed []*scheduler.Item
-	for range 2 {
-		it := next(t, f.sched, 5*time.Second)
-		if err := f.sched.Fetched(ctx, it); err != nil {
-			t.Fatal(err)
-		}
-		processed = append(processed, it)
-	}
-	a, b := processed[0], processed[1]
+	a := next(t, f.sched, 5*time.Second)
+	fetchedAll(t, f.sched, a)
+	b := next(t, f.sched, 5*time.Second)
+	fetchedAll(t, f.sched, b)
 	c := next(t, f.sched, 5*time.Second)
 	cWaits, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -635,9 +640,7 @@ func TestAProcessedItemsSlotGoesToTheNextFetchedItemWhileItWaitsForKafka(t *test
 		t.Fatal("a third fetched item was processed beside b and c with CONCURRENT_REQUESTS 2: a's slot was given back twice")
 	}
 	doneAll(t, f.sched, b)
-	if err := f.sched.Fetched(ctx, d); err != nil {
-		t.Fatal(err)
-	}
+	fetchedAll(t, f.sched, d)
 	doneAll(t, f.sched, c, d)
 }
 
