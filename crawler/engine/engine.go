@@ -77,9 +77,12 @@ type Engine struct {
 	fetchCfg fetch.Config
 	pub      *kafkaclient.Publisher
 	pipe     *pipeline.Pipeline
-	sessions *session.Store      // the jars of crawls with "session": true
-	pool     *render.Pool        // the browsers (RENDER_ENABLED; nil: none)
-	extract  crawlspec.Extractor // crawls' extract rules, compiled once
+	// resultsHeld bounds the bytes of encoded results waiting for Kafka
+	// (kafkaclient.Config.PublishHeldBytes).
+	resultsHeld int
+	sessions    *session.Store      // the jars of crawls with "session": true
+	pool        *render.Pool        // the browsers (RENDER_ENABLED; nil: none)
+	extract     crawlspec.Extractor // crawls' extract rules, compiled once
 
 	host, id     string
 	retryTimes   int
@@ -187,11 +190,12 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 	}
 	host, _ := os.Hostname()
 	kcfg.PublishLinger = ResultsLinger.From(s)
+	kcfg.PublishHeldBytes = kcfg.PublishHeldBound() // the results waiting for Kafka (publish)
 	pub := kcfg.NewPublisher("crawled", AppIDTopics.From(s), log)
 	e := &Engine{
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
 		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub, sessions: session.NewStore(rdb, session.TTL.From(s)),
-		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes),
+		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes), resultsHeld: kcfg.PublishHeldBytes,
 		host: host, id: heartbeat.NewID(),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
@@ -242,13 +246,14 @@ func (e *Engine) setupStats(ctx context.Context) error {
 
 // MemoryBound is the most memory the crawler should need with its
 // settings: the pages being fetched and as many fetched pages being
-// published, each at most DOWNLOAD_MAXSIZE, plus 64 MiB for everything
-// else (docs/production.md, hostile pages, estimates 30 MB; the rest is
-// room to spare). The crawler command gives it to Go's garbage collector
-// as the soft memory limit (package gctune).
+// processed, each at most DOWNLOAD_MAXSIZE, the encoded results waiting
+// for Kafka (at most 3 × KAFKA_PRODUCER_MAX_REQUEST_SIZE, see publish),
+// plus 64 MiB for everything else (docs/production.md, hostile pages,
+// estimates 30 MB; the rest is room to spare). The crawler command gives
+// it to Go's garbage collector as the soft memory limit (package gctune).
 func (e *Engine) MemoryBound() int64 {
 	c := e.fetcher.Config()
-	return 2*int64(c.MaxConns)*c.MaxSize + 64<<20
+	return 2*int64(c.MaxConns)*c.MaxSize + int64(e.resultsHeld) + 64<<20
 }
 
 // Scheduler returns the engine's scheduler (for tests and benchmarks).
@@ -298,8 +303,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// Fixed pools of goroutines: a goroutine per request grew a fresh stack
 	// for every page (runtime.newstack was ~3% of the crawler's CPU in pprof
 	// of BenchmarkCrawlCost). The workers, one per request the scheduler
-	// lets be in hand at once (being fetched, or fetched and being parsed
-	// and published), hand each request whose fate is decided to the
+	// lets be in hand at once (being fetched, fetched and being parsed and
+	// encoded, or its results encoded and waiting for Kafka: MostInHand),
+	// hand each request whose fate is decided to the
 	// acknowledgers and take the next: a request waiting for its
 	// acknowledgement holds no worker, no slot of the scheduler's and no
 	// body, only its lease and its follow-ups.
@@ -413,7 +419,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	if e.noteUnchanged(ctx, item, fr, tally, out) {
 		return // withheld (emit "changed"), its follow-ups queued
 	}
-	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
+	if !e.publish(ctx, item, &out, tally, extra) {
 		return // shutting down: released later
 	}
 	e.finish(ctx, item, tally, out)
@@ -531,11 +537,28 @@ func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *l
 // tally what became of the request: published, dropped with the reason a
 // page could not be sent, or dropped because the spider made no page. It
 // is false when ctx ended first.
-func (e *Engine) publish(ctx context.Context, pages []*spider.Page, crawl ledger.Crawl, tally *ledger.Tally, extra logfactory.Extra) bool {
+//
+// It takes the pages out of out, and lets each go once encoded: once the
+// last is encoded and counted in what the producer holds, the item's
+// processing slot goes to the next fetched page (Scheduler.Processed)
+// while this worker waits for Kafka's acknowledgement, the page's body
+// garbage meanwhile. What those waiting results hold is bounded in bytes
+// by the publisher (kafkaclient.Config.PublishHeldBytes), and their
+// number by the workers (Scheduler.MostInHand).
+func (e *Engine) publish(ctx context.Context, item *scheduler.Item, out *spider.Output, tally *ledger.Tally, extra logfactory.Extra) bool {
+	crawl, pages := item.Crawl(), out.Pages
+	out.Pages = nil
 	published, cut := 0, false
 	var failed error
-	for _, page := range pages {
-		pageCut, err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page)
+	processed := func() { e.sched.Processed(item) }
+	for i := range pages {
+		page := pages[i]
+		pages[i] = nil // nothing but the pipeline keeps it: dead once encoded
+		var held func()
+		if i == len(pages)-1 {
+			held = processed
+		}
+		pageCut, err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page, held)
 		if ctx.Err() != nil {
 			return false
 		}

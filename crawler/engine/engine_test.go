@@ -3,7 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +204,50 @@ func TestShutdownReturnsUnfinishedRequestsToTheirQueue(t *testing.T) {
 	}
 	if n := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); n != 0 {
 		t.Fatalf("%d leases left", n)
+	}
+}
+
+// TestPagesWaitingForKafkaLeaveTheirSlotsToTheNextPages: a page whose
+// result is encoded and with the producer gives its processing slot to the
+// next fetched page while it waits for Kafka (away here), so the crawler
+// keeps fetching: with CONCURRENT_REQUESTS 2, six pages at once (two
+// fetched, two processed, two more waiting for Kafka: MostInHand), where
+// processing slots held until Kafka's acknowledgement stopped it at four.
+// Nothing is acknowledged before Kafka has it: every page is published
+// once Kafka is back.
+func TestPagesWaitingForKafkaLeaveTheirSlotsToTheNextPages(t *testing.T) {
+	e := newEnv(t, map[string]string{"CONCURRENT_REQUESTS": "2", "CONCURRENT_REQUESTS_PER_DOMAIN": "2"})
+	addr := e.kafka.Cluster.ListenAddrs()[0]
+	port, err := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.kafka.Close()
+	var want []string
+	for i := range 8 {
+		u := e.site.URL(fmt.Sprintf("/slow/%d", i+1))
+		want = append(want, u)
+		e.seed(t, crawl(u, "kafka-away", 0))
+	}
+	fetched := func() (n int) {
+		for i := range 8 {
+			if len(e.site.HitsFor(fmt.Sprintf("/slow/%d", i+1))) > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	harness.WaitFor(t, "six pages fetched while Kafka is away", 30*time.Second, func() bool { return fetched() >= 6 })
+	ctx := context.Background()
+	if n := e.rdb.HLen(ctx, rediskeys.LeaseKey("link")+":items").Val(); n < 6 {
+		t.Fatalf("%d requests leased while their pages wait for Kafka, want them all (6 or more)", n)
+	}
+	e.kafka = harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	got := urls(e.pages(t, 8, 60*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("published %v, want %v", got, want)
 	}
 }

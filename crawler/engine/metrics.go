@@ -101,6 +101,9 @@ func newMetrics(e *Engine) *metrics {
 			func() int64 { return sched.Stats().Reaped }),
 		gauge("scrapy_crawler_leases_held", "Requests leased to this crawler (popped and not yet acknowledged).", sched.InFlight),
 		gauge("scrapy_crawler_domain_queues", "Domain queues this crawler knows of.", sched.Domains),
+		gauge("scrapy_crawler_results_held_bytes", "Bytes of encoded results waiting for Kafka's acknowledgement "+
+			"(at most 3 × KAFKA_PRODUCER_MAX_REQUEST_SIZE; pages wait for room beyond).",
+			func() int { bytes, _ := e.pub.Held(); return bytes }),
 	}
 	e.pub.OnError = func(error) { m.publishErrors.Inc() }
 	return m
@@ -181,9 +184,9 @@ func (m *metrics) fetched(start time.Time, res *fetch.Result, err error) {
 
 // publish publishes page with p and times it; cut says whether the page
 // was cut to fit Kafka.
-func (m *metrics) publish(ctx context.Context, p *pipeline.Pipeline, spiderID string, page *spider.Page) (cut bool, err error) {
+func (m *metrics) publish(ctx context.Context, p *pipeline.Pipeline, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
 	start := time.Now()
-	cut, err = p.Publish(ctx, spiderID, page)
+	cut, err = p.PublishHeld(ctx, spiderID, page, held)
 	m.published(start, err)
 	return cut, err
 }

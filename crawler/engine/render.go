@@ -55,7 +55,7 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 	}
 	e.refer(resp, out.Requests)
 	e.counters.Pages.Add(1)
-	if !e.publish(ctx, out.Pages, crawl, tally, extra) {
+	if !e.publish(ctx, item, &out, tally, extra) {
 		return // shutting down: released later
 	}
 	e.finish(ctx, item, tally, out)

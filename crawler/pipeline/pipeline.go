@@ -251,16 +251,26 @@ func release(b []byte) {
 // log callback sees the fields during its call, as documented; one that
 // keeps the map sees the second line's.
 func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) (cut bool, err error) {
+	return p.PublishHeld(ctx, spiderID, page, nil)
+}
+
+// PublishHeld is Publish, calling held (unless nil) once the page's
+// result is encoded and counted in what the publisher holds
+// (kafkaclient.Publisher.PublishHeld), before Kafka has it. Publish keeps
+// nothing of page from then on: once the caller drops it too, its body is
+// garbage while its result waits for Kafka.
+func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
 	fields := p.logFields(page, spiderID, "emit")
 	p.log.Info("Scraped page", fields)
+	who := identify(page)
 	msg, cut, err := p.encode(page)
 	if err != nil {
-		p.log.Error("Dropped a result that cannot be sent to Kafka", p.failFields(page, spiderID, err))
+		p.log.Error("Dropped a result that cannot be sent to Kafka", p.failFields(who, spiderID, err))
 		return false, err
 	}
-	if err := p.pub.Publish(ctx, page.AppID, msg); err != nil {
+	if err := p.pub.PublishHeld(ctx, who.appID, msg, held); err != nil {
 		if ctx.Err() == nil {
-			p.log.Error("Failed to send page to Kafka", p.failFields(page, spiderID, err))
+			p.log.Error("Failed to send page to Kafka", p.failFields(who, spiderID, err))
 		}
 		return false, err
 	}
@@ -269,6 +279,13 @@ func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Pa
 	}
 	p.log.Info("Sent page to Kafka", fields)
 	return cut, nil
+}
+
+// pageID is what a failure's log line says of its page: no body.
+type pageID struct{ url, appID, crawlID string }
+
+func identify(page *spider.Page) pageID {
+	return pageID{url: page.URL, appID: page.AppID, crawlID: page.CrawlID}
 }
 
 // DropReason is the crawl ledger's reason for a page Publish could not
@@ -281,9 +298,9 @@ func DropReason(err error) ledger.Reason {
 }
 
 // failFields are what a failure's log line says, at any log level.
-func (p *Pipeline) failFields(page *spider.Page, spiderID string, err error) logfactory.Extra {
+func (p *Pipeline) failFields(page pageID, spiderID string, err error) logfactory.Extra {
 	return logfactory.Extra{
-		"url": logURL(page.URL), "url_bytes": len(page.URL), "appid": page.AppID, "crawlid": page.CrawlID,
+		"url": logURL(page.url), "url_bytes": len(page.url), "appid": page.appID, "crawlid": page.crawlID,
 		"spiderid": spiderID, "action": "ack", "success": false, "exception": err.Error(), "reason": string(DropReason(err)),
 	}
 }

@@ -28,10 +28,13 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 	return item, err
 }
 
-// MostInHand is the most items Next hands out before some end: those
-// being fetched (CONCURRENT_REQUESTS) and those fetched and still being
-// processed (as many again, see Fetched).
-func (s *Scheduler) MostInHand() int { return cap(s.slots) + cap(s.processing) }
+// MostInHand is the most items a crawler should have in hand at once,
+// one worker each: those being fetched (CONCURRENT_REQUESTS), those
+// fetched and being processed (as many again, see Fetched), and as many
+// again whose results are encoded and wait for Kafka's acknowledgement
+// (see Processed). The last hold no slot and no body: what they hold
+// (their encoded results) the producer bounds in bytes.
+func (s *Scheduler) MostInHand() int { return cap(s.slots) + 2*cap(s.processing) }
 
 // Concurrency is CONCURRENT_REQUESTS.
 func (s *Scheduler) Concurrency() int { return s.cfg.Concurrency }
@@ -145,6 +148,22 @@ func (s *Scheduler) Fetched(ctx context.Context, it *Item) error {
 		s.signal()
 	}
 	return nil
+}
+
+// Processed tells the scheduler that the item's processing is over (its
+// page parsed, its results encoded and handed to the producer, which
+// bounds what it holds): its processing slot goes to the next fetched
+// item at once, while it waits for Kafka's acknowledgement and then its
+// own (Done, Finish, Retry). Nothing happens for an item that holds no
+// processing slot.
+func (s *Scheduler) Processed(it *Item) {
+	s.mu.Lock()
+	processing := it.processing
+	it.processing = false
+	s.mu.Unlock()
+	if processing {
+		<-s.processing
+	}
 }
 
 // endFetch ends the item's fetch, if it has not ended yet, and reports whether

@@ -30,7 +30,7 @@
 //	                 kept in a heap by the time each is due, forgotten when idle
 //	pop.go           Next: the throttled, leased pop from the domain due first,
 //	                 popping ahead; Fetched: a fetched item's slots go to the
-//	                 next requests
+//	                 next requests; Processed: its processing slot too
 //	leases.go        Done, Finish, Retry, Release; lease renewal and reaping
 //	ack.go           acknowledgements grouped into shared round trips
 //	enqueue.go       Enqueue; a page's follow-up requests checked and encoded
@@ -76,9 +76,9 @@ type Item struct {
 	// fetching: the item holds a request slot (from the hand-out by Next
 	// until Fetched has a processing slot for it); downloading: its
 	// domain's slot (from the hand-out until Fetched is called);
-	// processing: a processing slot (from Fetched to the end, or to Done
-	// or Finish handing it to its acknowledgement). Guarded by
-	// Scheduler.mu.
+	// processing: a processing slot (from Fetched to Processed, once its
+	// results are handed to the producer, or to Done, Finish or Retry
+	// when it ends before). Guarded by Scheduler.mu.
 	fetching, downloading, processing bool
 }
 
@@ -110,8 +110,8 @@ type Scheduler struct {
 	ahead     int // of them, popped ahead and not handed out yet (in their domains' ahead)
 	wake      chan struct{}
 	// slots are the requests being fetched (CONCURRENT_REQUESTS), from
-	// Next to Fetched; processing the fetched ones being parsed, published
-	// and acknowledged, as many again, from Fetched to their end.
+	// Next to Fetched; processing the fetched ones being parsed and
+	// encoded, as many again, from Fetched to Processed (or their end).
 	slots, processing chan struct{}
 	stats             Stats
 	// slowWarned is when a slow lease renewal was last logged.

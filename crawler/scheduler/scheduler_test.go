@@ -431,6 +431,16 @@ func startOneDomain(t *testing.T, concurrency, perDomain, n int) *fixture {
 	return f
 }
 
+// fetchedAll ends the items' downloads (Fetched), in turn.
+func fetchedAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
+	t.Helper()
+	for _, it := range items {
+		if err := s.Fetched(context.Background(), it); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // doneAll acknowledges items, counting nothing.
 func doneAll(t *testing.T, s *scheduler.Scheduler, items ...*scheduler.Item) {
 	t.Helper()
@@ -586,6 +596,52 @@ func TestAFetchedItemWaitingToBeProcessedLeavesItsDomainsSlotToTheNextFetch(t *t
 		t.Fatalf("c still waits after a processed item was done: %v", err)
 	}
 	doneAll(t, f.sched, processed[1], c, d)
+}
+
+// TestAProcessedItemsSlotGoesToTheNextFetchedItemWhileItWaitsForKafka:
+// Processed (a page's results encoded and handed to the producer) gives
+// the item's processing slot to the next fetched item at once, and only
+// once: its Done later gives back nothing more.
+func TestAProcessedItemsSlotGoesToTheNextFetchedItemWhileItWaitsForKafka(t *testing.T) {
+	f := startOneDomain(t, 2, 1, 6)
+	ctx := context.Background()
+	if got := f.sched.MostInHand(); got != 6 {
+		t.Fatalf("MostInHand %d with CONCURRENT_REQUESTS 2, want 6: fetched, processed, waiting for Kafka", got)
+	}
+	// a and b are processed (CONCURRENT_REQUESTS 2: the most at once).
+	a := next(t, f.sched, 5*time.Second)
+	fetchedAll(t, f.sched, a)
+	b := next(t, f.sched, 5*time.Second)
+	fetchedAll(t, f.sched, b)
+	c := next(t, f.sched, 5*time.Second)
+	cWaits, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cProcessed := make(chan error, 1)
+	go func() { cProcessed <- f.sched.Fetched(cWaits, c) }()
+	// a's results are with the producer: c takes its processing slot
+	// while a, still leased, waits for Kafka.
+	f.sched.Processed(a)
+	if err := <-cProcessed; err != nil {
+		t.Fatalf("c still waits for a processing slot after a was processed: %v", err)
+	}
+	if held, err := f.rdb.HExists(ctx, "leases:link:items", a.LeaseID()).Result(); err != nil || !held {
+		t.Fatalf("a waits for Kafka, its lease should be held: %v", err)
+	}
+	// a's slot went once: again, or its Done, gives back nothing more, so
+	// b and c are still the two processed and d waits.
+	f.sched.Processed(a)
+	if err := f.sched.Done(ctx, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	d := next(t, f.sched, 5*time.Second)
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if err := f.sched.Fetched(short, d); err == nil {
+		t.Fatal("a third fetched item was processed beside b and c with CONCURRENT_REQUESTS 2: a's slot was given back twice")
+	}
+	doneAll(t, f.sched, b)
+	fetchedAll(t, f.sched, d)
+	doneAll(t, f.sched, c, d)
 }
 
 func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *testing.T) {

@@ -72,6 +72,12 @@ type Config struct {
 	// sets it from its own (the crawler's KAFKA_RESULTS_LINGER_MS); 0 in
 	// the others.
 	PublishLinger time.Duration
+	// PublishHeldBytes bounds the bytes of values a Publisher holds at
+	// once: queued for, in or between its produce requests (0: no bound).
+	// No shared setting: the crawler sets it (PublishHeldBound), so that
+	// its results waiting for Kafka are bounded in memory; Publish waits
+	// for room (Publisher.PublishHeld).
+	PublishHeldBytes int
 	// SendBufferBytes is the producer connections' TCP send buffer
 	// (KAFKA_PRODUCER_BUFFER_BYTES).
 	SendBufferBytes int

@@ -337,3 +337,121 @@ func TestPublisherRefusesForGoodWhatCanNeverBeSent(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+// TestPublisherHoldsAtMostPublishHeldBytes: with Kafka away, values wait
+// for it counted in what the publisher holds, and once that is at its
+// bound the next Publish calls wait their turn, before their first
+// attempt, until one of those held returns.
+func TestPublisherHoldsAtMostPublishHeldBytes(t *testing.T) {
+	port, _ := harness.FreePort()
+	cfg := configFor(&harness.Kafka{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	cfg.ConnTimeout = 200 * time.Millisecond
+	cfg.PublishHeldBytes = 3000
+	p := cfg.NewPublisher("outbound", false, nil)
+	p.MaxBackoff = 100 * time.Millisecond
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type call struct {
+		cancel context.CancelFunc
+		held   atomic.Bool
+		done   chan error
+	}
+	var mostHeld atomic.Int64
+	calls := make([]*call, 5)
+	for i := range calls {
+		c := &call{done: make(chan error, 1)}
+		cctx, cancel := context.WithCancel(ctx)
+		c.cancel = cancel
+		calls[i] = c
+		go func() {
+			c.done <- p.PublishHeld(cctx, "a", make([]byte, 1000), func() {
+				c.held.Store(true)
+				n, _ := p.Held()
+				for most := mostHeld.Load(); int64(n) > most && !mostHeld.CompareAndSwap(most, int64(n)); most = mostHeld.Load() {
+				}
+			})
+		}()
+	}
+	heldNow := func() (n int) {
+		for _, c := range calls {
+			if c.held.Load() {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				bytes, waiting := p.Held()
+				t.Fatalf("%s: never (%d calls held, %d bytes held, %d waiting)", what, heldNow(), bytes, waiting)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("3 values held and 2 calls waiting", func() bool {
+		bytes, waiting := p.Held()
+		return heldNow() == 3 && bytes == 3000 && waiting == 2
+	})
+	// One held gives up: the first waiting takes its room.
+	var gone *call
+	for _, c := range calls {
+		if c.held.Load() {
+			gone = c
+			break
+		}
+	}
+	gone.cancel()
+	if err := <-gone.done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled Publish returned %v", err)
+	}
+	waitFor("a waiting call takes the room given back", func() bool {
+		bytes, waiting := p.Held()
+		return heldNow() == 4 && bytes == 3000 && waiting == 1
+	})
+	// A waiting call that gives up holds nothing.
+	for _, c := range calls {
+		if !c.held.Load() {
+			c.cancel()
+			if err := <-c.done; !errors.Is(err, context.Canceled) {
+				t.Fatalf("a cancelled waiting Publish returned %v", err)
+			}
+		}
+	}
+	if bytes, waiting := p.Held(); bytes != 3000 || waiting != 0 {
+		t.Fatalf("%d bytes held, %d waiting after the waiting call gave up; want 3000, 0", bytes, waiting)
+	}
+	for _, c := range calls {
+		c.cancel()
+	}
+	waitFor("nothing held once every call returned", func() bool { bytes, _ := p.Held(); return bytes == 0 })
+	if got := mostHeld.Load(); got > 3000 {
+		t.Fatalf("the publisher held %d bytes at once, more than its bound of 3000", got)
+	}
+}
+
+// TestPublisherHoldsALargerValueAlone: a value larger than
+// PublishHeldBytes takes all of it, and goes once nothing else is held.
+func TestPublisherHoldsALargerValueAlone(t *testing.T) {
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true})
+	cfg := configFor(k)
+	cfg.Partitions = 1
+	cfg.PublishHeldBytes = 100
+	p := cfg.NewPublisher("outbound", false, nil)
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	large := strings.Repeat("x", 500)
+	if err := p.PublishHeld(ctx, "a", []byte(large), func() {
+		if bytes, _ := p.Held(); bytes != 100 {
+			t.Errorf("a value larger than the bound holds %d bytes, want all of the bound, 100", bytes)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readAll(t, cfg, "demo.outbound_firehose", 1); got[0] != large {
+		t.Fatalf("got %.20q...", got[0])
+	}
+}

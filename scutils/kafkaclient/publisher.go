@@ -34,6 +34,8 @@ type Publisher struct {
 	mu      sync.Mutex
 	ensured map[string]bool
 
+	held *held // Config.PublishHeldBytes; nil: no bound
+
 	// MaxBackoff bounds the wait between attempts while Kafka is away (5 s).
 	MaxBackoff time.Duration
 	// OnError, when set, is told of every attempt that Kafka failed,
@@ -50,16 +52,27 @@ type Publisher struct {
 // not one, so that one slow request does not hold every result.
 const publisherSenders = 2
 
+// PublishHeldBound is a bound for PublishHeldBytes that costs a Publisher
+// no throughput: what its produce requests can carry at once, those in
+// flight (2) and the one gathering, each at most KAFKA_PRODUCER_MAX_REQUEST_SIZE
+// (3 MiB by default). A value beyond it would wait in the producer's queue
+// anyway.
+func (c Config) PublishHeldBound() int { return (publisherSenders + 1) * c.MaxRequestBytes }
+
 // NewPublisher returns a Publisher for topic family family (e.g. "outbound").
 // log receives one line per failed attempt; it may be nil.
 func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Logger) *Publisher {
 	client := c.NewClient()
-	return &Publisher{
+	p := &Publisher{
 		cfg: c, family: family, appIDTopics: appIDTopics, log: log,
 		client: client, producer: NewProducer(client, ProducerConfig{Senders: publisherSenders, MaxBatchBytes: c.MaxRequestBytes, Compression: c.Compression,
 			Linger: c.PublishLinger}),
 		ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
+	if c.PublishHeldBytes > 0 {
+		p.held = &held{max: c.PublishHeldBytes}
+	}
+	return p
 }
 
 // FirehoseTopic is "<prefix>.<family>_firehose".
@@ -94,8 +107,30 @@ func (p *Publisher) Topics(appID string) []string {
 // acknowledged it yet; it fails only when ctx ends, the publisher is closed
 // (ErrClosed) or the failure is permanent (errors.Is(err, ErrPermanent)).
 func (p *Publisher) Publish(ctx context.Context, appID string, value []byte) error {
+	return p.PublishHeld(ctx, appID, value, nil)
+}
+
+// PublishHeld is Publish, calling held (unless nil) once value counts in
+// the bytes the publisher holds, before its first attempt: with
+// Config.PublishHeldBytes, Publish first waits until value fits in what
+// the others hold (all of the bound for a value larger than it), in
+// turn; value counts until Publish returns. held is not called when
+// Publish fails first (ctx ended, or a value that can never be sent).
+// A crawler frees a page's processing slot there: its body is dead, and
+// what it holds until Kafka acknowledges is value, counted in the bound.
+func (p *Publisher) PublishHeld(ctx context.Context, appID string, value []byte, held func()) error {
 	if size := recordSize(value); size > p.cfg.MaxRequestBytes {
 		return fmt.Errorf("%w: a %d-byte message is more than KAFKA_PRODUCER_MAX_REQUEST_SIZE (%d)", ErrPermanent, size, p.cfg.MaxRequestBytes)
+	}
+	if p.held != nil {
+		n, err := p.held.take(ctx, len(value))
+		if err != nil {
+			return err
+		}
+		defer p.held.give(n)
+	}
+	if held != nil {
+		held()
 	}
 	topics := p.Topics(appID)
 	return p.retry(ctx, func(ctx context.Context) error {
@@ -109,6 +144,16 @@ func (p *Publisher) Publish(ctx context.Context, appID string, value []byte) err
 		}
 		return err
 	})
+}
+
+// Held is the bytes of values Publish calls hold (at most
+// Config.PublishHeldBytes, when set; 0 without a bound, uncounted) and how
+// many Publish calls wait for room.
+func (p *Publisher) Held() (bytes, waiting int) {
+	if p.held == nil {
+		return 0, 0
+	}
+	return p.held.state()
 }
 
 // recordSize is a keyless record's size as kafka-go counts it: a record
