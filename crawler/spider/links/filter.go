@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -349,10 +348,10 @@ func isMarkup(page *spider.Page) bool {
 			ct = v[len(v)-1]
 		}
 	}
-	media, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		media, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
-	}
+	// What mime.ParseMediaType would give, but for white space before a
+	// ";", which the checks below do not mind, without parsing the
+	// parameters into a map (one per page).
+	media, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
 	if media == "" {
 		head := page.RawBody
 		if head == nil {

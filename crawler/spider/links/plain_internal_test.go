@@ -2,10 +2,13 @@ package links
 
 import (
 	"math/rand/v2"
+	"mime"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 )
 
 // TestResolvePlainIsResolve: resolvePlain gives what resolve and String
@@ -73,5 +76,29 @@ func TestIsCollapsedIsCollapse(t *testing.T) {
 	}
 	if took < 1000 {
 		t.Fatalf("only %d collapsed texts", took)
+	}
+}
+
+// TestIsMarkupWithoutParseMediaType: isMarkup decides as it did with
+// mime.ParseMediaType (its media type when it parses, the text before
+// ";" otherwise), on awkward Content-Types.
+func TestIsMarkupWithoutParseMediaType(t *testing.T) {
+	old := func(ct string) bool {
+		media, _, err := mime.ParseMediaType(ct)
+		if err != nil {
+			media, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(ct)), ";")
+		}
+		if media == "" {
+			media = "text/plain" // the body below sniffs as text
+		}
+		return strings.HasPrefix(media, "text/") || strings.Contains(media, "html") || strings.Contains(media, "xml")
+	}
+	for _, ct := range []string{"text/html", "TEXT/HTML; charset=utf-8", " text/html ; charset=utf-8", "text/html; charset",
+		"application/xhtml+xml", "application/json", "image/png; x=\"a;b\"", ";", " ; text/html", "\u00a0text/plain\u00a0;",
+		"text", "html", "application/octet-stream; html", "application/x-html ;", "", "  ", "a/b c; d=e", "multipart/x; boundary=\"\""} {
+		page := &spider.Page{ResponseHeaders: map[string][]string{"Content-Type": {ct}}, RawBody: []byte("plain text")}
+		if got, want := isMarkup(page), old(ct); got != want {
+			t.Errorf("isMarkup(%q) = %v, with ParseMediaType %v", ct, got, want)
+		}
 	}
 }
