@@ -27,8 +27,8 @@ import (
 // connection and hands every request and response across channels, which
 // cost the crawler about a fifth of its CPU per page. It is built on the
 // standard library's parsers (http.ReadResponse reads the status line,
-// headers, Content-Length, chunked and HEAD responses; Request.Write writes
-// the request), dials with the guarded dialer (every address checked) and
+// headers, Content-Length, chunked and HEAD responses; writeRequest writes
+// Request.Write's bytes, through it but for a plain GET or HEAD), dials with the guarded dialer (every address checked) and
 // speaks HTTP/1.1 only, over TLS for https (ALPN http/1.1). Keep-alive
 // connections are reused per scheme and host:port; a connection goes back
 // to the pool only when its response was read to its end, neither side
