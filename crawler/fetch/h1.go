@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +27,8 @@ import (
 // connection and hands every request and response across channels, which
 // cost the crawler about a fifth of its CPU per page. It is built on the
 // standard library's parsers (http.ReadResponse reads the status line,
-// headers, Content-Length, chunked and HEAD responses; Request.Write writes
-// the request), dials with the guarded dialer (every address checked) and
+// headers, Content-Length, chunked and HEAD responses; writeRequest writes
+// Request.Write's bytes, through it but for a plain GET or HEAD), dials with the guarded dialer (every address checked) and
 // speaks HTTP/1.1 only, over TLS for https (ALPN http/1.1). Keep-alive
 // connections are reused per scheme and host:port; a connection goes back
 // to the pool only when its response was read to its end, neither side
@@ -161,7 +163,7 @@ func (c *h1Client) exchange(ctx context.Context, pc *h1Conn, req *http.Request) 
 	deadline, _ := ctx.Deadline()
 	_ = pc.conn.SetDeadline(deadline) // zero: none
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
-	if err := req.Write(pc.bw); err != nil {
+	if err := writeRequest(pc.bw, req); err != nil {
 		stop()
 		return nil, true, err
 	}
@@ -192,6 +194,89 @@ func (c *h1Client) exchange(ctx context.Context, pc *h1Conn, req *http.Request) 
 	resp.Body = &h1Body{c: c, pc: pc, ctx: ctx, body: resp.Body, stop: stop, keep: keep,
 		sized: resp.Body == http.NoBody || (len(resp.TransferEncoding) == 0 && resp.ContentLength >= 0), size: resp.ContentLength}
 	return resp, false, nil
+}
+
+// writeRequest writes req's head as req.Write does, byte for byte. A GET
+// or HEAD without a body and without httptrace's write hooks, to an ASCII
+// host, with a User-Agent header of its own (every request of the
+// fetcher), is written here: the request line, Host, User-Agent, then the
+// other headers sorted by name, each value trimmed of surrounding white
+// space. That is what Request.Write writes for it, without its formatting,
+// header sorter and transfer writer (about a tenth of this client's
+// allocations per fetch). Everything else goes to req.Write.
+func writeRequest(w *bufio.Writer, req *http.Request) error {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead || req.Body != nil || req.ContentLength != 0 || req.Close ||
+		len(req.TransferEncoding) > 0 || req.Trailer != nil || req.Host == "" {
+		return req.Write(w)
+	}
+	if t := httptrace.ContextClientTrace(req.Context()); t != nil && (t.WroteHeaderField != nil || t.WroteRequest != nil) {
+		return req.Write(w)
+	}
+	ua, hasUA := req.Header["User-Agent"]
+	host, ruri := req.Host, req.URL.RequestURI()
+	if !hasUA || !isPrintableASCII(host) || strings.IndexByte(host, '%') >= 0 || !httpguts.ValidHostHeader(host) ||
+		!isPrintableASCII(ruri) {
+		return req.Write(w)
+	}
+	var keysBuf [16]string
+	keys := keysBuf[:0]
+	for k := range req.Header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+			continue
+		}
+		if !httpguts.ValidHeaderFieldName(k) {
+			return req.Write(w) // it leaves such a header out
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.WriteString(req.Method)
+	w.WriteByte(' ')
+	w.WriteString(ruri)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(host)
+	w.WriteString("\r\n")
+	if len(ua) > 0 {
+		if v := headerValue(ua[0]); v != "" {
+			w.WriteString("User-Agent: ")
+			w.WriteString(v)
+			w.WriteString("\r\n")
+		}
+	}
+	for _, k := range keys {
+		for _, v := range req.Header[k] {
+			w.WriteString(k)
+			w.WriteString(": ")
+			w.WriteString(headerValue(v))
+			w.WriteString("\r\n")
+		}
+	}
+	_, err := w.WriteString("\r\n")
+	return err
+}
+
+// headerValue is a header value as Request.Write writes it: newlines as
+// spaces, surrounding white space trimmed.
+func headerValue(v string) string {
+	if strings.ContainsAny(v, "\r\n") {
+		v = newlineToSpace.Replace(v)
+	}
+	return textproto.TrimString(v)
+}
+
+// newlineToSpace is net/http's headerNewlineToSpace.
+var newlineToSpace = strings.NewReplacer("\n", " ", "\r", " ")
+
+// isPrintableASCII reports that s has no control characters, DEL or
+// non-ASCII bytes.
+func isPrintableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // explainIO turns the I/O timeout our deadlines cause into ctx's end

@@ -30,11 +30,13 @@ var (
 // has none, names no URL, or names one that is not http(s). A refresh
 // without a URL (a page reloading itself) is not a redirect, as in Scrapy.
 func MetaRefresh(res *Result) (target string, delay float64, ok bool) {
-	if res == nil || !isHTML(res) {
+	if res == nil {
 		return "", 0, false
 	}
+	// The words first: parsing the Content-Type costs more than looking
+	// for them, and most pages have none.
 	window := res.Body[:min(len(res.Body), metaRefreshWindow)]
-	if !mayHaveMetaRefresh(window) {
+	if !mayHaveMetaRefresh(window) || !isHTML(res) {
 		return "", 0, false
 	}
 	text := htmlComment.ReplaceAllString(string(window), "")

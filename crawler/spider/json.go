@@ -136,7 +136,8 @@ func appendValue(b []byte, v any) ([]byte, error) {
 // names sorted, each value a list (null for a nil one).
 func appendHeaders(b []byte, h map[string][]string) []byte {
 	b = append(b, '{')
-	names := make([]string, 0, len(h))
+	var room [16]string // the names of most headers fit here, without an allocation
+	names := room[:0]
 	for k := range h {
 		names = append(names, k)
 	}

@@ -73,6 +73,9 @@ func cloneHeader(dst map[string][]string, h http.Header) {
 // should a fetcher pass the whole status line ("404 Not Found"), else the
 // standard phrase.
 func reasonPhrase(code int, text string) string {
+	if text != "" && text == http.StatusText(code) {
+		return text // the usual case, without formatting the code
+	}
 	text = strings.TrimSpace(text)
 	if rest, ok := strings.CutPrefix(text, strconv.Itoa(code)); ok && (rest == "" || rest[0] == ' ') {
 		text = strings.TrimSpace(rest)

@@ -80,3 +80,46 @@ func BenchmarkLinksWithRules(b *testing.B) {
 		})
 	}
 }
+
+// treePage is a page as BenchmarkCrawlCost's test site serves one: about
+// 750 bytes, ten links down the tree, one to the home page, one repeated
+// and one fragment.
+func treePage(host string) string {
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Page 3</title></head>
+<body id="top">
+<h1>Page 3</h1>
+<p>A tree page at level 1.</p>
+<ul>
+<li><a href="` + host + `/">` + host + `/</a></li>
+`)
+	for i := 1; i <= 10; i++ {
+		b.WriteString(`<li><a href="/page/3/` + strconv.Itoa(i) + `">/page/3/` + strconv.Itoa(i) + "</a></li>\n")
+	}
+	b.WriteString("<li><a href=\"/page/3/1\">/page/3/1</a></li>\n<li><a href=\"#top\">#top</a></li>\n</ul>\n</body></html>")
+	return b.String()
+}
+
+// BenchmarkFollowSmallPage: the link spider's work on a page of
+// BenchmarkCrawlCost (NewPage, then Follow with its allow_regex), per page.
+func BenchmarkFollowSmallPage(b *testing.B) {
+	const host = "http://127.0.0.1:8080"
+	body := []byte(treePage(host))
+	req := &crawlrequest.Request{URL: host + "/page/3", MaxDepth: 3, AllowRegex: []string{"/page/"}}
+	header := http.Header{"Content-Type": {"text/html; charset=utf-8"}, "Content-Length": {"747"},
+		"Date": {"Sat, 28 Nov 2026 20:41:10 GMT"}}
+	sent := http.Header{"User-Agent": {"Scrapy/1.0"}, "Accept": {"text/html"}, "Accept-Language": {"en"},
+		"Accept-Encoding": {"gzip,deflate"}}
+	b.ReportAllocs()
+	start := processCPU(b)
+	for range b.N {
+		page := spider.NewPage(&spider.Response{Request: req, URL: req.URL, Status: 200, StatusText: "OK", Body: body,
+			Header: header, RequestHeader: sent})
+		found, _, err := links.Follow(page, req)
+		if err != nil || len(found) != 11 { // ten children and the page itself (#top)
+			b.Fatalf("%d links, %v", len(found), err)
+		}
+	}
+	b.ReportMetric(float64((processCPU(b)-start).Microseconds())/float64(b.N), "cpu-µs/op")
+}

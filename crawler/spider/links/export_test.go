@@ -1,6 +1,9 @@
 package links
 
-import "github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+import (
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+)
 
 // FromDoc is the links of the tokens of the page's Doc (Follow's first
 // way), false when they are not read, for the test that compares them with
@@ -15,3 +18,6 @@ func FromDoc(page *spider.Page) ([]spider.Link, bool) {
 
 // InertRunMax is the longest inert run read whole.
 const InertRunMax = inertRunMax
+
+// CachedFilter is the Filter Follow uses for r (from its cache).
+func CachedFilter(r *crawlrequest.Request) (*Filter, error) { return filters.get(r) }

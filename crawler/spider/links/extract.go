@@ -68,25 +68,49 @@ import (
 // whole page into every result.
 const maxTextBytes = 4096
 
-// rawLink is an href as written, with its text so far.
+// rawLink is an href as written, with its text so far: one piece of text
+// is kept as it came (most links have one), more are gathered in text.
 type rawLink struct {
-	href string
-	text strings.Builder
-	full bool
+	href  string
+	first string
+	text  strings.Builder
+	full  bool
 }
 
-func (l *rawLink) addText(s string) {
+// addText adds s to the link's text; owned reports that s is the link's
+// own copy (a tokenizer's token, converted), which it may keep as it is.
+func (l *rawLink) addText(s string, owned bool) {
 	if l.full {
 		return
 	}
-	if l.text.Len()+len(s) > maxTextBytes {
-		n := maxTextBytes - l.text.Len()
+	have := len(l.first) + l.text.Len()
+	if have+len(s) > maxTextBytes {
+		n := maxTextBytes - have
 		for n > 0 && !utf8.RuneStart(s[n]) {
 			n-- // cut at a character boundary
 		}
 		s, l.full = s[:n], true
 	}
-	l.text.WriteString(s)
+	switch {
+	case have == 0 && owned:
+		l.first = s
+	case have == 0:
+		l.first = strings.Clone(s) // a tree's text may live in a buffer it reuses
+	default:
+		if l.first != "" {
+			l.text.WriteString(l.first)
+			l.first = ""
+		}
+		l.text.WriteString(s)
+	}
+}
+
+// String is the link's text.
+func (l *rawLink) String() string {
+	if l.first != "" {
+		return l.first
+	}
+	return l.text.String()
 }
 
 // scanner collects the hrefs and the base of a document, from its tokens
@@ -97,6 +121,7 @@ type scanner struct {
 	*hrefs
 	open     *rawLink // the <a> whose text is being collected
 	skipText bool     // the next token is a script's or style's text
+	ownsText bool     // text tokens are copies of their own (the tokenizer's, converted)
 	top      bool     // not inside an inert element's text
 	inert    bool     // the next token is an inert element's text
 }
@@ -193,20 +218,23 @@ func resolveAll(base *url.URL, s *hrefs) []found {
 	}
 	out := make([]found, 0, len(s.links))
 	seen := make(map[string]bool, len(s.links))
+	prefix := plainPrefix(base)
 	for _, l := range s.links {
 		if len(l.href) > maxHrefBytes {
 			continue
 		}
-		u, ok := resolve(base, l.href)
+		u, abs, ok := resolvePlain(base, prefix, l.href)
 		if !ok {
-			continue
+			if u, ok = resolve(base, l.href); !ok {
+				continue
+			}
+			abs = u.String()
 		}
-		abs := u.String()
 		if seen[abs] {
 			continue
 		}
 		seen[abs] = true
-		out = append(out, found{spider.Link{URL: abs, Text: collapse(l.text.String())}, u})
+		out = append(out, found{spider.Link{URL: abs, Text: collapse(l.String())}, u})
 	}
 	return out
 }
@@ -244,6 +272,7 @@ func kindOf[S ~string | ~[]byte](name S) tagKind {
 // is markup to a parser without scripting (lxml); it is scanned once more
 // (top level only: such elements do not nest as raw text).
 func (s *scanner) scan(doc string) {
+	s.ownsText = true
 	z := html.NewTokenizer(withoutInertMiddles(doc))
 	for {
 		switch tt := z.Next(); tt {
@@ -272,7 +301,7 @@ func onText[S ~string | ~[]byte](s *scanner, t S) {
 		nested := scanner{hrefs: s.hrefs}
 		nested.scan(string(t))
 	case s.open != nil && !skip:
-		s.open.addText(string(t))
+		s.open.addText(string(t), s.ownsText)
 	}
 }
 
@@ -439,6 +468,41 @@ func resolve(base *url.URL, href string) (*url.URL, bool) {
 	return u, true
 }
 
+// plainPrefix is base's scheme, userinfo and host as base.String() writes
+// them, for resolvePlain; "" when base is nil or its host is not ASCII.
+func plainPrefix(base *url.URL) string {
+	if base == nil || !isASCII(base.Host) {
+		return ""
+	}
+	return (&url.URL{Scheme: base.Scheme, User: base.User, Host: base.Host}).String()
+}
+
+// resolvePlain is resolve and String for the hrefs most pages are made of,
+// an absolute path of letters, digits, "/", "-", ".", "_" and "~" without
+// dot segments ("/a/b.html"), against base (its prefix from plainPrefix):
+// base's scheme, userinfo and host with that path, as resolve gives it,
+// without parsing and resolving (four allocations per link). ok is false
+// for any other href (or no prefix): resolve it.
+func resolvePlain(base *url.URL, prefix, href string) (u *url.URL, abs string, ok bool) {
+	if prefix == "" || len(href) == 0 || href[0] != '/' || len(href) > 1 && href[1] == '/' {
+		return nil, "", false
+	}
+	segment := 0 // where the current path segment starts
+	for i := 0; i <= len(href); i++ {
+		if i == len(href) || href[i] == '/' {
+			if seg := href[segment:i]; seg == "." || seg == ".." {
+				return nil, "", false
+			}
+			segment = i + 1
+			continue
+		}
+		if c := href[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return nil, "", false
+		}
+	}
+	return &url.URL{Scheme: base.Scheme, User: base.User, Host: base.Host, Path: href}, prefix + href, true
+}
+
 func isHTTP(u *url.URL) bool { return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" }
 
 // cleanHref trims an href (as Python's str.strip, which the original uses),
@@ -522,5 +586,28 @@ func isASCII(s string) bool {
 
 // collapse trims s and turns each run of white space into one space.
 func collapse(s string) string {
+	if isCollapsed(s) {
+		return s
+	}
 	return strings.ToValidUTF8(strings.Join(strings.Fields(s), " "), "\uFFFD")
+}
+
+// isCollapsed reports an ASCII s that collapse leaves as it is: no white
+// space at either end, none but single spaces within.
+func isCollapsed(s string) bool {
+	space := true // at the start: a space there is one too many
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			return false
+		case c == ' ':
+			if space {
+				return false
+			}
+			space = true
+		default:
+			space = false
+		}
+	}
+	return !space || s == ""
 }

@@ -158,3 +158,51 @@ func TestOnlyMarkupHasLinks(t *testing.T) {
 		t.Errorf("links in a PNG: %v", got)
 	}
 }
+
+// TestFollowSharesAFilterPerFilterFields: requests with the same filter
+// fields get one Filter; any field differing (DenyExtensions nil, the
+// default list, or empty, none; strings split differently) gets its own,
+// which filters as its request says; an invalid regex stays an error.
+func TestFollowSharesAFilterPerFilterFields(t *testing.T) {
+	base := crawlrequest.Request{URL: "http://a.example/", AllowedDomains: []string{"a.example"}, AllowRegex: []string{"/x/"}}
+	f1, err := links.CachedFilter(&base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := base
+	same.URL, same.AllowRegex = "http://a.example/other", []string{"/x/"}
+	if f2, _ := links.CachedFilter(&same); f2 != f1 {
+		t.Fatal("a request with the same filter fields got another Filter")
+	}
+	noExt := base
+	noExt.DenyExtensions = []string{}
+	split := base
+	split.AllowRegex = []string{"/x", "/"}
+	deny := base
+	deny.DenyRegex = []string{"/x/"}
+	for name, r := range map[string]*crawlrequest.Request{"empty deny_extensions": &noExt, "allow_regex split": &split, "deny_regex": &deny} {
+		f, err := links.CachedFilter(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == f1 {
+			t.Errorf("%s: shares the Filter of other filter fields", name)
+		}
+	}
+	if f, _ := links.CachedFilter(&noExt); !f.Allowed("http://a.example/x/doc.pdf") {
+		t.Error("empty deny_extensions: doc.pdf refused")
+	}
+	if !f1.Allowed("http://a.example/x/page") || f1.Allowed("http://a.example/x/doc.pdf") {
+		t.Error("the default deny_extensions: not applied")
+	}
+	if f, _ := links.CachedFilter(&deny); f.Allowed("http://a.example/x/page") {
+		t.Error("deny_regex: not applied")
+	}
+	bad := base
+	bad.AllowRegex = []string{"("}
+	for range 2 {
+		if f, err := links.CachedFilter(&bad); err == nil || f != nil {
+			t.Fatalf("invalid allow_regex: %v, %v", f, err)
+		}
+	}
+}
