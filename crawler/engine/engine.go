@@ -133,11 +133,11 @@ type ending struct {
 // and 10 ms, 50 requests wait at once; 4 × 16 leave room.
 //
 // On a Redis Cluster a domain's acknowledgements also wait for each other
-// (scheduler.AckLinger, SCHEDULER_CLUSTER_ACK_LINGER_MS, 100 ms by
+// (scheduler.AckLinger, SCHEDULER_CLUSTER_ACK_LINGER_MS, 250 ms by
 // default), so each waits that much longer: the acknowledgers are as many
-// times more as that wait is times acknowledgeTime (at 100 ms, 11 × 4 × 16
-// = 704), and so cover the same rate. Each holds a request's lease and its
-// page's follow-ups, no body.
+// times more as that wait is times acknowledgeTime (at 250 ms, 26 × 4 × 16
+// = 1,664), and so cover the same rate. Each holds a request's lease and
+// its page's follow-ups, no body.
 const acknowledgersPerRequest = 4
 
 // acknowledgeTime is about how long an acknowledgement takes with one

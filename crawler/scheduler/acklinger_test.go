@@ -162,16 +162,5 @@ func TestClusterCrawlerKilledWithAcknowledgementsWaitingLosesNoPage(t *testing.T
 	kill()
 
 	cfg.ClusterAckLinger = 0
-	survivor, _, _ := runOnCluster(t, rc, cfg)
-	got := map[string]bool{}
-	for range urls {
-		it := next(t, survivor, 30*time.Second)
-		got[it.Request.URL] = true
-		if err := survivor.Done(context.Background(), it, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if len(got) != len(urls) {
-		t.Errorf("the survivor crawled %v, want every one of %v", got, urls)
-	}
+	survivorCrawls(t, rc, cfg, urls)
 }

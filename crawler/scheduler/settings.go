@@ -46,7 +46,7 @@ var (
 		"holds before it grows (each new layer holds twice the last at half the rate); "+
 		"a crawl's filter keeps the capacity it was made with; on a Redis Cluster, where a crawl has a filter per domain, each starts at "+
 		"the smaller of this and "+strconv.Itoa(clusterBloomCapacity)).Ours().Within(1, 10000000)
-	ClusterAckLinger = settings.Millis("SCHEDULER_CLUSTER_ACK_LINGER_MS", 100, "on a Redis Cluster (`REDIS_CLUSTER_NODES`): "+
+	ClusterAckLinger = settings.Millis("SCHEDULER_CLUSTER_ACK_LINGER_MS", 250, "on a Redis Cluster (`REDIS_CLUSTER_NODES`): "+
 		"milliseconds a domain's acknowledgements wait for more of the same domain before they are sent together "+
 		"(or until "+strconv.Itoa(clusterAckSet)+" are waiting): each batch of a domain costs its master a fixed run of the finish script. "+
 		"A page's lease ends, its follow-ups are queued and its crawl's ledger counts it done up to this much later; "+
