@@ -134,7 +134,24 @@ type ending struct {
 // the workers of the fetches, as they did, a third of the workers at most
 // were fetching and the crawler ran at a third of a core. At 5,000 pages/s
 // and 10 ms, 50 requests wait at once; 4 × 16 leave room.
+//
+// On a Redis Cluster a domain's acknowledgements also wait for each other
+// (scheduler.AckLinger, SCHEDULER_CLUSTER_ACK_LINGER_MS, 250 ms by
+// default), so each waits that much longer: the acknowledgers are as many
+// times more as that wait is times acknowledgeTime (at 250 ms, 26 × 4 × 16
+// = 1,664), and so cover the same rate. Each holds a request's lease and
+// its page's follow-ups, no body.
 const acknowledgersPerRequest = 4
+
+// acknowledgeTime is about how long an acknowledgement takes with one
+// Redis (its 5 ms batch and its round trip).
+const acknowledgeTime = 10 * time.Millisecond
+
+// acknowledgers is how many requests may wait for their acknowledgement
+// at once (see acknowledgersPerRequest).
+func (e *Engine) acknowledgers() int {
+	return acknowledgersPerRequest * e.sched.Concurrency() * (1 + int(e.sched.AckLinger()/acknowledgeTime))
+}
 
 // Counters count what the engine did since start. Dropped counts every
 // request or result given up: Refused those of them the fetcher refused
@@ -310,7 +327,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	// acknowledgement holds no worker, no slot of the scheduler's and no
 	// body, only its lease and its follow-ups.
 	var acknowledgers sync.WaitGroup
-	for range acknowledgersPerRequest * e.sched.Concurrency() {
+	for range e.acknowledgers() {
 		acknowledgers.Go(func() {
 			for end := range e.endings {
 				e.acknowledge(work, end)
@@ -334,6 +351,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		items <- item
 	}
 	close(items)
+	// The acknowledgements waiting for others of their domain go now,
+	// within the grace period.
+	e.sched.HurryAcks()
 	e.log.Info("Closing crawler: finishing requests in flight", logfactory.Extra{"in_flight": e.sched.InFlight()})
 	workers.Wait()
 	close(e.endings)

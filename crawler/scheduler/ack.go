@@ -22,6 +22,14 @@ import (
 // ackLinger instead of one per few pages (each script run costs Redis more
 // than the writes in it): at 5,000 pages/s, one per 25 pages.
 //
+// On a Redis Cluster a batch costs its masters one run of the finish
+// script per lease set (per domain), whatever the acknowledgements in it,
+// so there a set's acknowledgements wait for more of the same set: they go
+// once clusterAckSet of them are waiting or the oldest has waited
+// Config.ClusterAckLinger (SCHEDULER_CLUSTER_ACK_LINGER_MS), with every
+// other set ready at that turn (ripe). Stopping (hurry) sends every ack at
+// the next turn.
+//
 // Each acknowledgement carries what became of its request (a ledger.Tally)
 // and its page's follow-up requests: one run of the finish script
 // (redisscripts.Finish) ends the batch's leases, queues their follow-ups
@@ -44,6 +52,9 @@ type ackBatcher struct {
 	// perSlot: a Redis Cluster master could not run finish_node.lua
 	// (Redis before 7), so runs go one per slot (runByNode).
 	perSlot atomic.Bool
+	// hurry: the crawler is stopping; acknowledgements wait for no more
+	// of their set (ripe).
+	hurry atomic.Bool
 
 	mu      sync.Mutex
 	pending []ackRequest
@@ -59,6 +70,7 @@ type ackRequest struct {
 	follow *followUps // nil: none
 	again  bool       // an earlier acknowledgement of it failed
 	done   chan ackResult
+	queued time.Time // when it joined pending
 }
 
 type ackResult struct {
@@ -75,10 +87,16 @@ const maxAckBatch = 500
 // page's follow-ups by this much; the lease is renewed meanwhile.
 const ackLinger = 5 * time.Millisecond
 
+// clusterAckSet is how many acknowledgements of one lease set make a
+// batch of it on a Redis Cluster without waiting for
+// Config.ClusterAckLinger: a domain crawled fast needs no longer wait.
+const clusterAckSet = 16
+
 // ack acknowledges req's lease (req.done is made here) and waits for its
 // batch's answer.
 func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) {
 	req.done = make(chan ackResult, 1)
+	req.queued = b.now()
 	b.mu.Lock()
 	b.pending = append(b.pending, req)
 	if b.sending {
@@ -95,8 +113,11 @@ func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) 
 			time.Sleep(b.linger)
 		}
 		b.mu.Lock()
-		batch := b.pending[:min(len(b.pending), maxAckBatch)]
-		b.pending = b.pending[len(batch):]
+		batch := b.ripe(b.now())
+		if len(batch) == 0 && len(b.pending) > 0 {
+			b.mu.Unlock() // none ready yet: wait for them
+			continue
+		}
 		if len(batch) == 0 {
 			b.sending = false
 			b.pending = nil
@@ -108,6 +129,56 @@ func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) 
 		b.send(ctx, batch)
 	}
 }
+
+// setLinger is how long a lease set's acknowledgements wait for more of
+// the same set: Config.ClusterAckLinger on a Redis Cluster, none with one
+// Redis (one run takes every set's) or when stopping.
+func (b *ackBatcher) setLinger() time.Duration {
+	if !b.cfg.Layout.IsCluster() || b.hurry.Load() {
+		return 0
+	}
+	return b.cfg.ClusterAckLinger
+}
+
+// ripe takes from pending (b.mu held) the acknowledgements to send now,
+// at most maxAckBatch: every one, or with a set linger (setLinger) those
+// of the lease sets with clusterAckSet waiting or whose oldest has waited
+// the linger; the others stay pending in their order.
+func (b *ackBatcher) ripe(now time.Time) []ackRequest {
+	wait := b.setLinger()
+	if wait <= 0 {
+		batch := b.pending[:min(len(b.pending), maxAckBatch)]
+		b.pending = b.pending[len(batch):]
+		return batch
+	}
+	type set struct {
+		n      int
+		oldest time.Time
+	}
+	sets := map[*throttle.Leases]*set{}
+	for _, r := range b.pending {
+		if st, ok := sets[r.leases]; ok {
+			st.n++
+		} else {
+			sets[r.leases] = &set{n: 1, oldest: r.queued} // pending is in arrival order
+		}
+	}
+	var batch, rest []ackRequest
+	for _, r := range b.pending {
+		st := sets[r.leases]
+		if len(batch) < maxAckBatch && (st.n >= clusterAckSet || now.Sub(st.oldest) >= wait) {
+			batch = append(batch, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	b.pending = rest
+	return batch
+}
+
+// hurryAcks makes the acknowledgements waiting for more of their lease set,
+// and every one after them, go at the next turn: the crawler is stopping.
+func (b *ackBatcher) hurryAcks() { b.hurry.Store(true) }
 
 // send acknowledges one batch, and tells each waiting caller its result:
 // on a Redis Cluster split by slot (sendCluster), with one Redis in one
@@ -166,3 +237,19 @@ func (b *ackBatcher) answer(batch []ackRequest, f *redisscripts.Finish, res redi
 		b.lost(lost)
 	}
 }
+
+// AckLinger is how long an acknowledgement may wait for others of its
+// lease set beyond a batch's ackLinger: Config.ClusterAckLinger on a
+// Redis Cluster, 0 with one Redis. The engine sizes its acknowledgers by
+// it (each waiting acknowledgement holds one).
+func (s *Scheduler) AckLinger() time.Duration {
+	if !s.cfg.Layout.IsCluster() {
+		return 0
+	}
+	return s.cfg.ClusterAckLinger
+}
+
+// HurryAcks sends the acknowledgements waiting for others of their lease
+// set at the next turn, and every later one without that wait: call it
+// when the crawler stops, so that they go within its grace period.
+func (s *Scheduler) HurryAcks() { s.acks.hurryAcks() }

@@ -207,6 +207,14 @@ func TestClusterReapsTheLeasesOfADeadCrawlerOnEveryMaster(t *testing.T) {
 		next(t, dead, 20*time.Second)
 	}
 	kill()
+	survivorCrawls(t, rc, cfg, urls)
+}
+
+// survivorCrawls runs another crawler with cfg on rc, which must crawl
+// every one of urls, leased by a crawler killed before, once their leases
+// expired.
+func survivorCrawls(t *testing.T, rc *harness.RedisCluster, cfg scheduler.Config, urls []string) {
+	t.Helper()
 	survivor, _, _ := runOnCluster(t, rc, cfg)
 	got := map[string]bool{}
 	for range urls {

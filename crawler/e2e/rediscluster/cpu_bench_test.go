@@ -75,6 +75,9 @@ const (
 // of the one Redis's CPU) that a tick is a few per cent of a figure.
 //
 //	go test -run '^$' -bench BenchmarkRedisCPUPerPage -benchtime 1x ./crawler/e2e/rediscluster/
+//
+// CPUBENCH_SETTINGS (NAME=VALUE pairs, comma-separated) gives every
+// component of every mode more settings: SCHEDULER_CLUSTER_ACK_LINGER_MS=250.
 func BenchmarkRedisCPUPerPage(b *testing.B) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		b.Skip("needs /proc")
@@ -84,6 +87,15 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 	want := len(testsite.Reachable(seed, cpuMaxDepth, notFile, sites...))
 	b.Logf("%d pages a crawl", want)
 	quiet := map[string]string{"LOG_LEVEL": "WARNING", "SC_LOG_LEVEL": "WARNING"}
+	// CPUBENCH_SETTINGS: NAME=VALUE pairs, comma-separated, for every
+	// component of every mode (SCHEDULER_CLUSTER_ACK_LINGER_MS=250).
+	for _, kv := range strings.Split(os.Getenv("CPUBENCH_SETTINGS"), ",") {
+		if name, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			quiet[name] = v
+		} else if kv != "" {
+			b.Fatalf("CPUBENCH_SETTINGS: %q is not NAME=VALUE", kv)
+		}
+	}
 
 	rs := harness.StartRedis(b)
 	kSingle := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})

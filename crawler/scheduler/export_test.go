@@ -1,0 +1,4 @@
+package scheduler
+
+// ClusterAckSet is clusterAckSet, for the tests.
+const ClusterAckSet = clusterAckSet
