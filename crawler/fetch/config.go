@@ -52,9 +52,10 @@ var (
 	RobotsObey         = settings.Bool("ROBOTSTXT_OBEY", false, "honour robots.txt (cached per host)")
 	RobotsUserAgent    = settings.String("ROBOTSTXT_USER_AGENT", "", "the robots.txt group matched; empty: the product token of the request's User-Agent").Ours()
 	RobotsCacheTTL     = settings.Seconds("ROBOTSTXT_CACHE_TTL", int(defaultRobotsTTL.Seconds()), "seconds a host's robots.txt is kept").Ours().Positive()
-	ConcurrentRequests = settings.Int("CONCURRENT_REQUESTS", defaultConcurrency, "requests being fetched at once, in all; as many fetched pages again may be parsed and published meanwhile "+
-		"(Go: then up to 4 times as many wait for their acknowledgement, up to 5 ms to share a round trip, holding nothing but the lease and the follow-ups: a busy crawler acknowledges, and queues follow-ups, once per 5 ms; "+
-		"[requests in hand](crawler.md#requests-in-hand-go))").AtLeast(1)
+	ConcurrentRequests = settings.Int("CONCURRENT_REQUESTS", defaultConcurrency, "requests being fetched at once, in all; as many fetched pages again may be parsed meanwhile "+
+		"(Go: and as many again wait for Kafka to have their results, encoded, within 3 × `KAFKA_PRODUCER_MAX_REQUEST_SIZE` bytes, holding no body; "+
+		"then up to 4 times as many wait for their acknowledgement, up to 5 ms to share a round trip (on a Redis Cluster up to `SCHEDULER_CLUSTER_ACK_LINGER_MS` for more of their domain's, and more of them), "+
+		"holding nothing but the lease and the follow-ups; [requests in hand](crawler.md#requests-in-hand-go))").AtLeast(1)
 	ConcurrentPerDomain = settings.Int("CONCURRENT_REQUESTS_PER_DOMAIN", defaultPerDomain, "requests being fetched at once per domain; (Go) an unmoderated domain's pop takes up to twice as many ahead "+
 		"(`CONCURRENT_REQUESTS` in all), leased, to start as its fetches end ([popping ahead](throttling-and-crash-safety.md#the-cluster-wide-domain-throttle))").AtLeast(1)
 	RetryTimes     = settings.Int("RETRY_TIMES", defaultRetryTimes, "retries of a request that got no response (a timeout, a connection error) or a status of `RETRY_HTTP_CODES`").AtLeast(0)
