@@ -20,4 +20,4 @@ func FromDoc(page *spider.Page) ([]spider.Link, bool) {
 const InertRunMax = inertRunMax
 
 // CachedFilter is the Filter Follow uses for r (from its cache).
-func CachedFilter(r *crawlrequest.Request) (*Filter, error) { return filters.get(r) }
+func CachedFilter(r *crawlrequest.Request) (*Filter, error) { return cachedFilter(r) }

@@ -9,12 +9,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/memo"
 )
 
 // IgnoredExtensions are the extensions of links not followed unless a
@@ -106,48 +106,19 @@ func NewFilter(r *crawlrequest.Request) (*Filter, error) {
 	return f, nil
 }
 
-// filterCacheSize bounds filterCache; when full it starts again empty (the
-// crawls a crawler serves at once are far fewer).
-const filterCacheSize = 1024
+// filters keeps the Filters of crawl requests by their filter fields
+// (filterKey), so that a crawl's regular expressions are compiled once per
+// process, not once per page (compiling them was about 3% of the crawler's
+// CPU per page in BenchmarkCrawlCost). A Filter is never changed once
+// built, and a regexp.Regexp is safe for concurrent use, so pages share
+// them.
+var filters memo.Cache[*Filter]
 
-// filterCache keeps the Filters of crawl requests by their filter fields,
-// so that a crawl's regular expressions are compiled once per process, not
-// once per page (compiling them was about 3% of the crawler's CPU per page
-// in BenchmarkCrawlCost). A Filter is never changed once built, and a
-// regexp.Regexp is safe for concurrent use, so pages share them. The zero
-// value is ready; it is safe for concurrent use.
-type filterCache struct {
-	mu sync.Mutex
-	m  map[string]cachedFilter
-}
-
-type cachedFilter struct {
-	f   *Filter
-	err error
-}
-
-// filters is the cache Follow uses.
-var filters filterCache
-
-// get returns NewFilter(r), building it only the first time r's filter
-// fields are seen.
-func (c *filterCache) get(r *crawlrequest.Request) (*Filter, error) {
+// cachedFilter returns NewFilter(r), building it only the first time r's
+// filter fields are seen.
+func cachedFilter(r *crawlrequest.Request) (*Filter, error) {
 	var buf [256]byte
-	key := filterKey(buf[:0], r)
-	c.mu.Lock()
-	got, ok := c.m[string(key)]
-	c.mu.Unlock()
-	if ok {
-		return got.f, got.err
-	}
-	f, err := NewFilter(r)
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= filterCacheSize {
-		c.m = make(map[string]cachedFilter)
-	}
-	c.m[string(key)] = cachedFilter{f, err}
-	c.mu.Unlock()
-	return f, err
+	return filters.GetBytes(filterKey(buf[:0], r), func() (*Filter, error) { return NewFilter(r) })
 }
 
 // filterKey appends to b what NewFilter reads of r: each of the four lists
@@ -328,7 +299,7 @@ func (f *Filter) selectFound(links []found) ([]spider.Link, map[ledger.Reason]in
 // with the links it left out counted by reason (for Output.Refused).
 // An invalid regular expression in r is an error, and no link is followed.
 func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledger.Reason]int, error) {
-	f, err := filters.get(r)
+	f, err := cachedFilter(r)
 	if err != nil {
 		return nil, nil, err
 	}
