@@ -131,13 +131,23 @@ func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) 
 }
 
 // setLinger is how long a lease set's acknowledgements wait for more of
-// the same set: Config.ClusterAckLinger on a Redis Cluster, none with one
-// Redis (one run takes every set's) or when stopping.
+// the same set now: the configured linger (Config.setLinger), none when
+// stopping.
 func (b *ackBatcher) setLinger() time.Duration {
-	if !b.cfg.Layout.IsCluster() || b.hurry.Load() {
+	if b.hurry.Load() {
 		return 0
 	}
-	return b.cfg.ClusterAckLinger
+	return b.cfg.setLinger()
+}
+
+// setLinger is how long a lease set's acknowledgements may wait for more
+// of the same set: ClusterAckLinger on a Redis Cluster, none with one
+// Redis (one run takes every set's).
+func (c Config) setLinger() time.Duration {
+	if !c.Layout.IsCluster() {
+		return 0
+	}
+	return c.ClusterAckLinger
 }
 
 // ripe takes from pending (b.mu held) the acknowledgements to send now,
@@ -242,12 +252,7 @@ func (b *ackBatcher) answer(batch []ackRequest, f *redisscripts.Finish, res redi
 // lease set beyond a batch's ackLinger: Config.ClusterAckLinger on a
 // Redis Cluster, 0 with one Redis. The engine sizes its acknowledgers by
 // it (each waiting acknowledgement holds one).
-func (s *Scheduler) AckLinger() time.Duration {
-	if !s.cfg.Layout.IsCluster() {
-		return 0
-	}
-	return s.cfg.ClusterAckLinger
-}
+func (s *Scheduler) AckLinger() time.Duration { return s.cfg.setLinger() }
 
 // HurryAcks sends the acknowledgements waiting for others of their lease
 // set at the next turn, and every later one without that wait: call it
