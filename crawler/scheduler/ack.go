@@ -320,8 +320,8 @@ func (s *Scheduler) ackOf(it *Item, tally *ledger.Tally, reqs []*crawlrequest.Re
 
 // AckLinger is how long an acknowledgement may wait for others of its
 // lease set beyond a batch's ackLinger: Config.ClusterAckLinger on a
-// Redis Cluster, 0 with one Redis. The engine sizes its acknowledgers by
-// it (each waiting acknowledgement holds one).
+// Redis Cluster, 0 with one Redis. The engine sizes by it how many
+// acknowledgements may be under way at once.
 func (s *Scheduler) AckLinger() time.Duration { return s.cfg.setLinger() }
 
 // HurryAcks sends the acknowledgements waiting for others of their lease
