@@ -754,14 +754,7 @@ func nextBackoff(d time.Duration) time.Duration { return min(d*2, 5*time.Second)
 // ends (false).
 func (e *Engine) backOff(ctx context.Context, what string, err error, backoff time.Duration) bool {
 	e.log.Error("Failed to "+what+"; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
-	t := time.NewTimer(backoff)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return lifecycle.Sleep(ctx, backoff)
 }
 
 // countStatus counts a response code in memory; flushStats writes the
