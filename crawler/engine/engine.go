@@ -110,15 +110,17 @@ type Engine struct {
 	memory      *recrawl.Memory // scheduled crawls' remembered pages
 	adaptiveMax int             // RECRAWL_ADAPTIVE_MAX
 
-	// endings are the requests whose fate is decided, from the workers
-	// to the acknowledgers (Run).
-	endings chan ending
+	// acking holds a token per request whose acknowledgement is under
+	// way (end), at most acknowledgers(); acks counts them, for Run to
+	// wait for.
+	acking chan struct{}
+	acks   sync.WaitGroup
 }
 
 // ending is a request whose fate is decided (its result published, or
 // dropped), to be acknowledged with tally and its page's follow-up
 // requests (reqs, refused; none for a request that was not parsed). It
-// holds no body: what it holds is bounded by the acknowledgers' number.
+// holds no body: what it holds is bounded by acknowledgers().
 type ending struct {
 	item    *scheduler.Item
 	tally   *ledger.Tally
@@ -127,7 +129,7 @@ type ending struct {
 }
 
 // acknowledgersPerRequest times CONCURRENT_REQUESTS is how many requests
-// may wait for their acknowledgement at once (Run). An acknowledgement
+// may wait for their acknowledgement at once (end). An acknowledgement
 // waits for its batch to gather (5 ms) and for its round trip, 4 to 10 ms
 // in all on a busy machine (a Go execution trace of BenchmarkCrawlCost),
 // while a fetch on a fast site takes less: with acknowledgements holding
@@ -137,9 +139,9 @@ type ending struct {
 //
 // On a Redis Cluster a domain's acknowledgements also wait for each other
 // (scheduler.AckLinger, SCHEDULER_CLUSTER_ACK_LINGER_MS, 250 ms by
-// default), so each waits that much longer: the acknowledgers are as many
+// default), so each waits that much longer: the bound is as many
 // times more as that wait is times acknowledgeTime (at 250 ms, 26 × 4 × 16
-// = 1,664), and so cover the same rate. Each holds a request's lease and
+// = 1,664), and so covers the same rate. Each holds a request's lease and
 // its page's follow-ups, no body.
 const acknowledgersPerRequest = 4
 
@@ -219,7 +221,6 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
-		endings: make(chan ending),
 	}
 	e.metrics = newMetrics(e)
 	e.adaptiveMax = recrawl.AdaptiveMax.From(s)
@@ -322,18 +323,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	// of BenchmarkCrawlCost). The workers, one per request the scheduler
 	// lets be in hand at once (being fetched, fetched and being parsed and
 	// encoded, or its results encoded and waiting for Kafka: MostInHand),
-	// hand each request whose fate is decided to the
-	// acknowledgers and take the next: a request waiting for its
+	// queue the acknowledgement of each request whose fate is decided
+	// (end) and take the next: a request waiting for its
 	// acknowledgement holds no worker, no slot of the scheduler's and no
 	// body, only its lease and its follow-ups.
-	var acknowledgers sync.WaitGroup
-	for range e.acknowledgers() {
-		acknowledgers.Go(func() {
-			for end := range e.endings {
-				e.acknowledge(work, end)
-			}
-		})
-	}
+	e.acking = make(chan struct{}, e.acknowledgers())
 	items := make(chan *scheduler.Item)
 	var workers sync.WaitGroup
 	for range e.sched.MostInHand() {
@@ -356,8 +350,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.sched.HurryAcks()
 	e.log.Info("Closing crawler: finishing requests in flight", logfactory.Extra{"in_flight": e.sched.InFlight()})
 	workers.Wait()
-	close(e.endings)
-	acknowledgers.Wait()
+	e.acks.Wait()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if n, err := e.sched.Release(rctx); err != nil {
@@ -625,39 +618,60 @@ func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.T
 	e.end(ctx, ending{item: item, tally: tally})
 }
 
-// end hands a request whose fate is decided to an acknowledger, waiting
-// for one to be free (they are all busy when Redis is slow or away: the
-// workers then wait here, holding their slots, and the crawler takes no
-// more requests), or for ctx to end (the request stays leased: Run
-// releases it).
+// end queues the acknowledgement of a request whose fate is decided
+// (acknowledge), once fewer than acknowledgers() are under way: they all
+// are when Redis is slow or away, and the workers then wait here, holding
+// their slots, and the crawler takes no more requests. When ctx ends
+// first, the request stays leased: Run releases it.
 func (e *Engine) end(ctx context.Context, end ending) {
 	select {
-	case e.endings <- end:
+	case e.acking <- struct{}{}:
 	case <-ctx.Done():
+		return
 	}
+	e.acks.Add(1)
+	e.metrics.acknowledging.Inc()
+	e.acknowledge(ctx, end, firstBackoff)
 }
 
 // acknowledge ends a request's lease with its tally and queues its
-// follow-up requests, retrying while Redis is away; when ctx ends first
-// the request stays leased and Run releases it.
-func (e *Engine) acknowledge(ctx context.Context, end ending) {
-	e.metrics.acknowledging.Inc()
-	defer e.metrics.acknowledging.Dec()
-	item, what := end.item, "acknowledge a request"
-	if end.reqs != nil || end.refused != nil {
-		what = "acknowledge a request and queue its follow-up requests"
-	}
-	e.untilDone(ctx, what, func() error {
-		n, err := e.sched.Finish(ctx, item, end.tally, end.reqs, end.refused)
-		if err == nil && (len(end.reqs) > 0 || len(end.refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
-			fields := logfactory.Extra{"url": item.Request.URL, "queued": n.Queued}
-			for r, c := range n.Refused {
-				fields["refused_"+string(r)] = c
+// follow-up requests (Scheduler.FinishThen), without waiting: the
+// batch's answer ends it (acknowledged), or, while Redis is away, a
+// goroutine tries again after backoff, as untilDone does; when ctx ends
+// first the request stays leased and Run releases it.
+func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Duration) {
+	item := end.item
+	e.sched.FinishThen(ctx, item, end.tally, end.reqs, end.refused, func(n scheduler.Enqueued, err error) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			if err == nil && (len(end.reqs) > 0 || len(end.refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
+				fields := logfactory.Extra{"url": item.Request.URL, "queued": n.Queued}
+				for r, c := range n.Refused {
+					fields["refused_"+string(r)] = c
+				}
+				e.log.Debug("Queued follow-up requests", fields)
 			}
-			e.log.Debug("Queued follow-up requests", fields)
+			e.acknowledged()
+			return
 		}
-		return err
+		what := "acknowledge a request"
+		if end.reqs != nil || end.refused != nil {
+			what = "acknowledge a request and queue its follow-up requests"
+		}
+		go func() {
+			if !e.backOff(ctx, what, err, backoff) {
+				e.acknowledged()
+				return
+			}
+			e.acknowledge(ctx, end, nextBackoff(backoff))
+		}()
 	})
+}
+
+// acknowledged ends an acknowledgement queued by end, done or given up.
+func (e *Engine) acknowledged() {
+	e.metrics.acknowledging.Dec()
+	<-e.acking
+	e.acks.Done()
 }
 
 // noResponseReason is the ledger's reason for giving up a request that got
@@ -714,7 +728,7 @@ func (e *Engine) retry(ctx context.Context, item *scheduler.Item, extra logfacto
 // untilDone retries f with back-off while it fails (Redis away) and
 // reports whether it succeeded before ctx ended.
 func (e *Engine) untilDone(ctx context.Context, what string, f func() error) bool {
-	backoff := 100 * time.Millisecond
+	backoff := firstBackoff
 	for {
 		err := f()
 		if err == nil {
@@ -723,16 +737,24 @@ func (e *Engine) untilDone(ctx context.Context, what string, f func() error) boo
 		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
 			return false
 		}
-		e.log.Error("Failed to "+what+"; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !e.backOff(ctx, what, err, backoff) {
 			return false
-		case <-t.C:
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = nextBackoff(backoff)
 	}
+}
+
+// firstBackoff is the first wait before trying again (untilDone,
+// acknowledge); each next one is twice as long, up to 5 s.
+const firstBackoff = 100 * time.Millisecond
+
+func nextBackoff(d time.Duration) time.Duration { return min(d*2, 5*time.Second) }
+
+// backOff logs that what failed with err and waits backoff, or until ctx
+// ends (false).
+func (e *Engine) backOff(ctx context.Context, what string, err error, backoff time.Duration) bool {
+	e.log.Error("Failed to "+what+"; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
+	return lifecycle.Sleep(ctx, backoff)
 }
 
 // countStatus counts a response code in memory; flushStats writes the

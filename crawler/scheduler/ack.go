@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
@@ -67,9 +68,12 @@ type ackRequest struct {
 	leases *throttle.Leases
 	domain string
 	tally  *ledger.Tally
-	follow *followUps // nil: none
-	again  bool       // an earlier acknowledgement of it failed
-	done   chan ackResult
+	follow *followUps     // nil: none
+	again  bool           // an earlier acknowledgement of it failed
+	done   chan ackResult // answered by send
+	// then, when set, is told the answer once send has answered done
+	// (ackThen).
+	then   func(Enqueued, error)
 	queued time.Time // when it joined pending
 }
 
@@ -93,19 +97,47 @@ const ackLinger = 5 * time.Millisecond
 const clusterAckSet = 16
 
 // ack acknowledges req's lease (req.done is made here) and waits for its
-// batch's answer.
+// batch's answer: it sends the batches itself when no one is sending.
 func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) {
 	req.done = make(chan ackResult, 1)
+	if b.queue(req) {
+		b.sendAll(ctx)
+	}
+	r := <-req.done
+	return r.enqueued, r.err
+}
+
+// ackThen acknowledges req's lease without waiting: then (unless nil) is
+// told its batch's answer, called by the goroutine that sent the batch,
+// which must not wait for anything. When no one is sending, a goroutine
+// starts to send the batches. A caller that waited for its answer on a
+// channel, as ack's do, took two wake-ups per page (its hand-off to the
+// goroutine that waits, and the answer).
+func (b *ackBatcher) ackThen(ctx context.Context, req ackRequest, then func(Enqueued, error)) {
+	req.done = make(chan ackResult, 1)
+	req.then = then
+	if b.queue(req) {
+		go b.sendAll(ctx)
+	}
+}
+
+// queue adds req to pending and reports whether the caller is to send
+// the batches (sendAll): none is being sent.
+func (b *ackBatcher) queue(req ackRequest) bool {
 	req.queued = b.now()
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	b.pending = append(b.pending, req)
 	if b.sending {
-		b.mu.Unlock()
-		r := <-req.done
-		return r.enqueued, r.err
+		return false
 	}
 	b.sending = true
-	b.mu.Unlock()
+	return true
+}
+
+// sendAll sends batches until none is pending, each after a linger, and
+// tells the callers of ackThen their answers.
+func (b *ackBatcher) sendAll(ctx context.Context) {
 	for {
 		// Every send waits for others: a busy crawler sends one round
 		// trip per linger, however short its round trips are.
@@ -122,11 +154,16 @@ func (b *ackBatcher) ack(ctx context.Context, req ackRequest) (Enqueued, error) 
 			b.sending = false
 			b.pending = nil
 			b.mu.Unlock()
-			r := <-req.done
-			return r.enqueued, r.err
+			return
 		}
 		b.mu.Unlock()
-		b.send(ctx, batch)
+		b.send(ctx, batch) // answers every one of batch's done
+		for _, r := range batch {
+			if r.then != nil {
+				res := <-r.done
+				r.then(res.enqueued, res.err)
+			}
+		}
 	}
 }
 
@@ -248,10 +285,43 @@ func (b *ackBatcher) answer(batch []ackRequest, f *redisscripts.Finish, res redi
 	}
 }
 
+// FinishThen is Finish without waiting for the acknowledgement: then is
+// told what Finish would return, once the acknowledgement's batch is
+// answered (after the item's time in flight ended, when it succeeded),
+// by the goroutine that sent the batch. then must not wait for anything:
+// a retry goes from another goroutine. A crawler's workers hand their
+// pages' acknowledgements over this way, and wait for none.
+func (s *Scheduler) FinishThen(ctx context.Context, it *Item, tally *ledger.Tally, reqs []*crawlrequest.Request, refused map[ledger.Reason]int,
+	then func(Enqueued, error)) {
+	s.acks.ackThen(context.WithoutCancel(ctx), s.ackOf(it, tally, reqs, refused), func(out Enqueued, err error) {
+		if err == nil {
+			s.finish(it)
+		}
+		then(out, err)
+	})
+}
+
+// ackOf is the acknowledgement of it with tally and its page's follow-up
+// requests (Finish), the item marked as ending and its slots given to
+// the next items.
+func (s *Scheduler) ackOf(it *Item, tally *ledger.Tally, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) ackRequest {
+	var follow *followUps
+	if len(reqs) > 0 || len(refused) > 0 {
+		follow = s.followUps(it.Request, it.Domain, reqs, refused)
+	}
+	s.finishing(it)
+	s.endSlots(it)
+	s.mu.Lock()
+	again := it.acked
+	it.acked = true
+	s.mu.Unlock()
+	return ackRequest{id: it.leaseID, leases: it.leases, domain: it.Domain, tally: tally, follow: follow, again: again}
+}
+
 // AckLinger is how long an acknowledgement may wait for others of its
 // lease set beyond a batch's ackLinger: Config.ClusterAckLinger on a
-// Redis Cluster, 0 with one Redis. The engine sizes its acknowledgers by
-// it (each waiting acknowledgement holds one).
+// Redis Cluster, 0 with one Redis. The engine sizes by it how many
+// acknowledgements may be under way at once.
 func (s *Scheduler) AckLinger() time.Duration { return s.cfg.setLinger() }
 
 // HurryAcks sends the acknowledgements waiting for others of their lease

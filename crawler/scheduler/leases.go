@@ -56,17 +56,7 @@ func (s *Scheduler) Done(ctx context.Context, it *Item, tally *ledger.Tally) err
 // item whose lease was reaped meanwhile are not queued: the crawl of its
 // request again will queue them.
 func (s *Scheduler) Finish(ctx context.Context, it *Item, tally *ledger.Tally, reqs []*crawlrequest.Request, refused map[ledger.Reason]int) (Enqueued, error) {
-	var follow *followUps
-	if len(reqs) > 0 || len(refused) > 0 {
-		follow = s.followUps(it.Request, it.Domain, reqs, refused)
-	}
-	s.finishing(it)
-	s.endSlots(it)
-	s.mu.Lock()
-	again := it.acked
-	it.acked = true
-	s.mu.Unlock()
-	out, err := s.acks.ack(context.WithoutCancel(ctx), ackRequest{id: it.leaseID, leases: it.leases, domain: it.Domain, tally: tally, follow: follow, again: again})
+	out, err := s.acks.ack(context.WithoutCancel(ctx), s.ackOf(it, tally, reqs, refused))
 	if err == nil {
 		s.finish(it)
 	}

@@ -259,9 +259,7 @@ func (s *Scheduler) attempt(ctx context.Context, d *domain) (*Item, error) {
 				tally.Dropped(ledger.Crawl{SpiderID: s.cfg.SpiderID, AppID: e.AppID, CrawlID: e.CrawlID}, ledger.DroppedUncrawlable)
 			}
 			s.log.Error("Dropped an undecodable request", extra)
-			go func() {
-				_, _ = s.acks.ack(context.WithoutCancel(ctx), ackRequest{id: leaseID, leases: leases, domain: d.name, tally: tally})
-			}()
+			s.acks.ackThen(context.WithoutCancel(ctx), ackRequest{id: leaseID, leases: leases, domain: d.name, tally: tally}, nil)
 			return
 		}
 		item := &Item{Request: req, Domain: d.name, Queue: d.key, leaseID: leaseID, dom: d, leases: leases,

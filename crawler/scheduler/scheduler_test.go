@@ -696,3 +696,54 @@ func TestAnItemsSlotsGoToTheNextRequestsWhileItsAcknowledgementWaitsForRedis(t *
 	}
 	doneAll(t, f.sched, c)
 }
+
+// FinishThen returns at once, while Redis holds the acknowledgement, and
+// its completion is told the answer once, after the lease ended and the
+// item left the requests in flight.
+func TestFinishThenReturnsAtOnceAndIsToldOnceTheLeaseEnded(t *testing.T) {
+	f := startOneDomain(t, 2, 2, 2)
+	ctx := context.Background()
+	a := next(t, f.sched, 5*time.Second)
+	fetchedAll(t, f.sched, a)
+	if err := f.rdb.Do(ctx, "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	unpause := func() { f.rdb.Do(ctx, "CLIENT", "UNPAUSE") }
+	defer unpause()
+	type answer struct {
+		err      error
+		inFlight int
+	}
+	told := make(chan answer, 2)
+	f.sched.FinishThen(ctx, a, nil, nil, nil, func(_ scheduler.Enqueued, err error) {
+		told <- answer{err: err, inFlight: f.sched.InFlight()}
+	})
+	// Returned with Redis holding writes: nothing is told yet.
+	select {
+	case got := <-told:
+		t.Fatalf("told %+v while Redis held the acknowledgement", got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	unpause()
+	var got answer
+	select {
+	case got = <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never told the acknowledgement's answer")
+	}
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	// b, popped ahead with a, is still leased: only a left.
+	if got.inFlight != 1 {
+		t.Fatalf("%d requests in flight when told, want 1 (a's time in flight ended first)", got.inFlight)
+	}
+	if held, err := f.rdb.HExists(ctx, "leases:link:items", a.LeaseID()).Result(); err != nil || held {
+		t.Fatalf("a's lease is held after its acknowledgement (%v)", err)
+	}
+	select {
+	case again := <-told:
+		t.Fatalf("told twice: %+v", again)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

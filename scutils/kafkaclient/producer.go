@@ -47,6 +47,14 @@ type Producer struct {
 	gathering sync.Mutex
 	carry     *pending // a message that did not fit the last batch; under gathering
 
+	// With a linger: the messages Send queued that no batch took yet (the
+	// carry included), and their sizes as a batch counts them; full is
+	// signalled when they fill a batch, closing closed by Close. The
+	// gathering sender waits for either or its linger, not for each
+	// message: woken per message, it took a wake-up per crawled page.
+	waitingN, waitingBytes atomic.Int64
+	full, closing          chan struct{}
+
 	partsMu sync.Mutex
 	parts   map[string]partitions // by topic: what partition read last
 
@@ -155,7 +163,8 @@ func NewProducer(client *kafka.Client, cfg ProducerConfig) *Producer {
 	}
 	produceClient := *client
 	produceClient.Timeout = cfg.Timeout
-	p := &Producer{client: client, produceClient: &produceClient, cfg: cfg, queue: make(chan *pending, 4*maxBatchMessages)}
+	p := &Producer{client: client, produceClient: &produceClient, cfg: cfg, queue: make(chan *pending, 4*maxBatchMessages),
+		full: make(chan struct{}, 1), closing: make(chan struct{})}
 	p.wg.Add(cfg.Senders)
 	for range cfg.Senders {
 		go p.sender()
@@ -182,6 +191,9 @@ func (p *Producer) Send(ctx context.Context, topic string, value []byte) error {
 	select {
 	case p.queue <- m:
 		p.mu.RUnlock()
+		if p.cfg.Linger > 0 {
+			p.queued(m)
+		}
 	case <-ctx.Done():
 		p.mu.RUnlock()
 		donePool.Put(done)
@@ -203,6 +215,7 @@ func (p *Producer) Close() {
 		p.mu.Lock()
 		p.closed = true
 		close(p.queue)
+		close(p.closing)
 		p.mu.Unlock()
 	})
 	p.wg.Wait()
@@ -223,11 +236,35 @@ func (p *Producer) sender() {
 	}
 }
 
+// queued counts m among the messages waiting for a batch, and tells the
+// gathering sender when they fill one (a batch that cannot take the next
+// message, or one of maxBatchMessages). With a linger only.
+func (p *Producer) queued(m *pending) {
+	bytes := p.waitingBytes.Add(int64(recordOverhead + len(m.value)))
+	if n := p.waitingN.Add(1); n >= maxBatchMessages || requestOverhead+bytes > int64(p.cfg.MaxBatchBytes) {
+		select {
+		case p.full <- struct{}{}:
+		default: // told already
+		}
+	}
+}
+
+// filled reports whether the messages waiting fill a batch (queued),
+// dropping a signal left from a batch gone already.
+func (p *Producer) filled() bool {
+	select {
+	case <-p.full:
+	default:
+	}
+	return p.waitingN.Load() >= maxBatchMessages || requestOverhead+p.waitingBytes.Load() > int64(p.cfg.MaxBatchBytes)
+}
+
 // gather appends the next batch to batch: the first waiting message (or
 // the one the last batch had no room for), then whatever else waits, up
-// to the batch limits, waiting for more until Linger after the first
-// message's Send. It is false once the producer is closed and every
-// message taken. One sender gathers at a time.
+// to the batch limits, once Linger has passed since the first message's
+// Send or the messages waiting fill a batch (queued). It is false once
+// the producer is closed and every message taken. One sender gathers at
+// a time.
 func (p *Producer) gather(batch []*pending) ([]*pending, bool) {
 	p.gathering.Lock()
 	defer p.gathering.Unlock()
@@ -239,30 +276,27 @@ func (p *Producer) gather(batch []*pending) ([]*pending, bool) {
 			return batch, false
 		}
 	}
-	batch = append(batch, first)
-	size := requestOverhead + recordOverhead + len(first.value)
-	var deadline <-chan time.Time // nil: no waiting for more
 	if p.cfg.Linger > 0 {
-		if wait := time.Until(first.at.Add(p.cfg.Linger)); wait > 0 {
+		defer func() { p.taken(batch) }()
+		if wait := time.Until(first.at.Add(p.cfg.Linger)); wait > 0 && !p.filled() {
 			t := time.NewTimer(wait)
-			defer t.Stop()
-			deadline = t.C
+			select {
+			case <-t.C:
+			case <-p.full:
+			case <-p.closing:
+			}
+			t.Stop()
 		}
 	}
+	batch = append(batch, first)
+	size := requestOverhead + recordOverhead + len(first.value)
 	for len(batch) < maxBatchMessages {
 		var m *pending
 		var ok bool
 		select {
 		case m, ok = <-p.queue:
 		default:
-			if deadline == nil {
-				return batch, true
-			}
-			select {
-			case m, ok = <-p.queue:
-			case <-deadline:
-				return batch, true
-			}
+			return batch, true
 		}
 		if !ok { // closed: what was taken goes at once
 			return batch, true
@@ -275,6 +309,16 @@ func (p *Producer) gather(batch []*pending) ([]*pending, bool) {
 		size += recordOverhead + len(m.value)
 	}
 	return batch, true
+}
+
+// taken uncounts batch's messages from those waiting (queued).
+func (p *Producer) taken(batch []*pending) {
+	var bytes int64
+	for _, m := range batch {
+		bytes += int64(recordOverhead + len(m.value))
+	}
+	p.waitingBytes.Add(-bytes)
+	p.waitingN.Add(-int64(len(batch)))
 }
 
 // produceByTopic produces a batch, one request per topic, and tells each

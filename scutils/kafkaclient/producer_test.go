@@ -405,6 +405,32 @@ func TestMessagesWithinThePublishLingerGoInOneBatch(t *testing.T) {
 	}
 }
 
+// A batch of the most messages a batch takes goes at once, before its
+// linger ends; the one after it waits for the next batch.
+func TestABatchOfTheMostMessagesDoesNotWaitForTheLinger(t *testing.T) {
+	client := start(t, 1)
+	p := kafkaclient.NewProducer(client, kafkaclient.ProducerConfig{Senders: 1, Linger: time.Hour})
+	defer p.Close()
+	const most = 1000 // maxBatchMessages
+	var wg sync.WaitGroup
+	for i := range most + 1 {
+		wg.Go(func() {
+			if err := p.Send(context.Background(), topic, fmt.Appendf(nil, `{"n": %d}`, i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	harness.WaitFor(t, "a full batch in Kafka", 30*time.Second, func() bool { return len(read(t, client, 1)[0]) >= most })
+	if got := len(read(t, client, 1)[0]); got != most {
+		t.Fatalf("%d messages arrived before the linger ended, want a batch of %d", got, most)
+	}
+	p.Close()
+	wg.Wait()
+	if got := len(read(t, client, 1)[0]); got != most+1 {
+		t.Fatalf("%d messages arrived, want %d", got, most+1)
+	}
+}
+
 // A batch that cannot take the next message goes at once, before its
 // linger ends, and that message starts the next batch; without a linger
 // every message sent alone goes alone.
