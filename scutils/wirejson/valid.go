@@ -45,31 +45,18 @@ func (v *validator[T]) value(depth int) bool {
 		v.i = end
 		return true
 	case c == 't':
-		return v.literal("true")
+		return literalAt(v.data, &v.i, "true")
 	case c == 'f':
-		return v.literal("false")
+		return literalAt(v.data, &v.i, "false")
 	case c == 'n':
-		return v.literal("null")
+		return literalAt(v.data, &v.i, "null")
 	}
 	return false
 }
 
-func (v *validator[T]) literal(word string) bool {
-	if len(v.data)-v.i < len(word) || string(v.data[v.i:v.i+len(word)]) != word {
-		return false
-	}
-	v.i += len(word)
-	return true
-}
-
 // container checks an object (members: keyed) or an array at v.i.
 func (v *validator[T]) container(closing byte, depth int, keyed bool) bool {
-	v.i = skipSpace(v.data, v.i+1)
-	if v.i < len(v.data) && v.data[v.i] == closing {
-		v.i++
-		return true
-	}
-	for {
+	return elementsAt(v.data, &v.i, closing, func() bool {
 		if keyed {
 			if v.i >= len(v.data) || v.data[v.i] != '"' || !v.str() {
 				return false
@@ -79,22 +66,8 @@ func (v *validator[T]) container(closing byte, depth int, keyed bool) bool {
 			}
 			v.i = skipSpace(v.data, v.i+1)
 		}
-		if !v.value(depth + 1) {
-			return false
-		}
-		if v.i = skipSpace(v.data, v.i); v.i >= len(v.data) {
-			return false
-		}
-		switch v.data[v.i] {
-		case ',':
-			v.i = skipSpace(v.data, v.i+1)
-		case closing:
-			v.i++
-			return true
-		default:
-			return false
-		}
-	}
+		return v.value(depth + 1)
+	})
 }
 
 // str checks the string at v.i: no control characters, valid escapes
