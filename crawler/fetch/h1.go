@@ -27,8 +27,10 @@ import (
 // connection and hands every request and response across channels, which
 // cost the crawler about a fifth of its CPU per page. It is built on the
 // standard library's parsers (http.ReadResponse reads the status line,
-// headers, Content-Length, chunked and HEAD responses; writeRequest writes
-// Request.Write's bytes, through it but for a plain GET or HEAD), dials with the guarded dialer (every address checked) and
+// headers, Content-Length, chunked and HEAD responses, but for a plain
+// response with its head in one read, which readHead reads as it would;
+// writeRequest writes Request.Write's bytes, through it but for a plain
+// GET or HEAD), dials with the guarded dialer (every address checked) and
 // speaks HTTP/1.1 only, over TLS for https (ALPN http/1.1). Keep-alive
 // connections are reused per scheme and host:port; a connection goes back
 // to the pool only when its response was read to its end, neither side
@@ -174,7 +176,10 @@ func (c *h1Client) exchange(ctx context.Context, pc *h1Conn, req *http.Request) 
 	pc.lr.read = 0
 	for range max1xx + 1 {
 		pc.lr.n = maxHeaderBytes
-		resp, err = http.ReadResponse(pc.br, req)
+		var plain bool
+		if resp, plain, err = readHead(pc.br, req); err == nil && !plain {
+			resp, err = http.ReadResponse(pc.br, req)
+		}
 		if err != nil {
 			stop()
 			return nil, pc.lr.read == 0 && pc.br.Buffered() == 0, err

@@ -251,7 +251,7 @@ var errNotObject = errors.New("not an object")
 // checkObject reports whether obj is one valid JSON object: an error saying
 // what is wrong (as encoding/json does), or errNotObject for other JSON.
 func checkObject(obj []byte) error {
-	if !json.Valid(obj) {
+	if !wirejson.Valid(obj) {
 		var v any
 		return json.Unmarshal(obj, &v) // says what is wrong
 	}
@@ -625,7 +625,7 @@ func (r *Request) SetExtra(name string, raw json.RawMessage) error {
 	if isKnown(name) || name == FieldMeta {
 		return fmt.Errorf("set request field %s: not an extra field", name)
 	}
-	if !json.Valid(raw) {
+	if !wirejson.Valid(raw) {
 		return fmt.Errorf("set request field %s: %q is not JSON", name, raw)
 	}
 	if r.extra == nil {
@@ -788,7 +788,7 @@ func appendNumber(b []byte, f float64) ([]byte, error) {
 // known to be JSON.
 func appendRaw(b []byte, raw string, check bool) ([]byte, error) {
 	if !strings.ContainsAny(raw, " \t\r\n") {
-		if check && !json.Valid([]byte(raw)) {
+		if check && !wirejson.Valid(raw) {
 			return b, fmt.Errorf("%q is not JSON", raw)
 		}
 		return append(b, raw...), nil

@@ -117,11 +117,14 @@ func (d *decoder) value(depth int) (any, bool) {
 	return nil, false
 }
 
-func (d *decoder) literal(word string) bool {
-	if len(d.data)-d.i < len(word) || string(d.data[d.i:d.i+len(word)]) != word {
+func (d *decoder) literal(word string) bool { return literalAt(d.data, &d.i, word) }
+
+// literalAt reports whether word is at text[*i], and moves *i past it.
+func literalAt[T Text](text T, i *int, word string) bool {
+	if len(text)-*i < len(word) || string(text[*i:*i+len(word)]) != word {
 		return false
 	}
-	d.i += len(word)
+	*i += len(word)
 	return true
 }
 
@@ -163,23 +166,30 @@ func (d *decoder) array(depth int) (any, bool) {
 // elements reads the elements of the object or array at d.i, each by
 // element, up to the closing byte.
 func (d *decoder) elements(closing byte, element func() bool) bool {
-	d.i = skipSpace(d.data, d.i+1) // past '{' or '['
-	if d.i < len(d.data) && d.data[d.i] == closing {
-		d.i++
+	return elementsAt(d.data, &d.i, closing, element)
+}
+
+// elementsAt reads the elements of the object or array at text[*i], each
+// by element (which reads from *i on), up to the closing byte, and moves
+// *i past it.
+func elementsAt[T Text](text T, i *int, closing byte, element func() bool) bool {
+	*i = skipSpace(text, *i+1) // past '{' or '['
+	if *i < len(text) && text[*i] == closing {
+		*i++
 		return true
 	}
 	for {
 		if !element() {
 			return false
 		}
-		if d.i = skipSpace(d.data, d.i); d.i >= len(d.data) {
+		if *i = skipSpace(text, *i); *i >= len(text) {
 			return false
 		}
-		switch d.data[d.i] {
+		switch text[*i] {
 		case ',':
-			d.i = skipSpace(d.data, d.i+1)
+			*i = skipSpace(text, *i+1)
 		case closing:
-			d.i++
+			*i++
 			return true
 		default:
 			return false

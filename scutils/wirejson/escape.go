@@ -70,6 +70,17 @@ var asciiEscapes = func() (t [escapeBits + 1][utf8.RuneSelf]string) {
 	return t
 }()
 
+// plainBytes is, for each combination of escapeBits, whether each byte is
+// written as it is: ASCII without an escape.
+var plainBytes = func() (t [escapeBits + 1][256]bool) {
+	for o := range escapeBits + 1 {
+		for c := range byte(utf8.RuneSelf) {
+			t[o][c] = asciiEscapes[o][c] == ""
+		}
+	}
+	return t
+}()
+
 // AppendString appends s to dst as a JSON string, quotes included: '"',
 // '\\' and control characters escaped (\n \r \t, \b \f unless HexBF, the
 // others \u00xx), U+2028 and U+2029 as \u2028 and \u2029 (JavaScript
@@ -108,17 +119,28 @@ func AppendText(dst []byte, s string, room int, opts Options) (out []byte, taken
 		room = math.MaxInt
 	}
 	escapes := &asciiEscapes[opts&escapeBits]
+	plainByte := &plainBytes[opts&escapeBits]
 	html := opts&EscapeHTML != 0
 	size := 0  // bytes appended so far
 	plain := 0 // start of the run of s written as it is
 	i := 0
 	for i < len(s) {
-		// Skip 8 plain ASCII bytes at a time while they fit.
-		for i+8 <= len(s) && size+8 <= room && plainWord(s[i:i+8], html) {
-			i += 8
-			size += 8
+		// Bytes written as they are, as many as fit: 8 at a time while
+		// they can be, then one at a time up to the next other one.
+		end := len(s)
+		if left := room - size; left < end-i {
+			end = i + left
 		}
-		if i >= len(s) {
+		j := i
+		for j+8 <= end && plainWord(s[j:j+8], html) {
+			j += 8
+		}
+		for j < end && plainByte[s[j]] {
+			j++
+		}
+		size += j - i
+		i = j
+		if i >= len(s) || size >= room {
 			break
 		}
 		width, esc := 1, ""
