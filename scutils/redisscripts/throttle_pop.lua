@@ -26,11 +26,12 @@
 -- The lean pop makes the same decisions with fewer commands (a pop is
 -- most of a crawled page's commands on a cluster):
 --   - the window is trimmed of hits older than the window only when its
---     untrimmed count could deny or shorten the pop (a count that leaves
---     room untrimmed leaves it trimmed), when the pop is moderated (the
---     elastic catch-up reads the count), and besides on about one pop in
---     eight (TIME's microseconds), so that old hits do not pile up; the
---     set never holds more than the limit plus one pop's items, as before;
+--     untrimmed count could deny or shorten the pop (an untrimmed count
+--     with room for the pop has it trimmed too), when the pop is
+--     moderated (the elastic catch-up reads the count), and besides on
+--     about one pop in eight (TIME's microseconds), so that old hits do
+--     not pile up; the set never holds more than the limit's hits, as
+--     before;
 --   - a pop sent again is found when the first item's lease record is
 --     written (HSETNX finds it there): what it popped goes back as it
 --     was, and the first run's items are answered, as below. A pop that
