@@ -1,0 +1,63 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
+)
+
+// Redis refuses the crawler's scripts mid-crawl (ACL: EVAL and EVALSHA
+// taken from its user), so the acknowledgements under way fail with an
+// error, which go-redis does not send again itself (it does after a
+// timeout). The crawler sends each again after its back-off until Redis
+// takes it: the crawl completes with every page published once and
+// counted once in its ledger, and no lease left.
+func TestRefusedAcknowledgementsAreSentAgainUntilRedisTakesThem(t *testing.T) {
+	// The throttle open: requests are in hand, and acknowledgements under
+	// way, whenever the crawl is (135 pages).
+	e := newEnv(t, map[string]string{"QUEUE_HITS": "100000", "QUEUE_WINDOW": "1", "QUEUE_MODERATED": "false"},
+		testsite.WithTree(6, 3))
+	seed := crawl(e.site.URL("/"), "refused", 3)
+	want := testsite.Reachable(seed.URL, 3, notFile, e.site)
+	ctx := context.Background()
+	allow := func() {
+		if err := e.rdb.Do(ctx, "ACL", "SETUSER", "default", "+@all").Err(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(allow) // the server is the package's
+	e.seedCounted(t, seed)
+	e.pages(t, 3, 30*time.Second)
+	if err := e.rdb.Do(ctx, "ACL", "SETUSER", "default", "-eval", "-evalsha").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.logLine(t, "Failed to acknowledge a request")
+	allow()
+	got := urls(e.pages(t, len(want), 90*time.Second))
+	e.drained(t, "link")
+	e.noMorePages(t)
+	if !slices.Equal(got, want) {
+		t.Fatalf("crawled %d pages:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
+	}
+	c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "refused"}
+	var p *ledger.Progress
+	harness.WaitFor(t, "the crawl's ledger to count every page done", 30*time.Second, func() bool {
+		got, err := ledger.Read(ctx, e.rdb, c)
+		if err != nil || got[0] == nil {
+			return false
+		}
+		p = got[0]
+		return p.Outstanding() == 0
+	})
+	if p.Published != int64(len(want)) || p.Seeds != 1 || p.Enqueued != int64(len(want)-1) || p.Retried != 0 {
+		t.Fatalf("ledger %+v; want %d published, 1 seed, %d enqueued, none retried", p, len(want), len(want)-1)
+	}
+	if n, _ := e.eng.Scheduler().Leases().Count(ctx); n != 0 {
+		t.Errorf("%d leases left", n)
+	}
+}
