@@ -40,6 +40,14 @@ func (l Layout) IsCluster() bool { return l.cluster }
 // domain (Domain, DomainOfURL) never holds a brace.
 func DomainTag(domain string) string { return "{" + domain + "}" }
 
+// ClusterPrefix starts every key of the Cluster layout
+// ("cluster:{<domain>}:..."); no key of the original's layout starts so
+// (none holds a brace).
+const ClusterPrefix = "cluster:{"
+
+// IsClusterKey reports whether key is of the Cluster layout.
+func IsClusterKey(key string) bool { return strings.HasPrefix(key, ClusterPrefix) }
+
 // clusterKey is "cluster:{<domain>}:<kind>" followed by ":<part>" for each
 // part.
 func clusterKey(domain, kind string, parts ...string) string {
@@ -82,7 +90,7 @@ func (l Layout) ParseQueue(key string) (spiderID, domain string, ok bool) {
 	if !l.cluster {
 		return ParseQueueKey(key)
 	}
-	rest, found := strings.CutPrefix(key, "cluster:{")
+	rest, found := strings.CutPrefix(key, ClusterPrefix)
 	if !found {
 		return "", "", false
 	}
@@ -117,7 +125,7 @@ func (l Layout) ParseAnyQueue(key string) (spiderID, domain string, render, ok b
 	if !l.cluster {
 		return ParseAnyQueueKey(key)
 	}
-	rest, found := strings.CutPrefix(key, "cluster:{")
+	rest, found := strings.CutPrefix(key, ClusterPrefix)
 	if !found {
 		return "", "", false, false
 	}
@@ -261,7 +269,7 @@ func (l Layout) LedgerActivePattern() string {
 
 // ParseLedgerActive is the domain of a Cluster LedgerActive key.
 func (l Layout) ParseLedgerActive(key string) (domain string, ok bool) {
-	rest, found := strings.CutPrefix(key, "cluster:{")
+	rest, found := strings.CutPrefix(key, ClusterPrefix)
 	if !l.cluster || !found {
 		return "", false
 	}
@@ -396,7 +404,7 @@ func (l Layout) LedgerSharesPattern(spiderID, appID string) string {
 // ParseLedgerShares splits a Cluster ledger share key of spiderID and appID
 // (LedgerCounts) into its domain and crawl.
 func (l Layout) ParseLedgerShares(key, spiderID, appID string) (domain, crawlID string, ok bool) {
-	rest, found := strings.CutPrefix(key, "cluster:{")
+	rest, found := strings.CutPrefix(key, ClusterPrefix)
 	if !found {
 		return "", "", false
 	}

@@ -1,11 +1,11 @@
 package redisscripts
 
-import "strings"
+import "github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 
 // Pop is throttle_pop.lua's keys and arguments: one throttled pop of up
 // to Max items from Queue, leased under LeaseID when it is not "". A pop
 // of the Redis Cluster layout's keys is the script's lean pop (the same
-// decisions with fewer commands; clusterKeyPrefix).
+// decisions with fewer commands; rediskeys.IsClusterKey).
 type Pop struct {
 	// Queue is popped with Command: ZPOPMIN, RPOP or LPOP.
 	Queue, Command string
@@ -48,17 +48,9 @@ func (a Pop) encode() ([]string, []any) {
 		elastic = "1"
 	}
 	lean := "0"
-	if strings.HasPrefix(a.Window, clusterKeyPrefix) {
+	if rediskeys.IsClusterKey(a.Window) { // ours alone: the original's keys get the original's pop
 		lean = "1"
 	}
 	return keys, []any{a.WindowSeconds, a.Limit, a.ModerationSeconds, elastic, a.ElasticBuffer, a.Command,
 		a.HitID, leased, a.LeaseID, max(a.Max, 1), a.Owner, a.Expiry, lean}
 }
-
-// clusterKeyPrefix starts every key of the Redis Cluster layout
-// (rediskeys.Cluster: "cluster:{<domain>}:..."), which only our components
-// use; no key of the original's layout starts so (none holds a brace).
-// A pop whose window key starts so is the lean pop (throttle_pop.lua's
-// ARGV[13]): the same decisions with fewer commands. The original's keys
-// get the original's pop, command for command.
-const clusterKeyPrefix = "cluster:{"
