@@ -642,7 +642,7 @@ func (e *Engine) end(ctx context.Context, end ending) {
 func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Duration) {
 	item := end.item
 	e.sched.FinishThen(ctx, item, end.tally, end.reqs, end.refused, func(n scheduler.Enqueued, err error) {
-		if err == nil || ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		if err == nil || stopping(ctx, err) {
 			if err == nil && (len(end.reqs) > 0 || len(end.refused) > 0) && e.log.Enabled(logfactory.LevelDebug) {
 				fields := logfactory.Extra{"url": item.Request.URL, "queued": n.Queued}
 				for r, c := range n.Refused {
@@ -734,7 +734,7 @@ func (e *Engine) untilDone(ctx context.Context, what string, f func() error) boo
 		if err == nil {
 			return true
 		}
-		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		if stopping(ctx, err) {
 			return false
 		}
 		if !e.backOff(ctx, what, err, backoff) {
@@ -742,6 +742,12 @@ func (e *Engine) untilDone(ctx context.Context, what string, f func() error) boo
 		}
 		backoff = nextBackoff(backoff)
 	}
+}
+
+// stopping reports whether a call that failed with err is not to be
+// tried again because the work is ending (untilDone, acknowledge).
+func stopping(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.Canceled)
 }
 
 // firstBackoff is the first wait before trying again (untilDone,
