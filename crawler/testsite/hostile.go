@@ -78,6 +78,37 @@ func (s *Site) bomb(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
+// MaxLinkBomb bounds /links/<n>: a page of a million links is about 38 MB.
+const MaxLinkBomb = 1000000
+
+// LinkBombHref is the href of the i-th link of /links/<n>: a small page.
+func LinkBombHref(i int) string { return "/status/200?link=" + strconv.Itoa(i) }
+
+// links serves /links/<n>: an HTML page of n distinct links
+// (LinkBombHref), streamed.
+func (s *Site) links(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/links/"))
+	if err != nil || n < 0 || n > MaxLinkBomb {
+		http.Error(w, "want /links/<n, 0 to "+strconv.Itoa(MaxLinkBomb)+">", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", htmlType)
+	buf := []byte("<!DOCTYPE html>\n<html><head><title>Links</title></head><body>\n")
+	for i := range n {
+		buf = append(buf, `<a href="`...)
+		buf = append(buf, LinkBombHref(i)...)
+		buf = append(buf, "\">x</a>\n"...)
+		if len(buf) >= 32<<10 {
+			if _, err := w.Write(buf); err != nil {
+				return // the client went away
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(buf, "</body></html>\n"...)
+	_, _ = w.Write(buf)
+}
+
 // maxDripEvery bounds /drip's ?every=.
 const maxDripEvery = time.Minute
 

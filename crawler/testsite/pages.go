@@ -119,6 +119,8 @@ func (s *Site) misbehave(w http.ResponseWriter, r *http.Request) bool {
 		s.huge(w, r)
 	case strings.HasPrefix(path, "/bomb/"):
 		s.bomb(w, r)
+	case strings.HasPrefix(path, "/links/"):
+		s.links(w, r)
 	case path == "/drip":
 		s.drip(w, r)
 	case path == "/gzip", path == "/deflate":

@@ -31,8 +31,8 @@
 //
 // # Special pages
 //
-// /special links to an instance of each of these except robots.txt, /bomb
-// and /drip (so crawling it is slow: /hang hangs until the crawler's
+// /special links to an instance of each of these except robots.txt, /bomb,
+// /links and /drip (so crawling it is slow: /hang hangs until the crawler's
 // timeout):
 //
 //	/status/<code>       that status (200-599) with a small HTML body linking to "/"
@@ -57,6 +57,8 @@
 //	/bomb/<enc>/<MiB>    a compression bomb: MiB (1-1024) of zero bytes sent
 //	                     compressed (enc gzip or deflate), about 1/800 of that
 //	                     on the wire (Bomb)
+//	/links/<n>           a page of n (0 to a million) distinct links, each to a
+//	                     small page (LinkBombHref)
 //	/drip                a body that never ends: one byte every ?every=<ms> (50)
 //	/bad-gzip            claims Content-Encoding gzip but is not compressed
 //	/set-cookie          sets a cookie (?name=&value=, default session=testsite;
