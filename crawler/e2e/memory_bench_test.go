@@ -18,7 +18,11 @@ import (
 //   - mix: 16 gzip bombs, each on a domain of its own (1 GiB of zero bytes
 //     sent as 1.3 MB of gzip), and a 50 MB plain page, all at once;
 //   - page=50MB: one 50 MB plain page with its Content-Length;
-//   - page=50MB-chunked: the same without a Content-Length.
+//   - page=50MB-chunked: the same without a Content-Length;
+//   - links: 16 pages of 250,000 links each (9.5 MB), each on a domain of
+//     its own, all at once (MAX_LINKS_PER_PAGE keeps each to its 6,000
+//     first links; the peak is taken when the 16 pages are published,
+//     while their follow-ups are being queued and crawled).
 //
 // It reports the crawler's peak resident memory (VmHWM of
 // /proc/<pid>/status) once every result is in Kafka, and how much it grew
@@ -43,6 +47,13 @@ func BenchmarkBombMixRSS(b *testing.B) {
 		}},
 		{"page=50MB-chunked", func(b *testing.B) []string {
 			return []string{testsite.StartAt(b, freshIP()+":0").URL("/huge/" + strconv.Itoa(pageBytes) + "?chunked=1")}
+		}},
+		{"links", func(b *testing.B) []string {
+			var urls []string
+			for range bombs {
+				urls = append(urls, testsite.StartAt(b, freshIP()+":0").URL("/links/250000"))
+			}
+			return urls
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -93,6 +93,7 @@ type Engine struct {
 	referer        referer.Referer // REFERER_ENABLED, REFERRER_POLICY
 	metaRefresh    bool            // METAREFRESH_ENABLED
 	metaRefreshMax time.Duration   // METAREFRESH_MAXDELAY
+	maxLinks       int             // MAX_LINKS_PER_PAGE
 
 	configWhere string        // where the domain config lives, for log lines
 	configWait  time.Duration // DOMAIN_CONFIG_WAIT
@@ -221,6 +222,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
+		maxLinks: MaxLinksPerPage.From(s),
 	}
 	e.metrics = newMetrics(e)
 	e.adaptiveMax = recrawl.AdaptiveMax.From(s)
@@ -417,7 +419,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	resp := &spider.Response{
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
-		ShareParse: e.extract.ShareParse(req, res.URL),
+		ShareParse: e.extract.ShareParse(req, res.URL), MaxLinks: e.maxLinks,
 	}
 	var out spider.Output
 	if fr.notModified(res) { // unchanged: its remembered links stand for its body

@@ -44,6 +44,7 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 	resp := &spider.Response{
 		Request: req, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
+		MaxLinks: e.maxLinks,
 	}
 	out := e.parse(ctx, resp, extra)
 	e.extracted(req, out.Pages, extra)

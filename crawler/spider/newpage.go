@@ -32,6 +32,7 @@ func NewPage(resp *Response) *Page {
 		Encoding:        enc,
 		Links:           []Link{},
 		RawBody:         resp.Body,
+		MaxLinks:        resp.MaxLinks,
 	}
 	if resp.ShareParse {
 		p.Doc = extract.NewDoc(p.ResponseURL, body)

@@ -33,6 +33,9 @@ type Page struct {
 	// parsed once for both the links (package links) and the crawl's
 	// extract rules, which release it.
 	Doc *extract.Doc `json:"-"`
+	// MaxLinks is the most links of the page a spider follows (the
+	// Response's; links.Follow reads it); 0: no limit.
+	MaxLinks int `json:"-"`
 }
 
 // Link is a link found on a page.

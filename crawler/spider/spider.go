@@ -53,6 +53,10 @@ type Response struct {
 	// the text between its links and the crawl's extract rules (set by the
 	// engine when the rules read the page's tree).
 	ShareParse bool
+	// MaxLinks is the most links of the page a spider follows
+	// (MAX_LINKS_PER_PAGE, set by the engine; links.Follow keeps to it
+	// and counts the rest); 0: no limit.
+	MaxLinks int
 }
 
 // Output is what a spider makes of a response.
@@ -63,7 +67,8 @@ type Output struct {
 	Requests []*crawlrequest.Request
 	// Refused counts the links the spider chose not to follow, by reason
 	// (ledger.RefusedOffDomain, RefusedRegex, RefusedExtension,
-	// RefusedInvalidURL: what links.Follow returns beside the links). They
+	// RefusedInvalidURL, RefusedTooManyLinks: what links.Follow returns
+	// beside the links). They
 	// are counted in the crawl's ledger with the page's requests. Optional:
 	// a spider that leaves it nil still works; its left-out links are just
 	// not counted.

@@ -113,6 +113,7 @@ const (
 	RefusedDomainBlacklisted Reason = "domain_blacklisted" // the domain config's blacklist
 	RefusedPageLimit         Reason = "page_limit"         // domain_max_pages, GLOBAL_PAGE_PER_DOMAIN_LIMIT
 	RefusedInvalidURL        Reason = "invalid_url"        // not an http(s) URL with a host
+	RefusedTooManyLinks      Reason = "too_many_links"     // past the page's MAX_LINKS_PER_PAGE
 )
 
 // Refused after the pop (done: counted in the sum), and RefusedExpired

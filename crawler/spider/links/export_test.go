@@ -9,7 +9,7 @@ import (
 // way), false when they are not read, for the test that compares them with
 // Extract's.
 func FromDoc(page *spider.Page) ([]spider.Link, bool) {
-	got, ok := fromDoc(page)
+	got, _, ok := fromDoc(page, 0)
 	if !ok {
 		return nil, false
 	}

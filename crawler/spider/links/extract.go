@@ -145,6 +145,9 @@ type hrefs struct {
 	links   []*rawLink
 	base    string
 	hasBase bool
+	// most is the most hrefs kept (0: every one); over counts the hrefs
+	// found after them, which are not kept.
+	most, over int
 }
 
 // Extract returns the links of an HTML document fetched from pageURL, in
@@ -167,9 +170,16 @@ type found struct {
 }
 
 func extract(pageURL, doc string) []found {
-	s := scanner{hrefs: &hrefs{}, top: true}
+	got, _ := extractSome(pageURL, doc, 0)
+	return got
+}
+
+// extractSome is extract of the document's first most hrefs (0: all),
+// with how many hrefs it found after them.
+func extractSome(pageURL, doc string, most int) ([]found, int) {
+	s := scanner{hrefs: &hrefs{most: most}, top: true}
 	s.scan(doc)
-	return resolveAll(baseOf(pageURL), s.hrefs)
+	return resolveAll(baseOf(pageURL), s.hrefs), s.over
 }
 
 // extractPage is extract of the page's body; from the tokens its Doc's
@@ -177,25 +187,26 @@ func extract(pageURL, doc string) []found {
 // which the tree's fast builder reads to its end (the same tokens as the
 // tokenizer's, TestLinksFromTheTreeAreTheTokenizers, FuzzLinksFromTheTree).
 // A page with long inert runs (which scan reads without their middles) is
-// left to scan.
-func extractPage(page *spider.Page) []found {
-	if got, ok := fromDoc(page); ok {
-		return got
+// left to scan. Only the page's first most hrefs are read (0: all); the
+// number found after them is returned beside.
+func extractPage(page *spider.Page, most int) ([]found, int) {
+	if got, over, ok := fromDoc(page, most); ok {
+		return got, over
 	}
-	return extract(page.ResponseURL, page.Body)
+	return extractSome(page.ResponseURL, page.Body, most)
 }
 
 // fromDoc is extractPage from the tokens of the page's Doc; false when
 // they are not to be read.
-func fromDoc(page *spider.Page) ([]found, bool) {
+func fromDoc(page *spider.Page, most int) ([]found, int, bool) {
 	if page.Doc == nil || !page.Doc.Of(page.ResponseURL, page.Body) || inertMiddles(page.Body) != nil {
-		return nil, false
+		return nil, 0, false
 	}
-	s := scanner{hrefs: &hrefs{}, top: true}
+	s := scanner{hrefs: &hrefs{most: most}, top: true}
 	if !page.Doc.Scan(&s) {
-		return nil, false
+		return nil, 0, false
 	}
-	return resolveAll(baseOf(page.ResponseURL), s.hrefs), true
+	return resolveAll(baseOf(page.ResponseURL), s.hrefs), s.over, true
 }
 
 // baseOf is the URL links resolve against, but for a <base href>: the
@@ -312,6 +323,10 @@ func (s *scanner) startTag(k tagKind, selfClosing bool, attr func(name string) (
 	case tagA, tagArea:
 		s.open = nil // an <a> ends at the next one, as HTML parsers do
 		if href, ok := attr("href"); ok {
+			if s.most > 0 && len(s.links) >= s.most {
+				s.over++
+				break
+			}
 			l := &rawLink{href: href}
 			s.links = append(s.links, l)
 			if k == tagA { // <a/> opens an <a> too, in HTML

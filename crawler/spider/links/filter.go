@@ -298,6 +298,14 @@ func (f *Filter) selectFound(links []found) ([]spider.Link, map[ledger.Reason]in
 // from the body (when the response is markup), then r's Filter.Select,
 // with the links it left out counted by reason (for Output.Refused).
 // An invalid regular expression in r is an error, and no link is followed.
+//
+// A page with more links than page.MaxLinks (MAX_LINKS_PER_PAGE; 0: no
+// limit) has its first MaxLinks links that the filter allows followed, in
+// document order. Only the page's first ScannedPerFollowed × MaxLinks
+// hrefs are read, so that a page of a million links costs a bounded
+// memory: the filter's refusals are counted among those; the links the
+// filter allows after the first MaxLinks, and every href after those
+// read, each time it is written, are counted as ledger.RefusedTooManyLinks.
 func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledger.Reason]int, error) {
 	f, err := cachedFilter(r)
 	if err != nil {
@@ -306,9 +314,26 @@ func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledg
 	if !isMarkup(page) {
 		return []spider.Link{}, nil, nil
 	}
-	out, refused := f.selectFound(extractPage(page))
+	most := max(page.MaxLinks, 0)
+	found, over := extractPage(page, most*ScannedPerFollowed)
+	out, refused := f.selectFound(found)
+	if most > 0 && len(out) > most {
+		over += len(out) - most
+		out = out[:most:most]
+	}
+	if over > 0 {
+		if refused == nil {
+			refused = map[ledger.Reason]int{}
+		}
+		refused[ledger.RefusedTooManyLinks] += over
+	}
 	return out, refused, nil
 }
+
+// ScannedPerFollowed is how many of a page's hrefs Follow reads for each
+// link it may follow (page.MaxLinks): room for the page's duplicates and
+// the links its crawl's filter refuses.
+const ScannedPerFollowed = 4
 
 // isMarkup reports whether a page can hold links: HTML, XML or other text
 // by its Content-Type, or, without one, by sniffing the body.
