@@ -52,6 +52,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
@@ -222,7 +223,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
-		maxLinks: MaxLinksPerPage.From(s),
+		maxLinks: links.MaxPerPage.From(s),
 	}
 	e.metrics = newMetrics(e)
 	e.adaptiveMax = recrawl.AdaptiveMax.From(s)

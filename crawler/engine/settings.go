@@ -8,6 +8,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/render"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
@@ -33,10 +34,7 @@ var (
 		"and applies the config when it comes; 0: no wait").Ours().AtLeast(0)
 	MetaRefreshEnabled  = settings.Bool("METAREFRESH_ENABLED", true, "follow a page's `<meta http-equiv=\"refresh\">` as Scrapy's MetaRefreshMiddleware: the target is queued at the page's depth and published under its own URL, the page is not published (ledger `dropped:meta_refresh`)")
 	MetaRefreshMaxDelay = settings.Seconds("METAREFRESH_MAXDELAY", 100.0, "the longest meta refresh delay followed, in seconds (a refresh of this delay or longer leaves the page as it is)")
-	MaxLinksPerPage     = settings.Int("MAX_LINKS_PER_PAGE", 6000, "the most links of one page a crawl follows, in the page's order: the rest are counted in the crawl ledger as "+
-		"`refused:too_many_links`, and only the page's first 4 × this many hrefs are read, so a page of a million links costs a bounded memory "+
-		"([a page of too many links](crawler.md#a-page-of-too-many-links-go))").Ours().Within(1, 1000000)
-	ResultsLinger = settings.Millis("KAFKA_RESULTS_LINGER_MS", 2, "ms a batch of crawl results waits for more results before it is sent to Kafka (each page is acknowledged to Redis only once Kafka has its result, so this is added to a page's time in hand); "+
+	ResultsLinger       = settings.Millis("KAFKA_RESULTS_LINGER_MS", 2, "ms a batch of crawl results waits for more results before it is sent to Kafka (each page is acknowledged to Redis only once Kafka has its result, so this is added to a page's time in hand); "+
 		"larger batches cost the crawler and the broker less per page ([publishing in batches](crawler.md#publishing-in-batches-go)); 0: send as soon as a sender is free").Ours().Within(0, time.Second)
 )
 
@@ -54,6 +52,6 @@ func Settings() settings.Group {
 		scheduler.Settings(), fetch.Settings(), referer.Settings(), stats.Settings(), ledger.Settings(), recrawl.PageSettings(),
 		admin.Settings(admin.CrawlerAddr), session.Settings(),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait,
-			MetaRefreshEnabled, MetaRefreshMaxDelay, ResultsLinger, MaxLinksPerPage),
+			MetaRefreshEnabled, MetaRefreshMaxDelay, ResultsLinger, links.MaxPerPage),
 		render.Settings())
 }

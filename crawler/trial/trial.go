@@ -17,10 +17,12 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/crawlspec"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/fingerprint"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
 // RefusedMaxDepth is the reason of links not followed because the request
@@ -36,10 +38,14 @@ type Result struct {
 	// would not, each with its reason.
 	Followed []spider.Link `json:"followed"`
 	Refused  []Refusal     `json:"refused"`
+	// UnreadLinks counts the page's hrefs past those a crawl reads (4 ×
+	// MAX_LINKS_PER_PAGE), which no list names: a crawl counts them as
+	// refused:too_many_links.
+	UnreadLinks int `json:"unread_links"`
 }
 
 // Refusal is a link not followed and why: off_domain, regex, extension,
-// invalid_url (the crawl ledger's reasons) or maxdepth.
+// invalid_url, too_many_links (the crawl ledger's reasons) or maxdepth.
 type Refusal struct {
 	URL    string `json:"url"`
 	Reason string `json:"reason"`
@@ -47,12 +53,17 @@ type Refusal struct {
 
 // Trier tries requests. It is safe for concurrent use.
 type Trier struct {
-	fetcher *fetch.Fetcher
-	extract crawlspec.Extractor
+	fetcher  *fetch.Fetcher
+	extract  crawlspec.Extractor
+	maxLinks int
 }
 
-// New returns a Trier fetching with cfg (fetch.ConfigFromSettings).
-func New(cfg fetch.Config) *Trier { return &Trier{fetcher: fetch.New(cfg)} }
+// New returns a Trier fetching with cfg (fetch.ConfigFromSettings) whose
+// spiders follow at most maxLinks links of a page (MAX_LINKS_PER_PAGE; 0:
+// no limit), as a crawler's do.
+func New(cfg fetch.Config, maxLinks int) *Trier {
+	return &Trier{fetcher: fetch.New(cfg), maxLinks: maxLinks}
+}
 
 // Close releases the fetcher's connections.
 func (t *Trier) Close() { t.fetcher.Close() }
@@ -83,6 +94,7 @@ func (t *Trier) Try(ctx context.Context, r *crawlrequest.Request) (*Result, erro
 	out, err := sp.Parse(ctx, &spider.Response{
 		Request: r, URL: res.URL, Status: res.Status, StatusText: res.StatusText,
 		Header: res.Header, RequestHeader: res.RequestHeader, Body: res.Body, Truncated: res.Truncated,
+		MaxLinks: t.maxLinks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", res.URL, err)
@@ -96,7 +108,7 @@ func (t *Trier) Try(ctx context.Context, r *crawlrequest.Request) (*Result, erro
 	for _, q := range out.Requests {
 		result.Followed = append(result.Followed, spider.Link{URL: q.URL, Text: linkText(result.Page, q.URL)})
 	}
-	result.Refused, err = refused(result.Page, r)
+	result.Refused, result.UnreadLinks, err = t.refused(result.Page, r, result.Followed)
 	return result, err
 }
 
@@ -110,24 +122,32 @@ func linkText(p *spider.Page, u string) string {
 	return ""
 }
 
-// refused are the page's links r's filters, or its depth, leave out.
-func refused(p *spider.Page, r *crawlrequest.Request) ([]Refusal, error) {
+// refused are the page's links that r's filters, its depth or the limit
+// on a page's links (maxLinks) leave out, among those a crawl reads, and
+// how many hrefs it does not read.
+func (t *Trier) refused(p *spider.Page, r *crawlrequest.Request, followed []spider.Link) ([]Refusal, int, error) {
 	out := []Refusal{}
-	all := links.Extract(p.ResponseURL, p.Body)
+	read, unread := links.ExtractUpTo(p.ResponseURL, p.Body, t.maxLinks*links.ScannedPerFollowed)
 	if r.CurDepth >= r.MaxDepth {
-		for _, l := range all {
+		for _, l := range read {
 			out = append(out, Refusal{URL: l.URL, Reason: RefusedMaxDepth})
 		}
-		return out, nil
+		return out, unread, nil
 	}
 	f, err := links.NewFilter(r)
 	if err != nil {
-		return out, err
+		return out, unread, err
 	}
-	for _, l := range all {
+	follows := make(map[string]bool, len(followed))
+	for _, l := range followed {
+		follows[l.URL] = true
+	}
+	for _, l := range read {
 		if reason := f.Refusal(l.URL); reason != "" {
 			out = append(out, Refusal{URL: l.URL, Reason: string(reason)})
+		} else if !follows[fingerprint.Canonicalize(l.URL)] {
+			out = append(out, Refusal{URL: l.URL, Reason: string(ledger.RefusedTooManyLinks)})
 		}
 	}
-	return out, nil
+	return out, unread, nil
 }

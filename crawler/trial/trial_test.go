@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/all"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/trial"
@@ -24,13 +25,18 @@ func request(t *testing.T, member string) *crawlrequest.Request {
 }
 
 func trier(t *testing.T, allowLoopback bool) *trial.Trier {
+	return trierOf(t, allowLoopback, links.MaxPerPage.Default())
+}
+
+// trierOf is trier whose spiders follow at most maxLinks links of a page.
+func trierOf(t *testing.T, allowLoopback bool, maxLinks int) *trial.Trier {
 	cfg := fetch.DefaultConfig()
 	cfg.Timeout = 5 * time.Second
 	cfg.ObeyRobots = true
 	if allowLoopback {
 		cfg.AllowedNetworks = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	}
-	tr := trial.New(cfg)
+	tr := trial.New(cfg, maxLinks)
 	t.Cleanup(tr.Close)
 	return tr
 }
@@ -88,6 +94,30 @@ func TestATriedRequestGivesItsResultExtractedFieldsAndLinks(t *testing.T) {
 	for _, h := range site.Hits() {
 		if h.Path != "/" && h.Path != "/robots.txt" {
 			t.Errorf("fetched %s", h.Path)
+		}
+	}
+}
+
+// TestATriedPageOfTooManyLinksIsReadAsACrawlReadsIt: of a page of 100,000
+// links under a limit of 10 links a page, the first 10 are followed, the
+// other 30 of the 40 hrefs read are refused as too_many_links, and the
+// rest are counted unread, as a crawl's ledger counts them.
+func TestATriedPageOfTooManyLinksIsReadAsACrawlReadsIt(t *testing.T) {
+	site := testsite.Start(t)
+	r := request(t, `{"appid":"a","crawlid":"c","maxdepth":1,"url":"`+site.URL("/links/100000")+`"}`)
+	res, err := trierOf(t, true, 10).Try(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Followed) != 10 || res.Followed[9].URL != site.URL(testsite.LinkBombHref(9)) {
+		t.Fatalf("followed %d: %v", len(res.Followed), res.Followed)
+	}
+	if len(res.Refused) != 30 || res.UnreadLinks != 100000-40 {
+		t.Fatalf("refused %d, unread %d", len(res.Refused), res.UnreadLinks)
+	}
+	for i, l := range res.Refused {
+		if l.Reason != "too_many_links" || l.URL != site.URL(testsite.LinkBombHref(10+i)) {
+			t.Fatalf("refusal %d: %+v", i, l)
 		}
 	}
 }

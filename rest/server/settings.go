@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/rest/console"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/admin"
@@ -39,11 +40,11 @@ var (
 // Monitor's PLUGINS and KAFKA_INCOMING_PARTITIONS (/feed validates as the
 // monitor does), the console's (UI_*, API_TOKEN, ZOOKEEPER_*) and
 // ADMIN_PPROF (the admin endpoint is served on the API's port), and for
-// POST /try the crawler's download settings (fetch.Settings), TRY_RATE and
-// TRY_BURST.
+// POST /try the crawler's download settings (fetch.Settings),
+// MAX_LINKS_PER_PAGE, TRY_RATE and TRY_BURST.
 func Settings() settings.Group {
 	return settings.Join(cli.ComponentSettings("rest-service", "rest_service.log"), plugin.Settings(), console.Settings(),
-		fetch.Settings(), settings.Declare(TryRate, TryBurst),
+		fetch.Settings(), settings.Declare(TryRate, TryBurst, links.MaxPerPage),
 		settings.Declare(admin.Pprof, kafkaclient.AutoOffsetReset.WithDefault("latest"),
 			LoggingEnabled, Port, Host, SleepTime, HeartbeatTimeout, JoinTimeout, WaitForResponse, SchemaDir, FeedTimeout,
 			ConsumerSleep, ProducerTopic, PollTimeout, MaxRequestBytes, ReadTimeout, WriteTimeout))

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
+	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/trial"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugin"
 	"github.com/scrapycluster/scrapy-cluster-go/kafka-monitor/plugins/scraper"
@@ -48,7 +49,7 @@ func newTrier(s *settings.Settings) (*trial.Trier, *rate.Limiter, error) {
 		return nil, nil, fmt.Errorf("settings %s and %s: want a rate of 0 or more and a burst of 1 or more, got %v and %d",
 			TryRate.Name(), TryBurst.Name(), r, burst)
 	}
-	return trial.New(fcfg), rate.NewLimiter(rate.Limit(r), burst), nil
+	return trial.New(fcfg, links.MaxPerPage.From(s)), rate.NewLimiter(rate.Limit(r), burst), nil
 }
 
 // try fetches a crawl request as a crawler would (package trial) and

@@ -174,6 +174,13 @@ func extract(pageURL, doc string) []found {
 	return got
 }
 
+// ExtractUpTo is Extract of the document's first most hrefs (0: every
+// one), with how many hrefs it found after them, unread.
+func ExtractUpTo(pageURL, doc string, most int) (read []spider.Link, unread int) {
+	got, over := extractSome(pageURL, doc, most)
+	return linksOf(got), over
+}
+
 // extractSome is extract of the document's first most hrefs (0: all),
 // with how many hrefs it found after them.
 func extractSome(pageURL, doc string, most int) ([]found, int) {

@@ -15,6 +15,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/memo"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/settings"
 )
 
 // IgnoredExtensions are the extensions of links not followed unless a
@@ -329,6 +330,12 @@ func Follow(page *spider.Page, r *crawlrequest.Request) ([]spider.Link, map[ledg
 	}
 	return out, refused, nil
 }
+
+// MaxPerPage is MAX_LINKS_PER_PAGE, read by the crawler's engine (into
+// spider.Response.MaxLinks) and the REST service's /try.
+var MaxPerPage = settings.Int("MAX_LINKS_PER_PAGE", 6000, "the most links of one page a crawl follows, in the page's order: the rest are counted in the crawl ledger as "+
+	"`refused:too_many_links`, and only the page's first 4 × this many hrefs are read, so a page of a million links costs a bounded memory "+
+	"([a page of too many links](crawler.md#a-page-of-too-many-links-go))").Ours().Within(1, 1000000)
 
 // ScannedPerFollowed is how many of a page's hrefs Follow reads for each
 // link it may follow (page.MaxLinks): room for the page's duplicates and
