@@ -140,7 +140,8 @@ func TestLogFieldsBelowTheLevelAllocatesNothing(t *testing.T) {
 }
 
 // TestLogFieldsAllocatesLessThanLog: the page line of Fields allocates
-// nothing once the line buffers are pooled; Log's map does.
+// nothing once the line buffers are pooled (without the race detector,
+// which empties pools at random); Log's map does.
 func TestLogFieldsAllocatesLessThanLog(t *testing.T) {
 	l, buf := newBuffered(t, Config{TextFields: true})
 	fields := pageLineFields(nil)
@@ -152,7 +153,7 @@ func TestLogFieldsAllocatesLessThanLog(t *testing.T) {
 		buf.Reset()
 		l.Info("Scraped page", fieldsExtra(fields))
 	})
-	if viaFields != 0 || viaMap <= viaFields {
+	if (viaFields != 0 && !raceOn) || viaMap <= viaFields {
 		t.Fatalf("allocations per line: LogFields %v, Log %v", viaFields, viaMap)
 	}
 }
