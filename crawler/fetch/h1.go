@@ -369,7 +369,14 @@ func (c *h1Client) get(key poolKey, fresh bool) (pc *h1Conn, reused bool, idleFo
 		conns = conns[:len(conns)-1]
 		c.nIdle--
 		if idleFor = now.Sub(pc.idle); idleFor < c.idleTimeout {
-			c.setIdle(key, conns)
+			if len(conns) == 0 && len(c.idle) <= c.maxIdle {
+				// Kept empty for the connection's return (put), which then
+				// does not allocate a new list; sweepIdle deletes it. At most
+				// maxIdle such, beside those with connections.
+				c.idle[key] = conns
+			} else {
+				c.setIdle(key, conns)
+			}
 			return pc, true, idleFor
 		}
 		pc.conn.Close()
