@@ -161,29 +161,22 @@ func (fd *field) boxed() any {
 }
 
 // writeJSONField writes fd's value as writeJSONValue writes it.
-func writeJSONField(b *bytes.Buffer, fd *field) {
-	switch fd.kind {
-	case kindString:
-		writeJSONString(b, fd.str)
-	case kindInt:
-		b.Write(strconv.AppendInt(b.AvailableBuffer(), fd.num, 10))
-	case kindBool:
-		b.WriteString(strconv.FormatBool(fd.num != 0))
-	default:
-		writeJSONValue(b, fd.value)
-	}
-}
+func writeJSONField(b *bytes.Buffer, fd *field) { writeField(b, fd, writeJSONString, writeJSONValue) }
 
 // writeTextField writes fd's value as writeTextValue writes it.
-func writeTextField(b *bytes.Buffer, fd *field) {
+func writeTextField(b *bytes.Buffer, fd *field) { writeField(b, fd, writeTextString, writeTextValue) }
+
+// writeField writes fd's value: text by text, Any's value by value,
+// numbers and booleans as their text (what both formats write for them).
+func writeField(b *bytes.Buffer, fd *field, text func(*bytes.Buffer, string), value func(*bytes.Buffer, any)) {
 	switch fd.kind {
 	case kindString:
-		writeTextString(b, fd.str)
+		text(b, fd.str)
 	case kindInt:
 		b.Write(strconv.AppendInt(b.AvailableBuffer(), fd.num, 10))
 	case kindBool:
 		b.WriteString(strconv.FormatBool(fd.num != 0))
 	default:
-		writeTextValue(b, fd.value)
+		value(b, fd.value)
 	}
 }
