@@ -187,3 +187,22 @@ func BenchmarkPageLine(b *testing.B) {
 		})
 	}
 }
+
+// FuzzLogFieldsIsLog: any keys and values of each kind give the bytes Log
+// gives for their map, in every format.
+func FuzzLogFieldsIsLog(f *testing.F) {
+	f.Add("url", "http://a/ b", "message", -3, true, "error", "e")
+	f.Add("", "\xff\u2028", "fields.message", 0, false, "message", strings.Repeat("x", 1100))
+	f.Fuzz(func(t *testing.T, k1, s1, k2 string, n int, b bool, k3, s3 string) {
+		fields := []Field{String(k1, s1), Int(k2, n), Bool(k3+"?", b), Any(k3, errors.New(s3)), Any(s1, json.RawMessage(`[1]`))}
+		for _, ff := range fieldFormats {
+			viaMap, wantBuf := newBuffered(t, ff.cfg)
+			viaFields, gotBuf := newBuffered(t, ff.cfg)
+			viaMap.Info(s3, fieldsExtra(fields))
+			viaFields.LogFields(LevelInfo, s3, fields)
+			if got, want := gotBuf.String(), wantBuf.String(); got != want {
+				t.Fatalf("%s:\nLogFields %q\nLog       %q", ff.name, got, want)
+			}
+		}
+	})
+}
