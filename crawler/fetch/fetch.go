@@ -264,8 +264,12 @@ func (f *Fetcher) fetch(ctx context.Context, req Request, robots bool, maxSize i
 		} else if content, truncated, err = readBody(resp, maxSize); err != nil {
 			return nil, fmt.Errorf("read body: %w", err)
 		}
+		final := req.URL // u.String() when u is the URL as given, and that is how it prints
+		if redirects > 0 || !printsAsItself(final) {
+			final = u.String()
+		}
 		return &Result{
-			URL:           u.String(),
+			URL:           final,
 			Status:        resp.StatusCode,
 			StatusText:    statusText(resp),
 			Header:        resp.Header,
@@ -338,6 +342,47 @@ func parseTarget(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidURL, err)
 	}
 	return u, checkTarget(u)
+}
+
+// printsAsItself reports whether url.Parse(s).String() is s, for a kind
+// of URL it can tell without parsing: http:// or https://, a host of
+// lower-case letters, digits, '.' and '-' with an optional port of
+// digits, and a path (possibly none) of letters, digits and "/-._~". No
+// query, fragment, user, escape or upper-case host.
+func printsAsItself(s string) bool {
+	rest, ok := strings.CutPrefix(s, "http://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(s, "https://"); !ok {
+			return false
+		}
+	}
+	i := 0
+	for i < len(rest) && (rest[i] >= 'a' && rest[i] <= 'z' || rest[i] >= '0' && rest[i] <= '9' || rest[i] == '.' || rest[i] == '-') {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	if i < len(rest) && rest[i] == ':' {
+		j := i + 1
+		for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			return false
+		}
+		i = j
+	}
+	if i < len(rest) && rest[i] != '/' {
+		return false
+	}
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
 }
 
 func checkTarget(u *url.URL) error {

@@ -55,7 +55,7 @@ var errHeaderTooLong = fmt.Errorf("server response headers exceeded %d bytes; ab
 
 // h1Conn is one connection of the client.
 type h1Conn struct {
-	key  string
+	key  poolKey
 	conn net.Conn // *tls.Conn for https
 	lr   limitedReader
 	br   *bufio.Reader
@@ -93,7 +93,7 @@ type h1Client struct {
 	idleTimeout time.Duration
 
 	mu     sync.Mutex
-	idle   map[string][]*h1Conn // per key, oldest first
+	idle   map[poolKey][]*h1Conn // per key, oldest first
 	nIdle  int
 	sweep  *time.Timer // pending sweep of expired connections; nil: none
 	closed bool
@@ -101,21 +101,32 @@ type h1Client struct {
 
 func newH1Client(dialer *net.Dialer, cfg Config) *h1Client {
 	return &h1Client{dialer: dialer, tlsConfig: &tls.Config{NextProtos: []string{"http/1.1"}}, maxPerHost: cfg.MaxConnsPerHost, maxIdle: max(cfg.MaxConns, cfg.MaxConnsPerHost),
-		idleTimeout: idleTimeout, idle: make(map[string][]*h1Conn)}
+		idleTimeout: idleTimeout, idle: make(map[poolKey][]*h1Conn)}
 }
 
-// connKey is the pool key of req's URL: scheme and host:port.
-func connKey(req *http.Request) (key, hostport string) {
+// poolKey is what the pool keeps connections by: a URL's scheme and
+// host:port, in lower case.
+type poolKey struct{ scheme, hostport string }
+
+// connKey is the pool key of req's URL, and the host:port to dial. A URL
+// whose host already is host:port (the port given, a host without ':')
+// is its own host:port, with no string built.
+func connKey(req *http.Request) (key poolKey, hostport string) {
 	scheme := strings.ToLower(req.URL.Scheme)
-	port := req.URL.Port()
+	host, port := req.URL.Hostname(), req.URL.Port()
 	if port == "" {
 		port = "80"
 		if scheme == "https" {
 			port = "443"
 		}
 	}
-	hostport = net.JoinHostPort(req.URL.Hostname(), port)
-	return scheme + "://" + strings.ToLower(hostport), hostport
+	if h := req.URL.Host; len(h) == len(host)+1+len(port) && strings.HasPrefix(h, host) && h[len(host)] == ':' &&
+		strings.HasSuffix(h, port) && !strings.Contains(host, ":") {
+		hostport = h // what net.JoinHostPort(host, port) gives
+	} else {
+		hostport = net.JoinHostPort(host, port)
+	}
+	return poolKey{scheme: scheme, hostport: strings.ToLower(hostport)}, hostport
 }
 
 // roundTrip sends req (http or https, no proxy) and reads the response's
@@ -321,7 +332,7 @@ func checkHeader(h http.Header) error {
 
 // dial connects to hostport with the guarded dialer, and for https does
 // the TLS handshake (HTTP/1.1 by ALPN), within ctx.
-func (c *h1Client) dial(ctx context.Context, req *http.Request, key, hostport string) (*h1Conn, error) {
+func (c *h1Client) dial(ctx context.Context, req *http.Request, key poolKey, hostport string) (*h1Conn, error) {
 	conn, err := c.dialer.DialContext(ctx, "tcp", hostport)
 	if err != nil {
 		return nil, err
@@ -344,7 +355,7 @@ func (c *h1Client) dial(ctx context.Context, req *http.Request, key, hostport st
 
 // get takes key's most recently used idle connection (none when fresh is
 // set), closing those that idled too long.
-func (c *h1Client) get(key string, fresh bool) (pc *h1Conn, reused bool, idleFor time.Duration) {
+func (c *h1Client) get(key poolKey, fresh bool) (pc *h1Conn, reused bool, idleFor time.Duration) {
 	if fresh {
 		return nil, false, 0
 	}
@@ -358,7 +369,14 @@ func (c *h1Client) get(key string, fresh bool) (pc *h1Conn, reused bool, idleFor
 		conns = conns[:len(conns)-1]
 		c.nIdle--
 		if idleFor = now.Sub(pc.idle); idleFor < c.idleTimeout {
-			c.setIdle(key, conns)
+			if len(conns) == 0 && len(c.idle) <= c.maxIdle {
+				// Kept empty for the connection's return (put), which then
+				// does not allocate a new list; sweepIdle deletes it. At most
+				// maxIdle such, beside those with connections.
+				c.idle[key] = conns
+			} else {
+				c.setIdle(key, conns)
+			}
 			return pc, true, idleFor
 		}
 		pc.conn.Close()
@@ -367,7 +385,7 @@ func (c *h1Client) get(key string, fresh bool) (pc *h1Conn, reused bool, idleFor
 	return nil, false, 0
 }
 
-func (c *h1Client) setIdle(key string, conns []*h1Conn) {
+func (c *h1Client) setIdle(key poolKey, conns []*h1Conn) {
 	if len(conns) == 0 {
 		delete(c.idle, key)
 	} else {

@@ -246,10 +246,9 @@ func release(b []byte) {
 // it. Those are logged at ERROR with the crawl and the start of the URL.
 //
 // The two INFO lines of a page ("Scraped page", then "Sent page to
-// Kafka") share one map of fields, changed between them: it was the
-// crawler's largest allocation per page (pprof of BenchmarkCrawlCost). A
-// log callback sees the fields during its call, as documented; one that
-// keeps the map sees the second line's.
+// Kafka") share one list of fields on the stack, changed between them
+// (logfactory.LogFields: the lines a map of those fields would give,
+// without the map, which was the crawler's largest allocation per page).
 func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) (cut bool, err error) {
 	return p.PublishHeld(ctx, spiderID, page, nil)
 }
@@ -260,8 +259,9 @@ func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Pa
 // nothing of page from then on: once the caller drops it too, its body is
 // garbage while its result waits for Kafka.
 func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
-	fields := p.logFields(page, spiderID, "emit")
-	p.log.Info("Scraped page", fields)
+	var fieldsArray [pageFields + 1]logfactory.Field
+	fields := p.logFields(fieldsArray[:0], page, spiderID)
+	p.log.LogFields(logfactory.LevelInfo, "Scraped page", fields)
 	who := identify(page)
 	msg, cut, err := p.encode(page)
 	if err != nil {
@@ -275,9 +275,10 @@ func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spide
 		return false, err
 	}
 	if len(fields) > 0 { // INFO enabled
-		fields["action"], fields["success"] = "ack", true
+		fields[actionField] = logfactory.String("action", "ack")
+		fields = append(fields, logfactory.Bool("success", true))
 	}
-	p.log.Info("Sent page to Kafka", fields)
+	p.log.LogFields(logfactory.LevelInfo, "Sent page to Kafka", fields)
 	return cut, nil
 }
 
@@ -305,14 +306,20 @@ func (p *Pipeline) failFields(page pageID, spiderID string, err error) logfactor
 	}
 }
 
-// logFields are the page's fields the original logs (no body, links or headers).
-func (p *Pipeline) logFields(page *spider.Page, spiderID, action string) logfactory.Extra {
+// pageFields is how many fields logFields gives; actionField is where
+// "action" is among them.
+const pageFields, actionField = 10, 8
+
+// logFields appends to dst the page's fields the original logs (no body,
+// links or headers), "action": "emit" among them; none when INFO is off.
+func (p *Pipeline) logFields(dst []logfactory.Field, page *spider.Page, spiderID string) []logfactory.Field {
 	if !p.log.Enabled(logfactory.LevelInfo) {
-		return logfactory.Extra{}
+		return dst
 	}
-	return logfactory.Extra{
-		"url": logURL(page.URL), "response_url": logURL(page.ResponseURL), "status_code": page.StatusCode, "status_msg": page.StatusMsg,
-		"appid": page.AppID, "crawlid": page.CrawlID, "attrs": page.Attrs, "encoding": page.Encoding,
-		"action": action, "spiderid": spiderID,
-	}
+	return append(dst,
+		logfactory.String("url", logURL(page.URL)), logfactory.String("response_url", logURL(page.ResponseURL)),
+		logfactory.Int("status_code", page.StatusCode), logfactory.String("status_msg", page.StatusMsg),
+		logfactory.String("appid", page.AppID), logfactory.String("crawlid", page.CrawlID),
+		logfactory.Any("attrs", page.Attrs), logfactory.String("encoding", page.Encoding),
+		logfactory.String("action", "emit"), logfactory.String("spiderid", spiderID))
 }

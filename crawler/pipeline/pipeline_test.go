@@ -12,6 +12,7 @@ import (
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
 func testPipeline(t testing.TB, b64 bool, maxBytes int) *Pipeline {
@@ -167,6 +168,49 @@ func BenchmarkEncode(b *testing.B) {
 	for b.Loop() {
 		if _, err := p.Encode(page); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPageLinesAreTheLinesOfTheirMap: the fields of a page's two INFO
+// lines are written as the map of fields they were before (the same
+// keys, kinds and values), in text and JSON, with and without attrs, with
+// URLs cut.
+func TestPageLinesAreTheLinesOfTheirMap(t *testing.T) {
+	pages := []*spider.Page{
+		{URL: "http://127.0.0.1/page/1", ResponseURL: "http://127.0.0.1/page/1", StatusCode: 200, StatusMsg: "OK",
+			AppID: "bench", CrawlID: "c 1", Encoding: "utf-8"},
+		{URL: "http://a.com/" + strings.Repeat("é", 1500), ResponseURL: "http://a.com/x y", StatusCode: 404,
+			StatusMsg: "Not Found", AppID: "app=x", CrawlID: "", Attrs: json.RawMessage(`{"k": ["v", 1]}`), Encoding: "cp1252"},
+	}
+	for _, jsonLines := range []bool{false, true} {
+		for _, page := range pages {
+			var want, got strings.Builder
+			cfg := logfactory.Config{JSON: jsonLines, TextFields: true, Now: func() time.Time { return time.Unix(1e9, 0) }}
+			cfg.Output = &want
+			viaMap, _ := logfactory.New(cfg)
+			cfg.Output = &got
+			viaFields, _ := logfactory.New(cfg)
+			p := &Pipeline{log: viaFields}
+
+			// The map Publish logged before.
+			fields := logfactory.Extra{
+				"url": logURL(page.URL), "response_url": logURL(page.ResponseURL), "status_code": page.StatusCode, "status_msg": page.StatusMsg,
+				"appid": page.AppID, "crawlid": page.CrawlID, "attrs": page.Attrs, "encoding": page.Encoding,
+				"action": "emit", "spiderid": "link",
+			}
+			viaMap.Info("Scraped page", fields)
+			fields["action"], fields["success"] = "ack", true
+			viaMap.Info("Sent page to Kafka", fields)
+
+			var array [pageFields + 1]logfactory.Field
+			list := p.logFields(array[:0], page, "link")
+			viaFields.LogFields(logfactory.LevelInfo, "Scraped page", list)
+			list[actionField] = logfactory.String("action", "ack")
+			viaFields.LogFields(logfactory.LevelInfo, "Sent page to Kafka", append(list, logfactory.Bool("success", true)))
+			if got.String() != want.String() || strings.Count(want.String(), "\n") != 2 {
+				t.Fatalf("json %v:\nfields %q\nmap    %q", jsonLines, got.String(), want.String())
+			}
 		}
 	}
 }

@@ -507,7 +507,13 @@ func (r *Request) knownValues() Request {
 func (r *Request) Encode() ([]byte, error) {
 	b := make([]byte, 0, 512)
 	b = append(b, '{')
-	for i, name := range inKeyOrder(slices.Sorted(maps.Keys(r.extra))) {
+	var room [16]string // the names of most requests' extra fields fit here, without an allocation
+	extra := room[:0]
+	for k := range r.extra {
+		extra = append(extra, k)
+	}
+	slices.Sort(extra)
+	for i, name := range inKeyOrder(extra) {
 		// An extra field, or a known one as it was read, is written as is
 		// (checked by Decode or SetExtra); a changed one by its writer.
 		var raw string

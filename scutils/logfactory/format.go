@@ -54,14 +54,18 @@ type line struct {
 	name  string
 	msg   string
 	extra Extra
+	typed []Field // LogFields' fields, instead of extra
 }
 
 // field is one extra as written: its key (renamed when it clashes with a
 // field every line carries) and its value.
 type field struct {
 	key   string
-	value any
+	value any  // kindAny's
 	rank  int8 // text lines only: textRank
+	kind  fieldKind
+	str   string // kindString's
+	num   int64  // kindInt's, kindBool's (1 for true)
 }
 
 // lineBuffer is what formatting a line needs, kept in a pool.
@@ -85,7 +89,12 @@ type formatter struct {
 // format writes ln into lb.buf, ending with a newline.
 func (f *formatter) format(lb *lineBuffer, ln *line) {
 	var fields []field
-	if len(ln.extra) > 0 && (f.json || f.includeExtra || f.textFields) {
+	switch {
+	case !f.json && !f.includeExtra && !f.textFields:
+	case len(ln.typed) > 0:
+		lb.fields = typedFields(lb.fields[:0], ln.typed, f.textFields && !f.json && !f.includeExtra)
+		fields = lb.fields
+	case len(ln.extra) > 0:
 		lb.fields = f.orderedFields(lb.fields[:0], ln.extra)
 		fields = lb.fields
 	}
@@ -140,7 +149,7 @@ func sortedFields(dst []field, extra Extra, leadingFirst bool) []field {
 		if leadingFirst {
 			rank = textRank(key)
 		}
-		dst = append(dst, field{key, v, rank})
+		dst = append(dst, field{key: key, value: v, rank: rank})
 	}
 	slices.SortFunc(dst, func(a, b field) int {
 		if a.rank != b.rank {
@@ -170,7 +179,7 @@ func (f *formatter) formatText(b *bytes.Buffer, ln *line, fields []field) {
 			}
 			writePyString(b, fd.key)
 			b.WriteString(": ")
-			writePyRepr(b, normalize(fd.value, 0, false))
+			writePyRepr(b, normalize(fields[i].boxed(), 0, false))
 		}
 		b.WriteByte('}')
 	case f.textFields:
@@ -191,11 +200,11 @@ func (f *formatter) formatJSON(b *bytes.Buffer, ln *line, fields []field) {
 	b.WriteString(`", "level": "`)
 	b.WriteString(ln.level.String())
 	b.WriteByte('"')
-	for _, fd := range fields {
+	for i, fd := range fields {
 		b.WriteString(", ")
 		writeJSONString(b, fd.key)
 		b.WriteString(": ")
-		writeJSONValue(b, fd.value)
+		writeJSONField(b, &fields[i])
 	}
 	b.WriteString("}\n")
 }

@@ -45,12 +45,13 @@ func textRank(k string) int8 {
 // a space, in their order (leading keys first: see sortedFields).
 func writeTextFields(b *bytes.Buffer, fields []field) {
 	start, omitted := b.Len(), 0
-	for _, fd := range fields {
+	for i := range fields {
+		fd := &fields[i]
 		mark := b.Len()
 		b.WriteByte(' ')
 		writeTextKey(b, fd.key)
 		b.WriteByte('=')
-		writeTextValue(b, fd.value)
+		writeTextField(b, fd)
 		if b.Len()-start > maxTextFieldsBytes {
 			b.Truncate(mark)
 			omitted++
@@ -95,8 +96,11 @@ func writeTextKey(b *bytes.Buffer, k string) {
 // booleans as their text, nil as null, errors and fmt.Stringers as their
 // text, maps, lists and structs as compact JSON. Text longer than
 // maxTextValueBytes is cut with a "...(N bytes)" marker.
-func writeTextValue(b *bytes.Buffer, v any) {
-	s := textValue(v)
+func writeTextValue(b *bytes.Buffer, v any) { writeTextString(b, textValue(v)) }
+
+// writeTextString writes a field's text as writeTextValue does: cut,
+// quoted when it must be.
+func writeTextString(b *bytes.Buffer, s string) {
 	if len(s) > maxTextValueBytes {
 		s = cutUTF8(s, maxTextValueBytes) + "...(" + strconv.Itoa(len(s)) + " bytes)"
 	}

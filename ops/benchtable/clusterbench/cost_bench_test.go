@@ -114,6 +114,11 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 // default 10, from the feed; the crawler then serves Go's profiler on an
 // admin port of its own), for go tool pprof. The profiler's own cost, a
 // few per cent, shows in the crawler's figures of that run.
+// CLUSTERBENCH_MEMPROFILE=<file> likewise writes the crawler's
+// allocations over the same seconds (Go's allocs profile, a delta: go
+// tool pprof -sample_index=alloc_objects), and with any of the three the
+// bench reports crawler-allocs/page and crawler-alloc-bytes/page over the
+// whole crawl (the Go runtime's counters, from the crawler's /metrics).
 // CLUSTERBENCH_TRACE=<file> likewise writes a Go execution trace of the
 // crawler over the same seconds, for go tool trace (where its goroutines
 // wait: its workers, the scheduler, the publisher and the
@@ -152,9 +157,10 @@ func BenchmarkCrawlCost(b *testing.B) {
 	}
 	monitor := startProcess(b, "kafka-monitor", monitorBin, env, "run")
 	profile, trace := os.Getenv("CLUSTERBENCH_CPUPROFILE"), os.Getenv("CLUSTERBENCH_TRACE")
+	memProfile := os.Getenv("CLUSTERBENCH_MEMPROFILE")
 	var adminAddr string
 	crawlerEnv := env
-	if profile != "" || trace != "" { // the crawler alone serves Go's profiler
+	if profile != "" || trace != "" || memProfile != "" { // the crawler alone serves Go's profiler
 		adminAddr = "127.0.0.1:" + strconv.Itoa(harness.Port(b))
 		crawlerEnv = append(slices.Clone(env), "ADMIN_ADDR="+adminAddr, "ADMIN_PPROF=true")
 	}
@@ -198,6 +204,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 	cmds := map[string]commandStat{}
 	var collyRuns collyRun
 	var collySiteCPU time.Duration
+	var allocs, allocBytes float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		crawlID := "cost-" + strconv.Itoa(i)
@@ -205,12 +212,16 @@ func BenchmarkCrawlCost(b *testing.B) {
 		cmdStart := commandStats(b, rdb)
 		readsStart := readsProcessed(b, rdb)
 		logStart := dirBytes(b, broker.dir)
+		allocsStart, allocBytesStart := crawlerAllocs(b, adminAddr)
 		start := time.Now()
 		feed(crawlID)
 		profiled := profileCrawler(b, adminAddr, "profile", profile, i)
 		traced := profileCrawler(b, adminAddr, "trace", trace, i)
+		memProfiled := profileCrawler(b, adminAddr, "allocs", memProfile, i)
 		pages += wait(crawlID, costPages)
 		elapsed += time.Since(start)
+		allocsEnd, allocBytesEnd := crawlerAllocs(b, adminAddr)
+		allocs, allocBytes = allocs+allocsEnd-allocsStart, allocBytes+allocBytesEnd-allocBytesStart
 		for name, t := range cpuTimes(b, pids) {
 			cpu[name] += t - cpuStart[name]
 		}
@@ -219,6 +230,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 		}
 		if err := <-traced; err != nil {
 			b.Fatalf("execution trace of the crawler: %v", err)
+		}
+		if err := <-memProfiled; err != nil {
+			b.Fatalf("allocation profile of the crawler: %v", err)
 		}
 		reads += readsProcessed(b, rdb) - readsStart
 		logBytes += dirBytes(b, broker.dir) - logStart
@@ -246,6 +260,10 @@ func BenchmarkCrawlCost(b *testing.B) {
 	b.ReportMetric(perPage(float64(logBytes)), "broker-log-bytes/page")
 	for _, name := range []string{"crawler", "broker", "redis-server"} {
 		b.ReportMetric(float64(cpu[name])/float64(cpu["site"]), name+"-cpu-per-site-cpu")
+	}
+	if adminAddr != "" {
+		b.ReportMetric(perPage(allocs), "crawler-allocs/page")
+		b.ReportMetric(perPage(allocBytes), "crawler-alloc-bytes/page")
 	}
 	reportColly(b, collyRuns, collySiteCPU, float64(pages)/elapsed.Seconds())
 	var calls int64
@@ -304,6 +322,41 @@ func profileCrawler(tb testing.TB, addr, kind, path string, i int) <-chan error 
 		done <- err
 	}()
 	return done
+}
+
+// crawlerAllocs reads the crawler's allocations so far (objects, bytes:
+// go_memstats_mallocs_total and go_memstats_alloc_bytes_total of its
+// /metrics at addr); no addr: zeros.
+func crawlerAllocs(tb testing.TB, addr string) (objects, bytes float64) {
+	tb.Helper()
+	if addr == "" {
+		return 0, 0
+	}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		tb.Fatalf("the crawler's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("the crawler's metrics: %v", err)
+	}
+	found := 0
+	for line := range strings.SplitSeq(string(text), "\n") {
+		name, value, _ := strings.Cut(line, " ")
+		v, err := strconv.ParseFloat(value, 64)
+		switch {
+		case err != nil:
+		case name == "go_memstats_mallocs_total":
+			objects, found = v, found+1
+		case name == "go_memstats_alloc_bytes_total":
+			bytes, found = v, found+1
+		}
+	}
+	if found != 2 {
+		tb.Fatalf("the crawler's metrics: no go_memstats_mallocs_total or go_memstats_alloc_bytes_total")
+	}
+	return objects, bytes
 }
 
 // costPackages are the binaries BenchmarkCrawlCost builds: the test site,

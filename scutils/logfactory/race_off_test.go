@@ -1,0 +1,6 @@
+//go:build !race
+
+package logfactory
+
+// raceOn: see race_on_test.go.
+const raceOn = false
