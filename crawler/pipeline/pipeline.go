@@ -260,25 +260,47 @@ func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Pa
 // nothing of page from then on: once the caller drops it too, its body is
 // garbage while its result waits for Kafka.
 func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
+	type answer struct {
+		cut bool
+		err error
+	}
+	done := make(chan answer, 1)
+	p.PublishThen(ctx, spiderID, page, held, func(cut bool, err error) { done <- answer{cut, err} })
+	a := <-done
+	return a.cut, a.err
+}
+
+// PublishThen is PublishHeld without waiting for Kafka: it returns once
+// the page's result is encoded and handed to the publisher
+// (kafkaclient.Publisher.PublishThen, which may wait for room), and then
+// is told, exactly once, what PublishHeld would return, after the same
+// log lines: by the goroutine that read Kafka's answer, or before
+// PublishThen returns when the page cannot be sent. then must not wait
+// for anything.
+func (p *Pipeline) PublishThen(ctx context.Context, spiderID string, page *spider.Page, held func(), then func(cut bool, err error)) {
 	fields := p.logFields(page, spiderID, "emit")
 	p.log.Info("Scraped page", fields)
 	who := identify(page)
 	msg, cut, err := p.encode(page)
 	if err != nil {
 		p.log.Error("Dropped a result that cannot be sent to Kafka", p.failFields(who, spiderID, err))
-		return false, err
+		then(false, err)
+		return
 	}
-	if err := p.pub.PublishHeld(ctx, who.appID, msg, held); err != nil {
-		if ctx.Err() == nil {
-			p.log.Error("Failed to send page to Kafka", p.failFields(who, spiderID, err))
+	p.pub.PublishThen(ctx, who.appID, msg, held, func(err error) {
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("Failed to send page to Kafka", p.failFields(who, spiderID, err))
+			}
+			then(false, err)
+			return
 		}
-		return false, err
-	}
-	if len(fields) > 0 { // INFO enabled
-		fields["action"], fields["success"] = "ack", true
-	}
-	p.log.Info("Sent page to Kafka", fields)
-	return cut, nil
+		if len(fields) > 0 { // INFO enabled
+			fields["action"], fields["success"] = "ack", true
+		}
+		p.log.Info("Sent page to Kafka", fields)
+		then(cut, nil)
+	})
 }
 
 // pageID is what a failure's log line says of its page: no body.
