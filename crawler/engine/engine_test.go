@@ -198,12 +198,19 @@ func TestShutdownReturnsUnfinishedRequestsToTheirQueue(t *testing.T) {
 	e.seed(t, crawl(e.site.URL("/slow/20000"), "slow", 0))
 	harness.WaitFor(t, "the slow page in flight", 10*time.Second, func() bool { return len(e.site.HitsFor("/slow/20000")) == 1 })
 	e.stopEngine(t)
+	e.returned(t, 1)
+}
+
+// returned checks, after the engine stopped, that its n unfinished
+// requests are back in the test site's queue and no lease is left.
+func (e *env) returned(t *testing.T, n int64) {
+	t.Helper()
 	ctx := context.Background()
-	if n := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); n != 1 {
-		t.Fatalf("queue holds %d after shutdown, want the unfinished request back", n)
+	if got := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); got != n {
+		t.Fatalf("queue holds %d after shutdown, want the %d unfinished requests back", got, n)
 	}
-	if n := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); n != 0 {
-		t.Fatalf("%d leases left", n)
+	if got := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); got != 0 {
+		t.Fatalf("%d leases left", got)
 	}
 }
 
@@ -276,13 +283,7 @@ func TestStoppingWhileKafkaIsAwayReturnsThePagesWaitingForIt(t *testing.T) {
 		return strings.Contains(e.log.String(), "Failed to send to Kafka; retrying")
 	})
 	e.stopEngine(t)
-	ctx := context.Background()
-	if n := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); n != 4 {
-		t.Fatalf("queue holds %d after shutdown, want the 4 pages waiting for Kafka back", n)
-	}
-	if n := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); n != 0 {
-		t.Fatalf("%d leases left", n)
-	}
+	e.returned(t, 4)
 	if n := e.eng.Counters().Published.Load(); n != 0 {
 		t.Fatalf("%d pages counted published with Kafka away", n)
 	}
