@@ -112,9 +112,9 @@ type Engine struct {
 	memory      *recrawl.Memory // scheduled crawls' remembered pages
 	adaptiveMax int             // RECRAWL_ADAPTIVE_MAX
 
-	// acking holds a token per request whose acknowledgement is under
-	// way (end), at most acknowledgers(); acks counts them, for Run to
-	// wait for.
+	// acking holds a token per request whose results are under way to
+	// Kafka (publish) or whose acknowledgement is under way (end), at
+	// most tokens(); acks counts them, for Run to wait for.
 	acking chan struct{}
 	acks   sync.WaitGroup
 }
@@ -122,7 +122,7 @@ type Engine struct {
 // ending is a request whose fate is decided (its result published, or
 // dropped), to be acknowledged with tally and its page's follow-up
 // requests (reqs, refused; none for a request that was not parsed). It
-// holds no body: what it holds is bounded by acknowledgers().
+// holds no body: what it holds is bounded by tokens().
 type ending struct {
 	item    *scheduler.Item
 	tally   *ledger.Tally
@@ -155,6 +155,23 @@ const acknowledgeTime = 10 * time.Millisecond
 // at once (see acknowledgersPerRequest).
 func (e *Engine) acknowledgers() int {
 	return acknowledgersPerRequest * e.sched.Concurrency() * (1 + int(e.sched.AckLinger()/acknowledgeTime))
+}
+
+// publishersPerRequest times CONCURRENT_REQUESTS is how many requests
+// may wait for Kafka's answer to their results at once (publish) besides
+// acknowledgers(): a result waits for its batch (KAFKA_RESULTS_LINGER_MS,
+// 2 ms) and its round trip, 3 to 5 ms, about half an acknowledgement's
+// time. They held a worker each before (Scheduler.MostInHand's third
+// CONCURRENT_REQUESTS), at most 2 × CONCURRENT_REQUESTS; what their
+// results hold is bounded in bytes by the publisher besides.
+const publishersPerRequest = 2
+
+// tokens is how many requests may be past their processing at once,
+// their results under way to Kafka or their acknowledgement to Redis
+// (acking): a worker with a request to publish or acknowledge waits for
+// one.
+func (e *Engine) tokens() int {
+	return e.acknowledgers() + publishersPerRequest*e.sched.Concurrency()
 }
 
 // Counters count what the engine did since start. Dropped counts every
@@ -325,12 +342,14 @@ func (e *Engine) Run(ctx context.Context) error {
 	// for every page (runtime.newstack was ~3% of the crawler's CPU in pprof
 	// of BenchmarkCrawlCost). The workers, one per request the scheduler
 	// lets be in hand at once (being fetched, fetched and being parsed and
-	// encoded, or its results encoded and waiting for Kafka: MostInHand),
-	// queue the acknowledgement of each request whose fate is decided
-	// (end) and take the next: a request waiting for its
+	// encoded, or waiting for room for its results: MostInHand), hand
+	// each page's results to the producer (publish) or queue the
+	// acknowledgement of each request whose fate is decided (end), and
+	// take the next: a request waiting for Kafka's answer or for its
 	// acknowledgement holds no worker, no slot of the scheduler's and no
-	// body, only its lease and its follow-ups.
-	e.acking = make(chan struct{}, e.acknowledgers())
+	// body, only its lease, its follow-ups and (bounded in bytes) its
+	// encoded results.
+	e.acking = make(chan struct{}, e.tokens())
 	items := make(chan *scheduler.Item)
 	var workers sync.WaitGroup
 	for range e.sched.MostInHand() {
@@ -435,10 +454,7 @@ func (e *Engine) handle(ctx context.Context, item *scheduler.Item) {
 	if e.noteUnchanged(ctx, item, fr, tally, out) {
 		return // withheld (emit "changed"), its follow-ups queued
 	}
-	if !e.publish(ctx, item, &out, tally, extra) {
-		return // shutting down: released later
-	}
-	e.finish(ctx, item, tally, out)
+	e.publish(ctx, item, out, tally, extra)
 }
 
 // fetchRequest is what to fetch for req (crawlspec.FetchRequest), with
@@ -549,63 +565,124 @@ func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *l
 	e.done(ctx, item, tally)
 }
 
-// publish sends the spider's pages to the crawled topics and notes in
-// tally what became of the request: published, dropped with the reason a
-// page could not be sent, or dropped because the spider made no page. It
-// is false when ctx ended first.
+// publish sends the spider's pages to the crawled topics and, once Kafka
+// has them all (published, or given up), acknowledges the request with its
+// follow-up requests (finish), having noted in tally what became of it:
+// published, dropped with the reason a page could not be sent, or dropped
+// because the spider made no page. It does not wait for Kafka: the
+// goroutine that reads Kafka's answer to the last page ends it
+// (publishing.sent), and the worker takes its next request at once,
+// where waiting cost it a wake-up per page. When ctx ends first the
+// request stays leased and Run releases it.
 //
-// It takes the pages out of out, and lets each go once encoded: once the
-// last is encoded and counted in what the producer holds, the item's
-// processing slot goes to the next fetched page (Scheduler.Processed)
-// while this worker waits for Kafka's acknowledgement, the page's body
-// garbage meanwhile. What those waiting results hold is bounded in bytes
-// by the publisher (kafkaclient.Config.PublishHeldBytes), and their
-// number by the workers (Scheduler.MostInHand).
-func (e *Engine) publish(ctx context.Context, item *scheduler.Item, out *spider.Output, tally *ledger.Tally, extra logfactory.Extra) bool {
-	crawl, pages := item.Crawl(), out.Pages
-	out.Pages = nil
-	published, cut := 0, false
-	var failed error
+// It takes a token of acking first, waiting while they are all taken
+// (Kafka or Redis slow or away), holding its slots. It takes the pages
+// out of out, and lets each go once encoded: once the last is encoded and
+// counted in what the producer holds, the item's processing slot goes to
+// the next fetched page (Scheduler.Processed). What the results waiting
+// for Kafka hold is bounded in bytes by the publisher
+// (kafkaclient.Config.PublishHeldBytes: publish waits for room), and
+// their number by the tokens.
+func (e *Engine) publish(ctx context.Context, item *scheduler.Item, out spider.Output, tally *ledger.Tally, extra logfactory.Extra) {
+	select {
+	case e.acking <- struct{}{}:
+	case <-ctx.Done():
+		return // shutting down: released later
+	}
+	e.acks.Add(1)
+	e.metrics.inFlight.Inc() // until Kafka's answer (sent)
+	pages := out.Pages
+	pb := &publishing{e: e, ctx: ctx, item: item, tally: tally, extra: extra, reqs: out.Requests, refused: out.Refused, start: time.Now()}
+	pb.left.Store(int32(len(pages)) + 1) // and this loop's own
 	processed := func() { e.sched.Processed(item) }
 	for i := range pages {
 		page := pages[i]
 		pages[i] = nil // nothing but the pipeline keeps it: dead once encoded
+		if ctx.Err() != nil {
+			pb.sent(false, ctx.Err())
+			continue
+		}
 		var held func()
 		if i == len(pages)-1 {
 			held = processed
 		}
-		pageCut, err := e.metrics.publish(ctx, e.pipe, e.spider.Name(), page, held)
-		if ctx.Err() != nil {
-			return false
+		e.pipe.PublishThen(ctx, e.spider.Name(), page, held, pb.sent)
+	}
+	pb.pageDone()
+}
+
+// publishing is a request's pages under way to Kafka (publish): the last
+// answer acknowledges the request (finish) or, when ctx ended, leaves it
+// leased for Run to release.
+type publishing struct {
+	e       *Engine
+	ctx     context.Context
+	item    *scheduler.Item
+	tally   *ledger.Tally
+	extra   logfactory.Extra
+	reqs    []*crawlrequest.Request
+	refused map[ledger.Reason]int
+	start   time.Time
+	left    atomic.Int32 // pages not answered yet, and publish's loop
+
+	mu        sync.Mutex // the pages' answers may come from two senders
+	published int
+	cut       bool
+	failed    error // a page that cannot ever be sent (logged by the pipeline)
+	stopped   bool  // ctx ended first
+}
+
+// sent is Kafka's answer (or the pipeline's refusal) for one page.
+func (pb *publishing) sent(cut bool, err error) {
+	e := pb.e
+	e.metrics.published(pb.start, err)
+	pb.mu.Lock()
+	switch {
+	case pb.ctx.Err() != nil:
+		pb.stopped = true
+	case err != nil:
+		e.counters.Dropped.Add(1)
+		reason := pipeline.DropReason(err)
+		if reason == ledger.DroppedTooLarge {
+			e.counters.TooLarge.Add(1)
+		} else {
+			e.counters.Unpublished.Add(1)
 		}
-		if err != nil { // cannot ever be sent (logged by the pipeline)
-			e.counters.Dropped.Add(1)
-			reason := pipeline.DropReason(err)
-			if reason == ledger.DroppedTooLarge {
-				e.counters.TooLarge.Add(1)
-			} else {
-				e.counters.Unpublished.Add(1)
-			}
-			e.metrics.drop(reason)
-			failed = err
-			continue
-		}
-		published++
-		cut = cut || pageCut
+		e.metrics.drop(reason)
+		pb.failed = err
+	default:
+		pb.published++
+		pb.cut = pb.cut || cut
 		e.counters.Published.Add(1)
 	}
+	pb.mu.Unlock()
+	pb.pageDone()
+}
+
+// pageDone counts one answer (or publish's loop); the last ends the
+// request.
+func (pb *publishing) pageDone() {
+	if pb.left.Add(-1) != 0 {
+		return
+	}
+	e, crawl := pb.e, pb.item.Crawl()
+	e.metrics.inFlight.Dec()
 	switch {
-	case published > 0:
-		tally.Published(crawl, cut)
-	case failed != nil:
-		tally.Dropped(crawl, pipeline.DropReason(failed))
+	case pb.stopped:
+		e.release()
+		return
+	case pb.published > 0:
+		pb.tally.Published(crawl, pb.cut)
+	case pb.failed != nil:
+		pb.tally.Dropped(crawl, pipeline.DropReason(pb.failed))
 	default:
 		e.counters.Dropped.Add(1)
-		e.log.Warning("The spider made no result of the page; nothing published", extra)
-		tally.Dropped(crawl, ledger.DroppedNoResult)
+		e.log.Warning("The spider made no result of the page; nothing published", pb.extra)
+		pb.tally.Dropped(crawl, ledger.DroppedNoResult)
 		e.metrics.drop(ledger.DroppedNoResult)
 	}
-	return true
+	e.metrics.acknowledging.Inc()
+	e.acknowledge(pb.ctx, ending{item: pb.item, tally: pb.tally, reqs: pb.reqs, refused: pb.refused}, firstBackoff)
 }
 
 // finish ends the request's lease with tally and queues the spider's
@@ -622,7 +699,7 @@ func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.T
 }
 
 // end queues the acknowledgement of a request whose fate is decided
-// (acknowledge), once fewer than acknowledgers() are under way: they all
+// (acknowledge), once fewer than tokens() are under way: they all
 // are when Redis is slow or away, and the workers then wait here, holding
 // their slots, and the crawler takes no more requests. When ctx ends
 // first, the request stays leased: Run releases it.
@@ -673,6 +750,11 @@ func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Durat
 // acknowledged ends an acknowledgement queued by end, done or given up.
 func (e *Engine) acknowledged() {
 	e.metrics.acknowledging.Dec()
+	e.release()
+}
+
+// release gives back a token of acking (end, publish).
+func (e *Engine) release() {
 	<-e.acking
 	e.acks.Done()
 }

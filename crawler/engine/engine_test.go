@@ -198,21 +198,29 @@ func TestShutdownReturnsUnfinishedRequestsToTheirQueue(t *testing.T) {
 	e.seed(t, crawl(e.site.URL("/slow/20000"), "slow", 0))
 	harness.WaitFor(t, "the slow page in flight", 10*time.Second, func() bool { return len(e.site.HitsFor("/slow/20000")) == 1 })
 	e.stopEngine(t)
+	e.returned(t, 1)
+}
+
+// returned checks, after the engine stopped, that its n unfinished
+// requests are back in the test site's queue and no lease is left.
+func (e *env) returned(t *testing.T, n int64) {
+	t.Helper()
 	ctx := context.Background()
-	if n := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); n != 1 {
-		t.Fatalf("queue holds %d after shutdown, want the unfinished request back", n)
+	if got := e.rdb.ZCard(ctx, "link:127.0.0.1.:queue").Val(); got != n {
+		t.Fatalf("queue holds %d after shutdown, want the %d unfinished requests back", got, n)
 	}
-	if n := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); n != 0 {
-		t.Fatalf("%d leases left", n)
+	if got := e.rdb.ZCard(ctx, rediskeys.LeaseKey("link")).Val(); got != 0 {
+		t.Fatalf("%d leases left", got)
 	}
 }
 
 // TestPagesWaitingForKafkaLeaveTheirSlotsToTheNextPages: a page whose
 // result is encoded and with the producer gives its processing slot to the
 // next fetched page while it waits for Kafka (away here), so the crawler
-// keeps fetching: with CONCURRENT_REQUESTS 2, six pages at once (two
-// fetched, two processed, two more waiting for Kafka: MostInHand), where
-// processing slots held until Kafka's acknowledgement stopped it at four.
+// keeps fetching: with CONCURRENT_REQUESTS 2, six pages or more at once
+// (two fetched, two processed, the others waiting for Kafka with a token
+// each, no worker), where processing slots held until Kafka's
+// acknowledgement stopped it at four.
 // Nothing is acknowledged before Kafka has it: every page is published
 // once Kafka is back.
 func TestPagesWaitingForKafkaLeaveTheirSlotsToTheNextPages(t *testing.T) {
@@ -249,5 +257,34 @@ func TestPagesWaitingForKafkaLeaveTheirSlotsToTheNextPages(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("published %v, want %v", got, want)
+	}
+}
+
+// TestStoppingWhileKafkaIsAwayReturnsThePagesWaitingForIt: pages whose
+// results wait for Kafka (away) hold no worker, but the crawler still
+// waits for them when it stops: their publishing ends with the grace
+// period, nothing is acknowledged, and their requests go back to their
+// queue with no lease left.
+func TestStoppingWhileKafkaIsAwayReturnsThePagesWaitingForIt(t *testing.T) {
+	e := newEnv(t, map[string]string{"SHUTDOWN_GRACE": "0.2", "CONCURRENT_REQUESTS": "2", "CONCURRENT_REQUESTS_PER_DOMAIN": "2"})
+	e.kafka.Close()
+	for i := range 4 {
+		e.seed(t, crawl(e.site.URL(fmt.Sprintf("/slow/%d", i+1)), "kafka-away-stop", 0))
+	}
+	harness.WaitFor(t, "four pages fetched while Kafka is away", 30*time.Second, func() bool {
+		for i := range 4 {
+			if len(e.site.HitsFor(fmt.Sprintf("/slow/%d", i+1))) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	harness.WaitFor(t, "a publish attempt failed", 30*time.Second, func() bool {
+		return strings.Contains(e.log.String(), "Failed to send to Kafka; retrying")
+	})
+	e.stopEngine(t)
+	e.returned(t, 4)
+	if n := e.eng.Counters().Published.Load(); n != 0 {
+		t.Fatalf("%d pages counted published with Kafka away", n)
 	}
 }

@@ -11,8 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/fetch"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/pipeline"
-	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -180,15 +178,6 @@ func (m *metrics) fetched(start time.Time, res *fetch.Result, err error) {
 		m.response(res.Status)
 		m.responseBytes.Add(float64(len(res.Body)))
 	}
-}
-
-// publish publishes page with p and times it; cut says whether the page
-// was cut to fit Kafka.
-func (m *metrics) publish(ctx context.Context, p *pipeline.Pipeline, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
-	start := time.Now()
-	cut, err = p.PublishHeld(ctx, spiderID, page, held)
-	m.published(start, err)
-	return cut, err
 }
 
 // published times a publication that started at start, when it succeeded.

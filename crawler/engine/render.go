@@ -56,10 +56,7 @@ func (e *Engine) handleRender(ctx context.Context, item *scheduler.Item, spec cr
 	}
 	e.refer(resp, out.Requests)
 	e.counters.Pages.Add(1)
-	if !e.publish(ctx, item, &out, tally, extra) {
-		return // shutting down: released later
-	}
-	e.finish(ctx, item, tally, out)
+	e.publish(ctx, item, out, tally, extra)
 }
 
 // render checks req's page as a fetch's first hop is checked (its host,

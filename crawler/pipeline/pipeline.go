@@ -246,7 +246,7 @@ func release(b []byte) {
 // it. Those are logged at ERROR with the crawl and the start of the URL.
 //
 // The two INFO lines of a page ("Scraped page", then "Sent page to
-// Kafka") share one list of fields on the stack, changed between them
+// Kafka") share one list of fields, changed between them
 // (logfactory.LogFields: the lines a map of those fields would give,
 // without the map, which was the crawler's largest allocation per page).
 func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) (cut bool, err error) {
@@ -259,27 +259,48 @@ func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Pa
 // nothing of page from then on: once the caller drops it too, its body is
 // garbage while its result waits for Kafka.
 func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
-	var fieldsArray [pageFields + 1]logfactory.Field
-	fields := p.logFields(fieldsArray[:0], page, spiderID)
+	type answer struct {
+		cut bool
+		err error
+	}
+	done := make(chan answer, 1)
+	p.PublishThen(ctx, spiderID, page, held, func(cut bool, err error) { done <- answer{cut, err} })
+	a := <-done
+	return a.cut, a.err
+}
+
+// PublishThen is PublishHeld without waiting for Kafka: it returns once
+// the page's result is encoded and handed to the publisher
+// (kafkaclient.Publisher.PublishThen, which may wait for room), and then
+// is told, exactly once, what PublishHeld would return, after the same
+// log lines: by the goroutine that read Kafka's answer, or before
+// PublishThen returns when the page cannot be sent. then must not wait
+// for anything.
+func (p *Pipeline) PublishThen(ctx context.Context, spiderID string, page *spider.Page, held func(), then func(cut bool, err error)) {
+	fields := p.logFields(make([]logfactory.Field, 0, pageFields+1), page, spiderID)
 	p.log.LogFields(logfactory.LevelInfo, "Scraped page", fields)
 	who := identify(page)
 	msg, cut, err := p.encode(page)
 	if err != nil {
 		p.log.Error("Dropped a result that cannot be sent to Kafka", p.failFields(who, spiderID, err))
-		return false, err
+		then(false, err)
+		return
 	}
-	if err := p.pub.PublishHeld(ctx, who.appID, msg, held); err != nil {
-		if ctx.Err() == nil {
-			p.log.Error("Failed to send page to Kafka", p.failFields(who, spiderID, err))
+	p.pub.PublishThen(ctx, who.appID, msg, held, func(err error) {
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("Failed to send page to Kafka", p.failFields(who, spiderID, err))
+			}
+			then(false, err)
+			return
 		}
-		return false, err
-	}
-	if len(fields) > 0 { // INFO enabled
-		fields[actionField] = logfactory.String("action", "ack")
-		fields = append(fields, logfactory.Bool("success", true))
-	}
-	p.log.LogFields(logfactory.LevelInfo, "Sent page to Kafka", fields)
-	return cut, nil
+		if len(fields) > 0 { // INFO enabled
+			fields[actionField] = logfactory.String("action", "ack")
+			fields = append(fields, logfactory.Bool("success", true))
+		}
+		p.log.LogFields(logfactory.LevelInfo, "Sent page to Kafka", fields)
+		then(cut, nil)
+	})
 }
 
 // pageID is what a failure's log line says of its page: no body.

@@ -28,12 +28,13 @@ func (s *Scheduler) Next(ctx context.Context) (*Item, error) {
 	return item, err
 }
 
-// MostInHand is the most items a crawler should have in hand at once,
-// one worker each: those being fetched (CONCURRENT_REQUESTS), those
-// fetched and being processed (as many again, see Fetched), and as many
-// again whose results are encoded and wait for Kafka's acknowledgement
-// (see Processed). The last hold no slot and no body: what they hold
-// (their encoded results) the producer bounds in bytes.
+// MostInHand is how many workers a crawler runs, one per item in its
+// hands: those being fetched (CONCURRENT_REQUESTS), those fetched and
+// being processed (as many again, see Fetched), and as many again whose
+// processing slot is free (see Processed) while their worker hands their
+// encoded results to the producer, waiting for room when what the
+// producer holds is full. A worker does not wait for Kafka's answer: the
+// items waiting for it hold no worker, no slot and no body.
 func (s *Scheduler) MostInHand() int { return cap(s.slots) + 2*cap(s.processing) }
 
 // Concurrency is CONCURRENT_REQUESTS.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -453,5 +454,96 @@ func TestPublisherHoldsALargerValueAlone(t *testing.T) {
 	}
 	if got := readAll(t, cfg, "demo.outbound_firehose", 1); got[0] != large {
 		t.Fatalf("got %.20q...", got[0])
+	}
+}
+
+// TestPublishThenAnswersEachValueOnceWhenKafkaHasItInEveryTopic: values
+// handed over with PublishThen while Kafka is away count in what the
+// publisher holds and are answered once Kafka is back, each once, after
+// every topic (the firehose and the appid's) has it; one whose context
+// ends first is answered with its context's error and holds nothing.
+func TestPublishThenAnswersEachValueOnceWhenKafkaHasItInEveryTopic(t *testing.T) {
+	port := harness.Port(t)
+	cfg := configFor(&harness.Kafka{Addrs: []string{fmt.Sprintf("127.0.0.1:%d", port)}})
+	cfg.ConnTimeout = 500 * time.Millisecond
+	cfg.Partitions = 1
+	cfg.PublishHeldBytes = 1 << 20
+	p := cfg.NewPublisher("outbound", true, nil)
+	p.MaxBackoff = 200 * time.Millisecond
+	var failures atomic.Int64
+	p.OnError = func(error) { failures.Add(1) }
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 20
+	var answers [n + 1]atomic.Int64
+	var errs [n + 1]atomic.Value
+	for i := range n {
+		p.PublishThen(ctx, "app", []byte(fmt.Sprintf("v%02d", i)), nil, func(err error) {
+			if err != nil {
+				errs[i].Store(err)
+			}
+			answers[i].Add(1)
+		})
+	}
+	gone, giveUp := context.WithCancel(ctx)
+	p.PublishThen(gone, "app", []byte("gone"), nil, func(err error) {
+		errs[n].Store(err)
+		answers[n].Add(1)
+	})
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				t.Fatalf("%s: never", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("attempts failing while Kafka is away", func() bool { return failures.Load() >= 2 })
+	for i := range answers {
+		if got := answers[i].Load(); got != 0 {
+			t.Fatalf("value %d answered %d times while Kafka is away", i, got)
+		}
+	}
+	if bytes, _ := p.Held(); bytes != n*3+4 {
+		t.Fatalf("%d bytes held while Kafka is away, want %d", bytes, n*3+4)
+	}
+	giveUp()
+	waitFor("the value whose context ended answered", func() bool { return answers[n].Load() == 1 })
+	if err, _ := errs[n].Load().(error); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a value whose context ended was answered %v", err)
+	}
+	if bytes, _ := p.Held(); bytes != n*3 {
+		t.Fatalf("%d bytes held once it gave up, want %d", bytes, n*3)
+	}
+	k := harness.StartKafka(t, harness.KafkaOptions{NoAutoCreate: true, Ports: []int{port}})
+	waitFor("every value answered", func() bool {
+		for i := range n {
+			if answers[i].Load() == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range answers {
+		if got := answers[i].Load(); got != 1 {
+			t.Errorf("value %d answered %d times", i, got)
+		}
+		if err, _ := errs[i].Load().(error); i < n && err != nil {
+			t.Errorf("value %d answered %v", i, err)
+		}
+	}
+	if bytes, _ := p.Held(); bytes != 0 {
+		t.Fatalf("%d bytes held once every value is answered", bytes)
+	}
+	for _, topic := range []string{"demo.outbound_firehose", "demo.outbound_app"} {
+		got := readAll(t, configFor(k), topic, n)
+		slices.Sort(got)
+		for i, v := range got {
+			if want := fmt.Sprintf("v%02d", i); v != want {
+				t.Fatalf("%s holds %v, want v00 to v%02d once each", topic, got, n-1)
+			}
+		}
 	}
 }

@@ -131,11 +131,13 @@ type partitions struct {
 // within two seconds.
 const partitionsTTL = time.Second
 
-// pending is one message and its caller's result channel.
+// pending is one message and its caller's result channel (Send) or
+// callback (SendThen).
 type pending struct {
 	topic string
 	value []byte
 	done  chan error
+	then  func(error)
 	at    time.Time // when Send took it; set with a linger only
 }
 
@@ -178,14 +180,39 @@ func NewProducer(client *kafka.Client, cfg ProducerConfig) *Producer {
 // Send returns.
 func (p *Producer) Send(ctx context.Context, topic string, value []byte) error {
 	done := donePool.Get().(chan error)
-	m := &pending{topic: topic, value: value, done: done}
+	if err := p.enqueue(ctx, &pending{topic: topic, value: value, done: done}); err != nil {
+		donePool.Put(done)
+		return err
+	}
+	select {
+	case err := <-done:
+		donePool.Put(done) // only reused once its result has been taken
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SendThen is Send without waiting for Kafka: it returns once the message
+// is queued (or with ErrClosed, or ctx's error while the queue is full,
+// then is not called), and then is told what Send would return, by the
+// goroutine that read Kafka's answer for the message's whole batch: it
+// must not wait for anything. ctx ending afterwards does not call then;
+// the message may still be sent. value must not change until then is
+// called. A caller that waits for its answer, as Send's do, is woken
+// once per message; one that goes on with other work is not.
+func (p *Producer) SendThen(ctx context.Context, topic string, value []byte, then func(error)) error {
+	return p.enqueue(ctx, &pending{topic: topic, value: value, then: then})
+}
+
+// enqueue hands m to the senders.
+func (p *Producer) enqueue(ctx context.Context, m *pending) error {
 	if p.cfg.Linger > 0 {
 		m.at = time.Now()
 	}
 	p.mu.RLock()
 	if p.closed {
 		p.mu.RUnlock()
-		donePool.Put(done)
 		return ErrClosed
 	}
 	select {
@@ -194,16 +221,9 @@ func (p *Producer) Send(ctx context.Context, topic string, value []byte) error {
 		if p.cfg.Linger > 0 {
 			p.queued(m)
 		}
+		return nil
 	case <-ctx.Done():
 		p.mu.RUnlock()
-		donePool.Put(done)
-		return ctx.Err()
-	}
-	select {
-	case err := <-done:
-		donePool.Put(done) // only reused once its result has been taken
-		return err
-	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
@@ -351,9 +371,15 @@ func (p *Producer) produceByTopic(batch []*pending) {
 	wg.Wait()
 }
 
+// finish tells each message's caller err: Send's on its channel,
+// SendThen's by calling its then.
 func (p *Producer) finish(msgs []*pending, err error) {
 	for _, m := range msgs {
-		m.done <- err
+		if m.then != nil {
+			m.then(err)
+		} else {
+			m.done <- err
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -19,7 +20,8 @@ import (
 // "crawled" for crawlers). Topics are created when first used.
 //
 // Publish is synchronous: it returns once Kafka has acknowledged every copy,
-// so a caller can acknowledge its own input afterwards (at-least-once).
+// so a caller can acknowledge its own input afterwards (at-least-once);
+// PublishThen tells a callback instead, so its caller need not wait.
 // Messages go through a Producer, so concurrent Publish calls share produce
 // requests, waiting Config.PublishLinger at most for others to join them
 // (none by default).
@@ -119,31 +121,182 @@ func (p *Publisher) Publish(ctx context.Context, appID string, value []byte) err
 // A crawler frees a page's processing slot there: its body is dead, and
 // what it holds until Kafka acknowledges is value, counted in the bound.
 func (p *Publisher) PublishHeld(ctx context.Context, appID string, value []byte, held func()) error {
+	done := make(chan error, 1)
+	p.PublishThen(ctx, appID, value, held, func(err error) { done <- err })
+	return <-done
+}
+
+// PublishThen is PublishHeld without waiting for Kafka: it returns once
+// value counts in what the publisher holds and its first attempt is
+// queued (waiting for room as PublishHeld does: a caller that publishes
+// faster than Kafka takes waits here), and then is told, exactly once,
+// what PublishHeld would return. then is called by the goroutine that
+// read Kafka's answer (or that waited out a back-off, or ends ctx's
+// work), or before PublishThen returns when it failed first; it must not
+// wait for anything. value counts until then is called, and must not
+// change until then. Retries while Kafka is away go as PublishHeld's,
+// from a goroutine of their own during each back-off. A crawler's worker
+// goes on to its next request at once, where waiting for Kafka's
+// acknowledgement cost it a wake-up per page.
+func (p *Publisher) PublishThen(ctx context.Context, appID string, value []byte, held func(), then func(error)) {
 	if size := recordSize(value); size > p.cfg.MaxRequestBytes {
-		return fmt.Errorf("%w: a %d-byte message is more than KAFKA_PRODUCER_MAX_REQUEST_SIZE (%d)", ErrPermanent, size, p.cfg.MaxRequestBytes)
+		then(fmt.Errorf("%w: a %d-byte message is more than KAFKA_PRODUCER_MAX_REQUEST_SIZE (%d)", ErrPermanent, size, p.cfg.MaxRequestBytes))
+		return
 	}
+	pb := &publishing{p: p, ctx: ctx, value: value, then: then, backoff: 100 * time.Millisecond}
 	if p.held != nil {
 		n, err := p.held.take(ctx, len(value))
 		if err != nil {
-			return err
+			then(err)
+			return
 		}
-		defer p.held.give(n)
+		pb.n = n
 	}
 	if held != nil {
 		held()
 	}
-	topics := p.Topics(appID)
-	return p.retry(ctx, func(ctx context.Context) error {
-		if err := p.ensure(ctx, topics); err != nil {
-			return err
+	pb.topics = p.Topics(appID)
+	if ctx.Done() != nil {
+		pb.stop = context.AfterFunc(ctx, func() { pb.end(ctx.Err()) })
+	}
+	pb.attempt()
+}
+
+// publishing is one PublishThen under way: its attempts, each sending
+// value to the topics that have not acknowledged it yet, until one
+// succeeds, the failure is for good, or ctx ends.
+type publishing struct {
+	p       *Publisher
+	ctx     context.Context
+	topics  []string
+	value   []byte
+	n       int // bytes held (Publisher.held)
+	then    func(error)
+	backoff time.Duration
+	stop    func() bool // the context.AfterFunc that ends it with ctx
+
+	over atomic.Bool // then was called
+
+	// An attempt's sends to several topics: those left, those failed.
+	mu     sync.Mutex
+	left   int
+	failed []string
+	errs   []error
+}
+
+// attempt sends value to the topics left (creating those not known to
+// exist first), without waiting.
+func (pb *publishing) attempt() {
+	if err := pb.p.ensure(pb.ctx, pb.topics); err != nil {
+		pb.failedWith(err)
+		return
+	}
+	if len(pb.topics) == 1 {
+		if err := pb.p.producer.SendThen(pb.ctx, pb.topics[0], pb.value, pb.sentOne); err != nil {
+			pb.failedWith(err)
 		}
-		var err error
-		topics, err = p.send(ctx, topics, value)
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			p.forget(topics) // deleted, or the broker lost its state: create again
+		return
+	}
+	topics := pb.topics
+	pb.mu.Lock()
+	pb.left, pb.failed, pb.errs = len(topics), nil, nil
+	pb.mu.Unlock()
+	for _, t := range topics {
+		if err := pb.p.producer.SendThen(pb.ctx, t, pb.value, func(err error) { pb.sentTo(t, err) }); err != nil {
+			pb.sentTo(t, err)
 		}
-		return err
-	})
+	}
+}
+
+// sentOne is Kafka's answer for the one topic.
+func (pb *publishing) sentOne(err error) {
+	if err == nil {
+		pb.end(nil)
+		return
+	}
+	pb.failedWith(err)
+}
+
+// sentTo is Kafka's answer (or the send's failure) for topic t, one of
+// several: the last answer of an attempt ends it, with the topics that
+// failed left for the next.
+func (pb *publishing) sentTo(t string, err error) {
+	pb.mu.Lock()
+	if err != nil {
+		pb.failed = append(pb.failed, t)
+		pb.errs = append(pb.errs, err)
+	}
+	pb.left--
+	last := pb.left == 0
+	failed, errs := pb.failed, pb.errs
+	pb.mu.Unlock()
+	if !last {
+		return
+	}
+	if len(failed) == 0 {
+		pb.end(nil)
+		return
+	}
+	pb.topics = failed
+	pb.failedWith(errors.Join(errs...))
+}
+
+// failedWith ends an attempt that failed with err: the publishing ends
+// when ctx ended, the publisher is closed or the failure is for good;
+// otherwise the next attempt goes after the back-off (100 ms, doubling
+// to MaxBackoff), from a goroutine that waits it out.
+func (pb *publishing) failedWith(err error) {
+	p := pb.p
+	if errors.Is(err, kafka.UnknownTopicOrPartition) {
+		p.forget(pb.topics) // deleted, or the broker lost its state: create again
+	}
+	if pb.ctx.Err() != nil {
+		pb.end(pb.ctx.Err())
+		return
+	}
+	if errors.Is(err, ErrClosed) {
+		pb.end(err)
+		return
+	}
+	if p.OnError != nil {
+		p.OnError(err)
+	}
+	if permanent(err) {
+		pb.end(fmt.Errorf("%w: %v", ErrPermanent, err))
+		return
+	}
+	if p.log != nil {
+		p.log.Error("Failed to send to Kafka; retrying", logfactory.Extra{"error": err.Error(), "retry_in": pb.backoff.String()})
+	}
+	wait := pb.backoff
+	pb.backoff = min(pb.backoff*2, p.MaxBackoff)
+	go func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-pb.ctx.Done():
+			pb.end(pb.ctx.Err())
+		case <-t.C:
+			if !pb.over.Load() {
+				pb.attempt()
+			}
+		}
+	}()
+}
+
+// end tells the caller err, once: value no longer counts in what the
+// publisher holds.
+func (pb *publishing) end(err error) {
+	if pb.over.Swap(true) {
+		return
+	}
+	if pb.stop != nil {
+		pb.stop()
+	}
+	if pb.n > 0 {
+		pb.p.held.give(pb.n)
+	}
+	pb.then(err)
 }
 
 // Held is the bytes of values Publish calls hold (at most
@@ -159,63 +312,6 @@ func (p *Publisher) Held() (bytes, waiting int) {
 // recordSize is a keyless record's size as kafka-go counts it: a record
 // larger than a produce request may be is refused before it is sent.
 func recordSize(value []byte) int { return len(value) + 23 }
-
-// send produces value to each topic at once and returns the topics that
-// did not acknowledge it, with their errors.
-func (p *Publisher) send(ctx context.Context, topics []string, value []byte) ([]string, error) {
-	if len(topics) == 1 {
-		if err := p.producer.Send(ctx, topics[0], value); err != nil {
-			return topics, err
-		}
-		return nil, nil
-	}
-	errs := make([]error, len(topics))
-	var wg sync.WaitGroup
-	for i, t := range topics {
-		wg.Go(func() { errs[i] = p.producer.Send(ctx, t, value) })
-	}
-	wg.Wait()
-	var failed []string
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, topics[i])
-		}
-	}
-	return failed, errors.Join(errs...)
-}
-
-func (p *Publisher) retry(ctx context.Context, attempt func(context.Context) error) error {
-	backoff := 100 * time.Millisecond
-	for {
-		err := attempt(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(err, ErrClosed) {
-			return err
-		}
-		if p.OnError != nil {
-			p.OnError(err)
-		}
-		if permanent(err) {
-			return fmt.Errorf("%w: %v", ErrPermanent, err)
-		}
-		if p.log != nil {
-			p.log.Error("Failed to send to Kafka; retrying", logfactory.Extra{"error": err.Error(), "retry_in": backoff.String()})
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		backoff = min(backoff*2, p.MaxBackoff)
-	}
-}
 
 // permanent reports whether the broker refused a message for good.
 func permanent(err error) bool {
