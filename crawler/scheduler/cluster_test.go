@@ -210,6 +210,62 @@ func TestClusterReapsTheLeasesOfADeadCrawlerOnEveryMaster(t *testing.T) {
 	survivorCrawls(t, rc, cfg, urls)
 }
 
+// A live crawler holding requests of domains on every master keeps each
+// domain's lease set's owner renewed (its renewals go in one pipeline,
+// each master's part at once): every owner's deadline moves on, and a
+// reaper running meanwhile returns none of the requests; then, killed,
+// its requests are reaped from every master.
+func TestClusterRenewsTheLeasesOfEveryMaster(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	cfg := clusterConfig()
+	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 200*time.Millisecond
+	holder, c, kill := runOnCluster(t, rc, cfg)
+	var urls []string
+	for i := range 9 {
+		urls = append(urls, fmt.Sprintf("http://w%02d.com/", i))
+	}
+	domains := seedOnCluster(t, c, urls)
+	masters := map[string]bool{}
+	for _, d := range domains {
+		masters[rc.MasterOf(t, cfg.Layout.Leases("link", d)).Addr] = true
+	}
+	if len(masters) != 3 {
+		t.Fatalf("the lease sets of %v are on %d masters; the test wants 3", domains, len(masters))
+	}
+	for range urls {
+		next(t, holder, 20*time.Second)
+	}
+	ctx := context.Background()
+	deadline := func(d string) float64 {
+		l := holder.LeasesOf(d)
+		owners, _ := l.Keys()
+		v, err := c.ZScore(ctx, owners, l.Owner()).Result()
+		if err != nil {
+			t.Fatalf("the owner of %s's lease set: %v", d, err)
+		}
+		return v
+	}
+	first := map[string]float64{}
+	for _, d := range domains {
+		first[d] = deadline(d)
+	}
+	reaper, _, _ := runOnCluster(t, rc, cfg)
+	// Three TTLs on: a set left unrenewed would have been reaped by then.
+	harness.WaitFor(t, "every lease set's owner renewed three TTLs on", 30*time.Second, func() bool {
+		for _, d := range domains {
+			if deadline(d) < first[d]+3 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := reaper.Stats().Reaped; n != 0 {
+		t.Fatalf("a reaper returned %d requests of a live crawler renewing them", n)
+	}
+	kill()
+	survivorCrawls(t, rc, cfg, urls)
+}
+
 // survivorCrawls runs another crawler with cfg on rc, which must crawl
 // every one of urls, leased by a crawler killed before, once their leases
 // expired.
