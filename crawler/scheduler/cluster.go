@@ -157,7 +157,9 @@ func (s *Scheduler) reap(ctx context.Context, max int) (int, error) {
 
 // clusterUpkeep is upkeepClient on a Redis Cluster: a cluster client of
 // c's seeds with maxRenewals connections to each master, the renewal
-// script loaded on every master.
+// script loaded on every master, and the reap's two: renewals and reaps
+// each go in one pipeline (renew, reap), where a script a master does not
+// know is sent whole for every set it serves, not once.
 func (s *Scheduler) clusterUpkeep(ctx context.Context, c *redis.ClusterClient) redis.UniversalClient {
 	opt := *c.Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
@@ -165,7 +167,7 @@ func (s *Scheduler) clusterUpkeep(ctx context.Context, c *redis.ClusterClient) r
 	upkeep := redis.NewClusterClient(&opt)
 	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
 	defer cancel()
-	if err := redisscripts.Load(wctx, upkeep, redisscripts.LeaseOwner{}); err != nil && ctx.Err() == nil {
+	if err := redisscripts.Load(wctx, upkeep, redisscripts.LeaseOwner{}, redisscripts.LeaseReap{}, redisscripts.LeaseRestore{}); err != nil && ctx.Err() == nil {
 		s.log.Warning("Could not prepare the lease renewals' connections yet; renewals will open them", logfactory.Extra{"error": err.Error()})
 	}
 	return upkeep
