@@ -222,9 +222,9 @@ func leaseOnEveryMaster(t *testing.T, rc *harness.RedisCluster, cfg scheduler.Co
 
 // A live crawler holding requests of domains on every master keeps each
 // domain's lease set's owner renewed (its renewals go in one pipeline,
-// each master's part at once): every owner's deadline moves on, and a
-// reaper running meanwhile returns none of the requests; then, killed,
-// its requests are reaped from every master.
+// each master's part at once): every owner's deadline moves on, and
+// another crawler reaping meanwhile returns none of the requests; then,
+// killed, its requests are reaped from every master.
 func TestClusterRenewsTheLeasesOfEveryMaster(t *testing.T) {
 	rc := harness.StartRedisCluster(t)
 	cfg := clusterConfig()
@@ -246,7 +246,7 @@ func TestClusterRenewsTheLeasesOfEveryMaster(t *testing.T) {
 	for _, d := range domains {
 		first[d] = deadline(d)
 	}
-	reaper, _, _ := runOnCluster(t, rc, cfg)
+	reaper, _, stopReaper := runOnCluster(t, rc, cfg)
 	// Two TTLs on: a set left unrenewed would have been reaped by then.
 	harness.WaitFor(t, "every lease set's owner renewed two TTLs on", 30*time.Second, func() bool {
 		for _, d := range domains {
@@ -259,6 +259,7 @@ func TestClusterRenewsTheLeasesOfEveryMaster(t *testing.T) {
 	if n := reaper.Stats().Reaped; n != 0 {
 		t.Fatalf("a reaper returned %d requests of a live crawler renewing them", n)
 	}
+	stopReaper() // the survivor alone reaps and crawls what the holder leaves
 	kill()
 	survivorCrawls(t, rc, cfg, urls)
 }
