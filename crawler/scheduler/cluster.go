@@ -125,20 +125,31 @@ func (s *Scheduler) reap(ctx context.Context, max int) (int, error) {
 			}
 		}
 	})
-	total := 0
 	var errs []error
 	if err != nil {
 		errs = append(errs, fmt.Errorf("find lease sets: %w", err))
 	}
+	// Every set's reap (throttle.Leases.Reap's two scripts: the owners past
+	// their deadline, the leases of the earlier form) in one pipeline: one
+	// round trip to each master, the masters at once, rather than two per
+	// domain, one after the other (each a wake-up of its master, whatever
+	// it carries).
+	runs := make([]redisscripts.Args, 0, 2*len(bases))
 	for _, base := range bases {
 		l, lerr := throttle.NewLeases(s.rdb, base, s.cfg.LeaseTTL)
 		if lerr != nil {
-			return total, lerr
+			return 0, lerr
 		}
-		n, rerr := l.Reap(ctx, max)
+		owners, records := l.Keys()
+		runs = append(runs, redisscripts.LeaseReap{Owners: owners, Records: records, Max: max},
+			redisscripts.LeaseRestore{Legacy: base, Records: records, Max: max})
+	}
+	total := 0
+	for i, cmd := range redisscripts.RunPipelined(ctx, s.rdb, runs) {
+		n, rerr := cmd.Int()
 		total += n
 		if rerr != nil {
-			errs = append(errs, rerr)
+			errs = append(errs, fmt.Errorf("reap leases of %s: %w", bases[i/2], rerr))
 		}
 	}
 	return total, errors.Join(errs...)
@@ -146,7 +157,9 @@ func (s *Scheduler) reap(ctx context.Context, max int) (int, error) {
 
 // clusterUpkeep is upkeepClient on a Redis Cluster: a cluster client of
 // c's seeds with maxRenewals connections to each master, the renewal
-// script loaded on every master.
+// script loaded on every master, and the reap's two: renewals and reaps
+// each go in one pipeline (renew, reap), where a script a master does not
+// know is sent whole for every set it serves, not once.
 func (s *Scheduler) clusterUpkeep(ctx context.Context, c *redis.ClusterClient) redis.UniversalClient {
 	opt := *c.Options()
 	opt.PoolSize, opt.MaxActiveConns, opt.MinIdleConns, opt.MaxIdleConns = maxRenewals, maxRenewals, 0, maxRenewals
@@ -154,7 +167,7 @@ func (s *Scheduler) clusterUpkeep(ctx context.Context, c *redis.ClusterClient) r
 	upkeep := redis.NewClusterClient(&opt)
 	wctx, cancel := context.WithTimeout(ctx, upkeepWarmUp)
 	defer cancel()
-	if err := redisscripts.Load(wctx, upkeep, redisscripts.LeaseOwner{}); err != nil && ctx.Err() == nil {
+	if err := redisscripts.Load(wctx, upkeep, redisscripts.LeaseOwner{}, redisscripts.LeaseReap{}, redisscripts.LeaseRestore{}); err != nil && ctx.Err() == nil {
 		s.log.Warning("Could not prepare the lease renewals' connections yet; renewals will open them", logfactory.Extra{"error": err.Error()})
 	}
 	return upkeep

@@ -190,10 +190,21 @@ func TestClusterReapsTheLeasesOfADeadCrawlerOnEveryMaster(t *testing.T) {
 	rc := harness.StartRedisCluster(t)
 	cfg := clusterConfig()
 	cfg.LeaseTTL, cfg.ReapInterval = time.Second, 200*time.Millisecond
-	dead, c, kill := runOnCluster(t, rc, cfg)
+	_, _, kill, urls, _ := leaseOnEveryMaster(t, rc, cfg, "r")
+	kill()
+	survivorCrawls(t, rc, cfg, urls)
+}
+
+// leaseOnEveryMaster runs a crawler with cfg on rc which pops a seed of
+// each of 9 domains (named from prefix) whose lease sets are on all three
+// masters; it returns the crawler, the client, what kills it, the seeds'
+// URLs and their domains.
+func leaseOnEveryMaster(t *testing.T, rc *harness.RedisCluster, cfg scheduler.Config, prefix string) (*scheduler.Scheduler, *redis.ClusterClient, context.CancelFunc, []string, []string) {
+	t.Helper()
+	s, c, kill := runOnCluster(t, rc, cfg)
 	var urls []string
 	for i := range 9 {
-		urls = append(urls, fmt.Sprintf("http://r%02d.com/", i))
+		urls = append(urls, fmt.Sprintf("http://%s%02d.com/", prefix, i))
 	}
 	domains := seedOnCluster(t, c, urls)
 	masters := map[string]bool{}
@@ -204,8 +215,51 @@ func TestClusterReapsTheLeasesOfADeadCrawlerOnEveryMaster(t *testing.T) {
 		t.Fatalf("the lease sets of %v are on %d masters; the test wants 3", domains, len(masters))
 	}
 	for range urls {
-		next(t, dead, 20*time.Second)
+		next(t, s, 20*time.Second)
 	}
+	return s, c, kill, urls, domains
+}
+
+// A live crawler holding requests of domains on every master keeps each
+// domain's lease set's owner renewed (its renewals go in one pipeline,
+// each master's part at once): every owner's deadline moves on, and
+// another crawler reaping meanwhile returns none of the requests; then,
+// killed, its requests are reaped from every master.
+func TestClusterRenewsTheLeasesOfEveryMaster(t *testing.T) {
+	rc := harness.StartRedisCluster(t)
+	cfg := clusterConfig()
+	// A lease of 3 s, renewed every 375 ms: a loaded machine's pauses do
+	// not outlast it.
+	cfg.LeaseTTL, cfg.ReapInterval = 3*time.Second, 200*time.Millisecond
+	holder, c, kill, urls, domains := leaseOnEveryMaster(t, rc, cfg, "w")
+	ctx := context.Background()
+	deadline := func(d string) float64 {
+		l := holder.LeasesOf(d)
+		owners, _ := l.Keys()
+		v, err := c.ZScore(ctx, owners, l.Owner()).Result()
+		if err != nil {
+			t.Fatalf("the owner of %s's lease set: %v", d, err)
+		}
+		return v
+	}
+	first := map[string]float64{}
+	for _, d := range domains {
+		first[d] = deadline(d)
+	}
+	reaper, _, stopReaper := runOnCluster(t, rc, cfg)
+	// Two TTLs on: a set left unrenewed would have been reaped by then.
+	harness.WaitFor(t, "every lease set's owner renewed two TTLs on", 30*time.Second, func() bool {
+		for _, d := range domains {
+			if deadline(d) < first[d]+6 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := reaper.Stats().Reaped; n != 0 {
+		t.Fatalf("a reaper returned %d requests of a live crawler renewing them", n)
+	}
+	stopReaper() // the survivor alone reaps and crawls what the holder leaves
 	kill()
 	survivorCrawls(t, rc, cfg, urls)
 }

@@ -249,9 +249,41 @@ const upkeepWarmUp = 5 * time.Second
 // renew renews the leases of every request in flight once, through upkeep:
 // one write per lease set, the deadline of this crawler's lease owner
 // (with one Redis one set; on a Redis Cluster one per domain, renewLeases).
-func (s *Scheduler) renew(ctx context.Context, upkeep redis.Scripter) {
-	for _, leases := range s.leasesToRenew() {
-		s.renewSet(ctx, upkeep, leases)
+// On a Redis Cluster the sets' writes go in one pipeline: one round trip
+// to each master, the masters at once, rather than one per domain, one
+// after the other (each a wake-up of its master, whatever it carries).
+func (s *Scheduler) renew(ctx context.Context, upkeep redis.UniversalClient) {
+	sets := s.leasesToRenew()
+	if s.leases != nil {
+		for _, leases := range sets {
+			s.renewSet(ctx, upkeep, leases)
+		}
+		return
+	}
+	runs := make([]redisscripts.LeaseOwner, 0, len(sets))
+	of := make([]*throttle.Leases, 0, len(sets))
+	for _, leases := range sets {
+		if run, ok := leases.Renewal(); ok { // else nothing leased under its owner yet
+			runs, of = append(runs, run), append(of, leases)
+		}
+	}
+	if len(runs) == 0 {
+		return
+	}
+	began := time.Now()
+	cmds := redisscripts.RunPipelined(ctx, upkeep, runs)
+	took := time.Since(began)
+	var failed []error
+	for i, cmd := range cmds {
+		n, err := cmd.Int()
+		if err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		s.renewed(of[i], runs[i].Owner, of[i].Renewed(runs[i], n), took)
+	}
+	if len(failed) > 0 && ctx.Err() == nil {
+		s.log.Warning("Failed to renew leases", logfactory.Extra{"error": failed[0].Error(), "lease_sets": len(failed)})
 	}
 }
 
@@ -266,7 +298,13 @@ func (s *Scheduler) renewSet(ctx context.Context, upkeep redis.Scripter, leases 
 		}
 		return
 	}
-	if took := time.Since(began); took > s.cfg.LeaseTTL/2 {
+	s.renewed(leases, owner, held, time.Since(began))
+}
+
+// renewed takes the renewal of owner, leases' owner, which took took: held
+// is false when the owner had been reaped, its leases lost.
+func (s *Scheduler) renewed(leases *throttle.Leases, owner string, held bool, took time.Duration) {
+	if took > s.cfg.LeaseTTL/2 {
 		s.slowRenewal(took)
 	}
 	if held {

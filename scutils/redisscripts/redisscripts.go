@@ -129,6 +129,24 @@ func Run[A Args](ctx context.Context, c redis.Scripter, a A) *redis.Cmd {
 	return a.Script().Run(ctx, c, keys, args...)
 }
 
+// RunPipelined runs each of as through one pipeline of c (on a Redis
+// Cluster, one round trip per master, the masters at once) by SHA1, then
+// those Redis did not know (answered NOSCRIPT: they did not run) whole
+// through another; cmds[i] is the answer of as[i], its error its own.
+func RunPipelined[A Args](ctx context.Context, c redis.Cmdable, as []A) (cmds []*redis.Cmd) {
+	runs := make([]*pipelined, len(as))
+	for i, a := range as {
+		keys, args := a.encode()
+		runs[i] = &pipelined{script: a.Script(), keys: keys, args: args}
+	}
+	runPipelined(ctx, c, runs)
+	cmds = make([]*redis.Cmd, len(runs))
+	for i, r := range runs {
+		cmds[i] = r.cmd
+	}
+	return cmds
+}
+
 // Eval sends a's script whole with a's keys and arguments (Script.Eval).
 func Eval[A Args](ctx context.Context, c redis.Scripter, a A) *redis.Cmd {
 	keys, args := a.encode()

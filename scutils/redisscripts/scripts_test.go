@@ -372,3 +372,39 @@ func TestRunAllAnswersAsRunAndFallsBackOnNoScript(t *testing.T) {
 		t.Errorf("link:x.com:queue holds %d, want the first page's 2 and the unchecked page's 2", n)
 	}
 }
+
+// RunPipelined runs scripts of several types in one pipeline, sending
+// whole those Redis does not know (it lost its script cache), each answer
+// in its place: two lease owners registered, one renewed, one found
+// missing (reaped), and an expired owner's lease reaped.
+func TestRunPipelinedAnswersEachRunAndFallsBackOnNoScript(t *testing.T) {
+	c := servers(t)[0].rdb
+	c.ZAdd(ctx, "leases:link:owners", redis.Z{Score: 1, Member: "dead"})
+	c.HSet(ctx, "leases:link:items", "dead:1", "16:link:x.com:queue5\nm1")
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cmds := redisscripts.RunPipelined(ctx, c, []redisscripts.Args{
+		redisscripts.LeaseOwner{Owners: "leases:link:owners", TTL: "20", Owner: "o1"},
+		redisscripts.LeaseOwner{Owners: "leases:link:owners", TTL: "20", Owner: "o1", Renew: true},
+		redisscripts.LeaseOwner{Owners: "leases:link:owners", TTL: "20", Owner: "gone", Renew: true},
+		redisscripts.LeaseReap{Owners: "leases:link:owners", Records: "leases:link:items", Max: 10},
+	})
+	var got []int
+	for i, cmd := range cmds {
+		n, err := cmd.Int()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		got = append(got, n)
+	}
+	if got[1] != 1 || got[2] != 0 || got[3] != 1 {
+		t.Errorf("answers %v: want o1 renewed (1), gone missing (0), one lease reaped (1)", got)
+	}
+	if owners := c.ZRange(ctx, "leases:link:owners", 0, -1).Val(); !slices.Equal(owners, []string{"o1"}) {
+		t.Errorf("owners %v, want o1 alone", owners)
+	}
+	if q := c.ZRangeWithScores(ctx, "link:x.com:queue", 0, -1).Val(); !reflect.DeepEqual(q, []redis.Z{{Score: 5, Member: "m1"}}) {
+		t.Errorf("queue %v, want the reaped lease's m1 at 5", q)
+	}
+}

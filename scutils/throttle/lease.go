@@ -164,21 +164,37 @@ func (l *Leases) Renew(ctx context.Context) (held bool, err error) {
 // a connection behind its other commands (pops, acknowledgements), which
 // under load can take longer than the TTL.
 func (l *Leases) RenewOn(ctx context.Context, rdb redis.Scripter) (held bool, err error) {
-	l.mu.Lock()
-	owner, registered := l.owner, l.registered
-	l.mu.Unlock()
-	if !registered {
+	run, ok := l.Renewal()
+	if !ok {
 		return true, nil // nothing leased under this owner yet
 	}
-	n, err := redisscripts.Run(ctx, rdb, redisscripts.LeaseOwner{Owners: l.own, TTL: l.ttlArg, Owner: owner, Renew: true}).Int()
+	n, err := redisscripts.Run(ctx, rdb, run).Int()
 	if err != nil {
 		return false, fmt.Errorf("renew leases: %w", err)
 	}
+	return l.Renewed(run, n), nil
+}
+
+// Renewal is the run of lease_owner.lua that renews the current owner
+// (RenewOn's), for a holder that sends the renewals of many sets at once
+// (redisscripts.RunPipelined); ok is false when nothing was leased under
+// the owner yet (nothing to renew). Give its answer to Renewed.
+func (l *Leases) Renewal() (run redisscripts.LeaseOwner, ok bool) {
+	l.mu.Lock()
+	owner, registered := l.owner, l.registered
+	l.mu.Unlock()
+	return redisscripts.LeaseOwner{Owners: l.own, TTL: l.ttlArg, Owner: owner, Renew: true}, registered
+}
+
+// Renewed takes the answer n of run (Renewal's) and says whether the owner
+// was held: false when it had been reaped (its leases are queued again),
+// and the leases made from now on belong to a new owner.
+func (l *Leases) Renewed(run redisscripts.LeaseOwner, n int) (held bool) {
 	if n == 0 {
-		l.replaceOwner(owner)
-		return false, nil
+		l.replaceOwner(run.Owner)
+		return false
 	}
-	return true, nil
+	return true
 }
 
 // LoadRenewScript puts the renewal script in Redis's script cache through

@@ -175,26 +175,24 @@ const idleSpan = 8 * time.Second
 // though during a crawl they partly give way to pops that find work, so
 // subtracting it (reportRedisCPU's net figures) errs towards too little
 // per page.
+//
+// It logs each node's commands and socket reads per second over the span:
+// what the components ask of an idle Redis.
 func (m *cpuMode) idleCPU(b *testing.B, span time.Duration) []float64 {
 	b.Helper()
 	time.Sleep(time.Second)
-	before := make([]time.Duration, len(m.pids))
-	for i, pid := range m.pids {
-		cpu, err := procCPU(pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		before[i] = cpu
-	}
+	before := m.sample(b)
 	start := time.Now()
 	time.Sleep(span)
+	after := m.sample(b)
+	secs := time.Since(start).Seconds()
 	out := make([]float64, len(m.pids))
-	for i, pid := range m.pids {
-		cpu, err := procCPU(pid)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[i] = (cpu - before[i]).Seconds() / time.Since(start).Seconds()
+	for i := range m.pids {
+		var u redisUse
+		u.add(after[i], before[i])
+		out[i] = u.run.Seconds() / secs
+		b.Logf("%s idle: node %s: %.2f ms/s of CPU, %.1f slices/s (%.1f preempted), %.1f reads/s, commands per second: %s", m.name, m.nodes[i].Addr,
+			out[i]*1e3, float64(u.slices)/secs, float64(u.preempted)/secs, float64(u.reads)/secs, perPageLine(u.calls, secs, 0, "%s %.1f"))
 	}
 	return out
 }
@@ -208,15 +206,27 @@ func (m *cpuMode) net(i int) time.Duration {
 // redisUse is a redis-server's CPU time, its socket reads (round trips,
 // near enough) and its commands by name.
 type redisUse struct {
-	cpu   time.Duration
-	reads int64
-	calls map[string]int64
-	usec  map[string]int64 // Redis's time in each command (a script's includes the commands it runs)
+	cpu time.Duration
+	// run and slices are the time its threads ran and how often they were
+	// put on a CPU (/proc/<pid>/task/*/schedstat, taskRun): run is cpu to
+	// the nanosecond, slices its wake-ups, near enough.
+	run    time.Duration
+	slices int64
+	// preempted counts the slices that ended with the thread still
+	// runnable (nonvoluntary_ctxt_switches of /proc/<pid>/task/*/status):
+	// the machine's other load, not Redis's work.
+	preempted int64
+	reads     int64
+	calls     map[string]int64
+	usec      map[string]int64 // Redis's time in each command (a script's includes the commands it runs)
 }
 
 // add adds the difference after - before.
 func (u *redisUse) add(after, before redisUse) {
 	u.cpu += after.cpu - before.cpu
+	u.run += after.run - before.run
+	u.slices += after.slices - before.slices
+	u.preempted += after.preempted - before.preempted
 	u.reads += after.reads - before.reads
 	if u.calls == nil {
 		u.calls = map[string]int64{}
@@ -297,8 +307,12 @@ func (m *cpuMode) sample(b *testing.B) []redisUse {
 		if err != nil {
 			b.Fatalf("INFO stats of %s: total_reads_processed: %v", n.Addr, err)
 		}
+		run, slices, preempted, err := taskRun(m.pids[i])
+		if err != nil {
+			b.Fatalf("run time of redis-server %s: %v", n.Addr, err)
+		}
 		calls, usec := commandStats(b, n)
-		out[i] = redisUse{cpu: cpu, reads: reads, calls: calls, usec: usec}
+		out[i] = redisUse{cpu: cpu, run: run, slices: slices, preempted: preempted, reads: reads, calls: calls, usec: usec}
 	}
 	return out
 }
@@ -316,8 +330,9 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 	oneNet := perPage(single, float64(single.net(0).Microseconds()))
 	b.ReportMetric(single.idle[0]*1e3, "single-redis-idle-cpu-ms/s")
 	b.ReportMetric(oneNet, "single-redis-net-cpu-µs/page")
-	b.Logf("one Redis: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", one,
-		perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
+	b.ReportMetric(perPage(single, float64(single.used[0].slices)), "single-redis-slices/page")
+	b.Logf("one Redis: %.1f µs/page (%.1f to the ns), %.2f slices/page (%.2f preempted), %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", one,
+		perPage(single, float64(single.used[0].run.Microseconds())), perPage(single, float64(single.used[0].slices)), perPage(single, float64(single.used[0].preempted)), perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
 	for _, m := range []*cpuMode{cluster, replicas} {
 		prefix := ""
 		if m == replicas {
@@ -351,11 +366,12 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 		if m == cluster {
 			b.ReportMetric(perPage(m, float64(busiest.reads)), "busiest-master-reads/page")
 			b.ReportMetric(perPage(m, float64(all.reads)), "masters-reads/page")
+			b.ReportMetric(perPage(m, float64(all.slices)), "masters-slices/page")
 			reportCalls(b, "cluster-cmd-", all, m.pages)
 		}
 		for i, u := range m.used {
-			b.Logf("%s: master %s: %.1f µs/page, %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", m.name,
-				m.nodes[i].Addr, perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.reads)), callsLine(u, m.pages), usecLine(u, m.pages))
+			b.Logf("%s: master %s: %.1f µs/page (%.1f to the ns), %.2f slices/page (%.2f preempted), %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", m.name,
+				m.nodes[i].Addr, perPage(m, float64(u.cpu.Microseconds())), perPage(m, float64(u.run.Microseconds())), perPage(m, float64(u.slices)), perPage(m, float64(u.preempted)), perPage(m, float64(u.reads)), callsLine(u, m.pages), usecLine(u, m.pages))
 		}
 	}
 }
@@ -372,24 +388,29 @@ func reportCalls(b *testing.B, prefix string, u redisUse, pages int) {
 
 // usecLine is Redis's microseconds per page in u's commands, the costliest
 // first (those of at least 0.5 µs a page).
-func usecLine(u redisUse, pages int) string { return perPageLine(u.usec, pages, 0.5, "%s %.1f") }
+func usecLine(u redisUse, pages int) string {
+	return perPageLine(u.usec, float64(pages), 0.5, "%s %.1f")
+}
 
 // callsLine is u's commands per page, the most frequent first.
-func callsLine(u redisUse, pages int) string { return perPageLine(u.calls, pages, 0, "%s %.2f") }
+func callsLine(u redisUse, pages int) string {
+	return perPageLine(u.calls, float64(pages), 0, "%s %.2f")
+}
 
-// perPageLine is each of counts per page, the largest first, of those
-// above least, each written with format (name, value).
-func perPageLine(counts map[string]int64, pages int, least float64, format string) string {
+// perPageLine is each of counts per page (per second: pages is then the
+// seconds), the largest first, of those above least, each written with
+// format (name, value).
+func perPageLine(counts map[string]int64, pages float64, least float64, format string) string {
 	names := make([]string, 0, len(counts))
 	for name, n := range counts {
-		if n > 0 && float64(n)/float64(pages) >= least {
+		if n > 0 && float64(n)/pages >= least {
 			names = append(names, name)
 		}
 	}
 	sort.Slice(names, func(i, j int) bool { return counts[names[i]] > counts[names[j]] })
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf(format, name, float64(counts[name])/float64(pages))
+		parts[i] = fmt.Sprintf(format, name, float64(counts[name])/pages)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -468,4 +489,43 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// taskRun is the time the threads of process pid have run so far and how
+// often they were put on a CPU, summed over /proc/<pid>/task/*/schedstat
+// (each: run time in ns, time waiting to run, slices run).
+func taskRun(pid int) (run time.Duration, slices, preempted int64, err error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // a thread that ended meanwhile
+		}
+		f := strings.Fields(string(raw))
+		if len(f) != 3 {
+			return 0, 0, 0, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), raw)
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		n, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, 0, fmt.Errorf("%s/%s/schedstat: %q", dir, t.Name(), raw)
+		}
+		run += time.Duration(r)
+		slices += n
+		status, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				preempted += n
+			}
+		}
+	}
+	return run, slices, preempted, nil
 }
