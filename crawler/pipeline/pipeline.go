@@ -3,8 +3,8 @@
 // (UTC, ISO 8601 as Python's isoformat), its body as UTF-8 text or, with
 // KAFKA_BASE_64_ENCODE, the raw bytes in base64, and goes to
 // <prefix>.crawled_firehose (and <prefix>.crawled_<appid> with
-// KAFKA_APPID_TOPICS). Publish returns once Kafka has acknowledged it, so
-// the crawler acknowledges the request only then.
+// KAFKA_APPID_TOPICS). PublishThen tells its caller once Kafka has
+// acknowledged it, so the crawler acknowledges the request only then.
 //
 // A result larger than KAFKA_PRODUCER_MAX_REQUEST_SIZE would be refused by
 // Kafka (the original dropped such pages); its body is cut to fit and the
@@ -239,43 +239,24 @@ func release(b []byte) {
 	}
 }
 
-// Publish logs and sends one page; it returns once Kafka acknowledged it
-// (cut: the result was truncated or reduced to fit), or with ctx's error,
-// or with an error for a page that can never be sent: ErrTooLarge, or
-// kafkaclient.ErrPermanent (Kafka refused it for good); DropReason names
-// it. Those are logged at ERROR with the crawl and the start of the URL.
+// PublishThen logs and sends one page. It returns once the page's result
+// is encoded and handed to the publisher (kafkaclient.Publisher.PublishThen,
+// which may wait for room), calling held (unless nil) once the result
+// counts in what the publisher holds: PublishThen keeps nothing of page
+// from then on, so once the caller drops it too its body is garbage while
+// its result waits for Kafka. then is told, exactly once, what became of
+// the page: nil once Kafka acknowledged it (cut: the result was truncated
+// or reduced to fit), ctx's error, or an error for a page that can never
+// be sent: ErrTooLarge, or kafkaclient.ErrPermanent (Kafka refused it for
+// good); DropReason names it. Those are logged at ERROR with the crawl and
+// the start of the URL. then is called by the goroutine that read Kafka's
+// answer, or before PublishThen returns when the page cannot be sent; it
+// must not wait for anything.
 //
 // The two INFO lines of a page ("Scraped page", then "Sent page to
 // Kafka") share one list of fields, changed between them
 // (logfactory.LogFields: the lines a map of those fields would give,
 // without the map, which was the crawler's largest allocation per page).
-func (p *Pipeline) Publish(ctx context.Context, spiderID string, page *spider.Page) (cut bool, err error) {
-	return p.PublishHeld(ctx, spiderID, page, nil)
-}
-
-// PublishHeld is Publish, calling held (unless nil) once the page's
-// result is encoded and counted in what the publisher holds
-// (kafkaclient.Publisher.PublishHeld), before Kafka has it. Publish keeps
-// nothing of page from then on: once the caller drops it too, its body is
-// garbage while its result waits for Kafka.
-func (p *Pipeline) PublishHeld(ctx context.Context, spiderID string, page *spider.Page, held func()) (cut bool, err error) {
-	type answer struct {
-		cut bool
-		err error
-	}
-	done := make(chan answer, 1)
-	p.PublishThen(ctx, spiderID, page, held, func(cut bool, err error) { done <- answer{cut, err} })
-	a := <-done
-	return a.cut, a.err
-}
-
-// PublishThen is PublishHeld without waiting for Kafka: it returns once
-// the page's result is encoded and handed to the publisher
-// (kafkaclient.Publisher.PublishThen, which may wait for room), and then
-// is told, exactly once, what PublishHeld would return, after the same
-// log lines: by the goroutine that read Kafka's answer, or before
-// PublishThen returns when the page cannot be sent. then must not wait
-// for anything.
 func (p *Pipeline) PublishThen(ctx context.Context, spiderID string, page *spider.Page, held func(), then func(cut bool, err error)) {
 	fields := p.logFields(make([]logfactory.Field, 0, pageFields+1), page, spiderID)
 	p.log.LogFields(logfactory.LevelInfo, "Scraped page", fields)
@@ -310,7 +291,7 @@ func identify(page *spider.Page) pageID {
 	return pageID{url: page.URL, appID: page.AppID, crawlID: page.CrawlID}
 }
 
-// DropReason is the crawl ledger's reason for a page Publish could not
+// DropReason is the crawl ledger's reason for a page PublishThen could not
 // send: ledger.DroppedTooLarge or ledger.DroppedUnpublished.
 func DropReason(err error) ledger.Reason {
 	if errors.Is(err, ErrTooLarge) {
