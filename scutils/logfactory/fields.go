@@ -2,9 +2,7 @@ package logfactory
 
 import (
 	"bytes"
-	"slices"
 	"strconv"
-	"strings"
 )
 
 // Field is one extra field of a line logged with LogFields: a key and a
@@ -126,23 +124,12 @@ func hasDuplicateKey(fields []Field) bool {
 // typedFields is sortedFields for a line's Fields (distinct keys): the
 // same keys, renamed and ordered as the map's would be.
 func typedFields(dst []field, fields []Field, leadingFirst bool) []field {
+	taken := func(k string) bool { return hasField(fields, k) }
 	for _, f := range fields {
-		key := f.Key
-		for isReserved(key) || (key != f.Key && hasField(fields, key)) {
-			key = clashPrefix + key
-		}
-		var rank int8
-		if leadingFirst {
-			rank = textRank(key)
-		}
+		key, rank := placed(f.Key, taken, leadingFirst)
 		dst = append(dst, field{key: key, value: f.val, rank: rank, kind: f.kind, str: f.str, num: f.num})
 	}
-	slices.SortFunc(dst, func(a, b field) int {
-		if a.rank != b.rank {
-			return int(a.rank) - int(b.rank)
-		}
-		return strings.Compare(a.key, b.key)
-	})
+	sortPlaced(dst)
 	return dst
 }
 

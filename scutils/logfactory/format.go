@@ -140,24 +140,38 @@ func (f *formatter) orderedFields(dst []field, extra Extra) []field {
 // A clashing key is renamed "fields.<key>" (again while that too is
 // taken).
 func sortedFields(dst []field, extra Extra, leadingFirst bool) []field {
+	taken := func(k string) bool { return hasKey(extra, k) }
 	for k, v := range extra {
-		key := k
-		for isReserved(key) || (key != k && hasKey(extra, key)) {
-			key = clashPrefix + key
-		}
-		var rank int8
-		if leadingFirst {
-			rank = textRank(key)
-		}
+		key, rank := placed(k, taken, leadingFirst)
 		dst = append(dst, field{key: key, value: v, rank: rank})
 	}
-	slices.SortFunc(dst, func(a, b field) int {
+	sortPlaced(dst)
+	return dst
+}
+
+// placed is how a line writes a field's key k, and its rank: k renamed
+// "fields.<key>" while it clashes with a reserved name or, once renamed,
+// with another of the line's keys (taken); the rank of leadingTextKeys
+// with leadingFirst, 0 otherwise.
+func placed(k string, taken func(string) bool, leadingFirst bool) (key string, rank int8) {
+	key = k
+	for isReserved(key) || (key != k && taken(key)) {
+		key = clashPrefix + key
+	}
+	if leadingFirst {
+		rank = textRank(key)
+	}
+	return key, rank
+}
+
+// sortPlaced orders a line's fields by rank, then key.
+func sortPlaced(fields []field) {
+	slices.SortFunc(fields, func(a, b field) int {
 		if a.rank != b.rank {
 			return int(a.rank) - int(b.rank)
 		}
 		return strings.Compare(a.key, b.key)
 	})
-	return dst
 }
 
 func (f *formatter) formatText(b *bytes.Buffer, ln *line, fields []field) {
