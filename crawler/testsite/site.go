@@ -132,6 +132,7 @@ type options struct {
 	robotsBody           string
 	maxHits              int
 	routes               *http.ServeMux // extra handlers, consulted first
+	holds                map[string]*Hold
 }
 
 // Option configures a site.
@@ -291,6 +292,9 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.hits.record(r)
+	if !s.held(r) {
+		return
+	}
 	if s.opts.routes != nil {
 		if _, pattern := s.opts.routes.Handler(r); pattern != "" {
 			s.opts.routes.ServeHTTP(w, r) // the mux sets the request's path values

@@ -543,3 +543,71 @@ func TestDripSendsABodyThatNeverEnds(t *testing.T) {
 		t.Fatalf("every=0: %d", resp.status)
 	}
 }
+
+func TestAHeldPathWaitsForItsReleaseThenServesAsUsual(t *testing.T) {
+	hold := testsite.NewHold()
+	site := testsite.Start(t, testsite.WithHold("/page/1", hold))
+	answered := make(chan response, 1)
+	go func() {
+		resp, err := client.Get(site.URL("/page/1"))
+		if err != nil {
+			t.Error(err)
+			answered <- response{}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answered <- response{resp.StatusCode, resp.Header, body}
+	}()
+	select {
+	case <-hold.Arrived():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held request never arrived")
+	}
+	if got := get(t, site.URL("/page/2")); got.status != http.StatusOK { // other paths are not held
+		t.Fatalf("/page/2: %d", got.status)
+	}
+	select {
+	case r := <-answered:
+		t.Fatalf("the held request was answered before its release: %d", r.status)
+	default:
+	}
+	hold.Release()
+	got := <-answered
+	hold.Release() // again: nothing
+	// Not held any more: the page as built in.
+	want := get(t, site.URL("/page/1"))
+	if want.status != http.StatusOK || got.status != want.status || !bytes.Equal(got.body, want.body) {
+		t.Fatalf("released: %d %q; the page as built in: %d %q", got.status, got.body, want.status, want.body)
+	}
+	if n := len(site.HitsFor("/page/1")); n != 2 {
+		t.Fatalf("%d hits of /page/1 in the log, want 2", n)
+	}
+}
+
+func TestAHeldRequestEndsWhenTheSiteCloses(t *testing.T) {
+	hold := testsite.NewHold()
+	site, err := testsite.New("127.0.0.1:0", testsite.WithHold("/page/1", hold))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 1)
+	go func() {
+		resp, err := client.Get(site.URL("/page/1"))
+		if err == nil {
+			resp.Body.Close()
+		}
+		errs <- err
+	}()
+	select {
+	case <-hold.Arrived():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held request never arrived")
+	}
+	if err := site.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err == nil {
+		t.Fatal("a held request was answered though never released")
+	}
+}
