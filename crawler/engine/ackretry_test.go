@@ -18,10 +18,16 @@ import (
 // takes it: the crawl completes with every page published once and
 // counted once in its ledger, and no lease left.
 func TestRefusedAcknowledgementsAreSentAgainUntilRedisTakesThem(t *testing.T) {
-	// The throttle open: requests are in hand, and acknowledgements under
-	// way, whenever the crawl is (135 pages).
-	e := newEnv(t, map[string]string{"QUEUE_HITS": "100000", "QUEUE_WINDOW": "1", "QUEUE_MODERATED": "false"},
-		testsite.WithTree(6, 3))
+	// The site holds /page/3 (a page with follow-ups) until the scripts are
+	// refused, so its acknowledgement is sure to be refused: without the
+	// hold the crawl could have nothing under way when the refusal lands
+	// (one level's pages acknowledged, the next not popped yet), its pops
+	// refused and no acknowledgement. The throttle is open, and the held
+	// fetch does not time out meanwhile (135 pages).
+	hold := testsite.NewHold()
+	e := newEnv(t, map[string]string{"QUEUE_HITS": "100000", "QUEUE_WINDOW": "1", "QUEUE_MODERATED": "false", "DOWNLOAD_TIMEOUT": "60"},
+		testsite.WithTree(6, 3), testsite.WithHold("/page/3", hold))
+	t.Cleanup(hold.Release)
 	seed := crawl(e.site.URL("/"), "refused", 3)
 	want := testsite.Reachable(seed.URL, 3, notFile, e.site)
 	ctx := context.Background()
@@ -32,11 +38,16 @@ func TestRefusedAcknowledgementsAreSentAgainUntilRedisTakesThem(t *testing.T) {
 	}
 	t.Cleanup(allow) // the server is the package's
 	e.seedCounted(t, seed)
-	e.pages(t, 3, 30*time.Second)
+	select {
+	case <-hold.Arrived():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the crawler never fetched /page/3")
+	}
 	if err := e.rdb.Do(ctx, "ACL", "SETUSER", "default", "-eval", "-evalsha").Err(); err != nil {
 		t.Fatal(err)
 	}
-	e.logLine(t, "Failed to acknowledge a request")
+	hold.Release()
+	e.logLine(t, "Failed to acknowledge a request and queue its follow-up requests")
 	allow()
 	got := urls(e.pages(t, len(want), 90*time.Second))
 	e.drained(t, "link")

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -110,6 +112,13 @@ func (e *env) start(t testing.TB, overrides map[string]string) {
 		eng.Close()
 	}()
 	t.Cleanup(func() { e.stopEngine(t) })
+	t.Cleanup(func() { // before the engine stops: where its goroutines wait, for a failure that waited
+		if t.Failed() {
+			var stacks bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Logf("goroutines (first 32 KB of %d bytes):\n%s", stacks.Len(), stacks.Bytes()[:min(stacks.Len(), 32<<10)])
+		}
+	})
 }
 
 // stopEngine stops the engine as SIGTERM does and waits for it.
