@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"strings"
@@ -28,6 +29,29 @@ func TestTimestampIsPythonsIsoformat(t *testing.T) {
 	}
 	if got := Timestamp(time.Date(2016, 1, 22, 4, 22, 35, 0, time.UTC)); got != "2016-01-22T04:22:35" {
 		t.Fatal(got)
+	}
+}
+
+// Timestamp writes what time.Format writes with the layouts it stands for,
+// in and around the years it writes itself, in any zone (written as UTC).
+func TestTimestampIsTimeFormatsLayout(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	zone := time.FixedZone("x", -7*3600-1800)
+	for _, year := range []int{-1, 0, 1, 999, 1970, 2026, 9999, 10000} {
+		for i := range 200 {
+			nsec := rng.IntN(1e9)
+			if i%4 == 0 {
+				nsec %= 1000 // a whole second, and nanoseconds below a microsecond
+			}
+			at := time.Date(year, time.Month(1+rng.IntN(12)), 1+rng.IntN(31), rng.IntN(24), rng.IntN(60), rng.IntN(60), nsec, zone)
+			layout := "2006-01-02T15:04:05.000000"
+			if at.Nanosecond() < 1000 {
+				layout = "2006-01-02T15:04:05"
+			}
+			if got, want := Timestamp(at), at.UTC().Format(layout); got != want {
+				t.Fatalf("Timestamp(%v) = %q, want %q", at, got, want)
+			}
+		}
 	}
 }
 
@@ -212,5 +236,13 @@ func TestPageLinesAreTheLinesOfTheirMap(t *testing.T) {
 				t.Fatalf("json %v:\nfields %q\nmap    %q", jsonLines, got.String(), want.String())
 			}
 		}
+	}
+}
+
+// BenchmarkTimestamp formats a result's timestamp (once per page).
+func BenchmarkTimestamp(b *testing.B) {
+	at := time.Date(2026, 11, 29, 6, 17, 35, 976672123, time.UTC)
+	for b.Loop() {
+		_ = Timestamp(at)
 	}
 }

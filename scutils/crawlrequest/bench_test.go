@@ -20,6 +20,22 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// benchListMember is a follow-up of a crawl that names its links' domains
+// and patterns (BenchmarkCrawlCost's has allow_regex ["/page/"]). A
+// string with escapes (a regex's \\.) is still read by encoding/json.
+const benchListMember = `{"allow_regex":["/page/"],"allowed_domains":["d1.example.com","d2.example.com"],` +
+	`"appid":"testapp","attrs":null,"cookie":null,"crawlid":"big","deny_extensions":null,"deny_regex":null,` +
+	`"domain_max_pages":null,"expires":0,"maxdepth":2,"priority":1,"spiderid":"link","url":"http://d1.example.com/page/1","useragent":null}`
+
+// BenchmarkDecodeLists reads a popped member with lists of strings.
+func BenchmarkDecodeLists(b *testing.B) {
+	for b.Loop() {
+		if _, err := crawlrequest.Decode([]byte(benchListMember)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFollowEncode derives and writes one follow-up request (the
 // crawler does it once per link queued).
 func BenchmarkFollowEncode(b *testing.B) {

@@ -418,10 +418,16 @@ func (rd *fieldReader) integer(name string, dst *int) {
 	}
 }
 
+// list reads a list of strings: wirejson.Strings for the usual one (one
+// allocation, the strings sharing the member's text), encoding/json for
+// the rest (null elements read as "") and what it says is wrong.
 func (rd *fieldReader) list(name string) []string {
 	raw, ok := rd.field(name)
 	if !ok {
 		return nil
+	}
+	if l, ok := wirejson.Strings(raw); ok {
+		return l
 	}
 	var l []string
 	if err := json.Unmarshal([]byte(raw), &l); err != nil {

@@ -239,8 +239,14 @@ func TestPublisherSendsToFirehoseAndAppIDTopicsItCreates(t *testing.T) {
 	if got := p.Topics("x"); len(got) != 2 || got[1] != "demo.outbound_x" {
 		t.Fatalf("topics %v", got)
 	}
-	if got := cfg.NewPublisher("crawled", false, nil).Topics("x"); len(got) != 1 || got[0] != "demo.crawled_firehose" {
+	crawled := cfg.NewPublisher("crawled", false, nil)
+	if got := crawled.Topics("x"); len(got) != 1 || got[0] != "demo.crawled_firehose" {
 		t.Fatalf("topics without appid topics %v", got)
+	} else {
+		got[0] = "changed" // the caller's own copy
+	}
+	if got := crawled.Topics("y"); len(got) != 1 || got[0] != "demo.crawled_firehose" {
+		t.Fatalf("topics after a caller changed its list: %v", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ import (
 type Publisher struct {
 	cfg         Config
 	family      string
+	firehose    []string // {FirehoseTopic()}: never changed, shared by the messages sent to it alone
 	appIDTopics bool
 	log         *logfactory.Logger
 	client      *kafka.Client
@@ -71,6 +73,7 @@ func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Lo
 			Linger: c.PublishLinger}),
 		ensured: map[string]bool{}, MaxBackoff: 5 * time.Second,
 	}
+	p.firehose = []string{p.FirehoseTopic()}
 	if c.PublishHeldBytes > 0 {
 		p.held = &held{max: c.PublishHeldBytes}
 	}
@@ -92,16 +95,23 @@ var validTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // Topics returns the topics a message of appID goes to: the firehose and,
 // with appid topics on and a usable appid, the appid's topic.
-func (p *Publisher) Topics(appID string) []string {
-	topics := []string{p.FirehoseTopic()}
-	if p.appIDTopics && appID != "" {
-		if t := p.AppIDTopic(appID); validTopic.MatchString(t) {
-			topics = append(topics, t)
-		} else if p.log != nil {
+func (p *Publisher) Topics(appID string) []string { return slices.Clone(p.topics(appID)) }
+
+// topics is Topics, shared and never to be changed: p.firehose when the
+// message goes to the firehose alone (a crawler's every page unless
+// KAFKA_APPID_TOPICS), which then costs no allocation.
+func (p *Publisher) topics(appID string) []string {
+	if !p.appIDTopics || appID == "" {
+		return p.firehose
+	}
+	t := p.AppIDTopic(appID)
+	if !validTopic.MatchString(t) {
+		if p.log != nil {
 			p.log.Warning("Appid cannot be part of a Kafka topic name; sent to the firehose only", logfactory.Extra{"appid": appID, "topic": t})
 		}
+		return p.firehose
 	}
-	return topics
+	return []string{p.firehose[0], t}
 }
 
 // Publish sends value to Topics(appID). While Kafka is unreachable it
@@ -155,7 +165,7 @@ func (p *Publisher) PublishThen(ctx context.Context, appID string, value []byte,
 	if held != nil {
 		held()
 	}
-	pb.topics = p.Topics(appID)
+	pb.topics = p.topics(appID)
 	if ctx.Done() != nil {
 		pb.stop = context.AfterFunc(ctx, func() { pb.end(ctx.Err()) })
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -367,4 +368,68 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	c.writes++
 	return c.buf.Write(p)
+}
+
+// While a batch of gathered lines is being written, other goroutines log
+// without waiting for it; the next batch follows it, in order, and Flush
+// returns only once both are written.
+func TestGatheredLinesAreLoggedWhileABatchIsWritten(t *testing.T) {
+	w := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	l, err := New(Config{Output: w, Gather: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	warned := make(chan struct{})
+	go func() {
+		defer close(warned)
+		l.Warning("first batch") // written at once: blocks in Write
+	}()
+	<-w.entered
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		l.Info("second batch")
+	}()
+	select {
+	case <-logged:
+	case <-time.After(30 * time.Second):
+		t.Fatal("an INFO line waited for the write of the batch before it")
+	}
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		l.Flush()
+	}()
+	close(w.release)
+	<-warned
+	<-flushed
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.buf.String()
+	first, second := strings.Index(out, "first batch"), strings.Index(out, "second batch")
+	if w.writes != 2 || first < 0 || second < first || strings.Count(out, "\n") != 2 {
+		t.Fatalf("%d writes of %q, want the first batch then the second", w.writes, out)
+	}
+}
+
+// blockingWriter's first Write waits until release is closed.
+type blockingWriter struct {
+	entered, release chan struct{}
+	mu               sync.Mutex
+	writes           int
+	buf              strings.Builder
+}
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	b.writes++
+	first := b.writes == 1
+	b.mu.Unlock()
+	if first {
+		close(b.entered)
+		<-b.release
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }

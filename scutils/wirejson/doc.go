@@ -16,8 +16,9 @@
 //     (floats as Python writes them with PythonFloats), keys sorted;
 //   - Decode: a document read as Python's json.loads reads it (integers
 //     as json.Number, other numbers as float64);
-//   - EachMember and Unquote: an object split into its members' JSON text
-//     without decoding the values, for the readers of queue members.
+//   - EachMember, Unquote and Strings: an object split into its members'
+//     JSON text without decoding the values, a string and a list of
+//     strings read, for the readers of queue members.
 //
 // Decode has a decoder of its own beside encoding/json for the usual
 // request, because it pays on the Kafka Monitor's ingest path. With

@@ -189,6 +189,72 @@ func Unquote[T Text](lit T) (string, bool) {
 	return unquoteEscaped([]byte(lit))
 }
 
+// Strings reads a JSON array of strings as json.Unmarshal into a
+// []string does (escapes decoded, invalid UTF-8 as U+FFFD, [] an empty
+// list, not nil), white space around it allowed; ok is false for any
+// other text, a null element among them (json.Unmarshal reads it as ""),
+// for which the caller asks encoding/json. Strings without escapes of a
+// string's text share its memory: the list is the one allocation, where
+// json.Unmarshal made five or more.
+func Strings[T Text](text T) (list []string, ok bool) {
+	i := skipSpace(text, 0)
+	if i >= len(text) || text[i] != '[' {
+		return nil, false
+	}
+	if i = skipSpace(text, i+1); i < len(text) && text[i] == ']' {
+		return []string{}, skipSpace(text, i+1) == len(text)
+	}
+	list = make([]string, 0, max(1, bytesCount(text[i:], ',')+1))
+	for {
+		end, ok := skipString(text, i)
+		if !ok || hasControl(text[i:end]) {
+			return nil, false
+		}
+		s, ok := Unquote(text[i:end])
+		if !ok {
+			return nil, false
+		}
+		list = append(list, s)
+		if i = skipSpace(text, end); i >= len(text) {
+			return nil, false
+		}
+		switch text[i] {
+		case ',':
+			i = skipSpace(text, i+1)
+		case ']':
+			if skipSpace(text, i+1) != len(text) {
+				return nil, false
+			}
+			return list, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// bytesCount is how many times c occurs in text: a bound for a list's
+// elements, so that it is allocated once.
+func bytesCount[T Text](text T, c byte) int {
+	n := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == c {
+			n++
+		}
+	}
+	return n
+}
+
+// hasControl reports a control character in a string literal's text,
+// which JSON does not allow there (Unquote's plain form does not check).
+func hasControl[T Text](lit T) bool {
+	for i := 0; i < len(lit); i++ {
+		if lit[i] < ' ' {
+			return true
+		}
+	}
+	return false
+}
+
 // unquoteEscaped is Unquote by encoding/json (apart, so that the usual
 // literal does not pay for the string it decodes into).
 func unquoteEscaped(lit []byte) (string, bool) {

@@ -91,3 +91,62 @@ func TestIsNumberFollowsJSONsGrammar(t *testing.T) {
 		}
 	}
 }
+
+var stringsSeeds = []string{
+	`[]`, ` [ ] `, `["a"]`, ` [ "a" , "b\"c" , "\u00e9\ud83d\ude00" ] `, `["a,b","c"]`, "[\"\xff\"]", `["\ud800x"]`,
+	`[null]`, `["a",null]`, `[1]`, `["a",]`, `["a"`, `["a"] x`, `[,]`, `null`, `""`, `{}`, ``, "[\"a\tb\"]",
+	`[["a"]]`, `["a" "b"]`, `["\x"]`,
+}
+
+// Strings reads what json.Unmarshal reads into a []string, strings and
+// bytes alike, and refuses only what encoding/json refuses or reads with
+// something else than strings (a null element, a non-list).
+func FuzzStringsReadsAsEncodingJSON(f *testing.F) {
+	for _, s := range stringsSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		got, ok := wirejson.Strings(doc)
+		gotBytes, okBytes := wirejson.Strings([]byte(doc))
+		if ok != okBytes || !reflect.DeepEqual(got, gotBytes) {
+			t.Fatalf("Strings(%q) reads a string as %q (%v) but bytes as %q (%v)", doc, got, ok, gotBytes, okBytes)
+		}
+		var want []string
+		err := json.Unmarshal([]byte(doc), &want)
+		var elems []any
+		allStrings := json.Unmarshal([]byte(doc), &elems) == nil && elems != nil
+		for _, e := range elems {
+			if _, isString := e.(string); !isString {
+				allStrings = false
+			}
+		}
+		switch {
+		case ok && err != nil:
+			t.Fatalf("Strings(%q) = %q, but encoding/json refuses it: %v", doc, got, err)
+		case ok && !reflect.DeepEqual(got, want):
+			t.Fatalf("Strings(%q) = %#v, encoding/json reads %#v", doc, got, want)
+		case !ok && err == nil && allStrings:
+			t.Fatalf("Strings(%q) refuses it; encoding/json reads %q", doc, want)
+		}
+	})
+}
+
+func TestStringsReadsListsOfStringsAsEncodingJSON(t *testing.T) {
+	for _, doc := range []string{`[]`, ` [ ] `, `["a"]`, ` [ "a" , "b\"c" , "\u00e9\ud83d\ude00" ] `, `["a,b","c"]`,
+		"[\"\xff\"]", `["\ud800x"]`, `["", ""]`} {
+		var want []string
+		if err := json.Unmarshal([]byte(doc), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := wirejson.Strings(doc)
+		if !ok || !reflect.DeepEqual(got, want) {
+			t.Errorf("Strings(%s) = %#v, %v; want %#v", doc, got, ok, want)
+		}
+	}
+	for _, doc := range []string{`[null]`, `["a",null]`, `[1]`, `["a",]`, `["a"`, `["a"] x`, `[,]`, `null`, `""`, `{}`,
+		``, "[\"a\tb\"]", `[["a"]]`, `["a" "b"]`, `["\x"]`, `["a"]]`} {
+		if got, ok := wirejson.Strings(doc); ok {
+			t.Errorf("Strings(%q) = %q, want a refusal", doc, got)
+		}
+	}
+}
