@@ -787,7 +787,28 @@ func (e *Engine) parse(ctx context.Context, resp *spider.Response, extra logfact
 			out.Pages = []*spider.Page{spider.NewPage(resp)}
 		}
 	}
+	e.limitRequests(&out, resp.Request)
 	return out
+}
+
+// limitRequests holds a page's follow-up requests to MAX_LINKS_PER_PAGE, as
+// links.Follow holds the links it follows: a spider that builds its
+// requests itself gets its first ones queued and the rest counted in the
+// ledger as refused:too_many_links, with a warning, so that no page floods
+// the queues whatever the spider.
+func (e *Engine) limitRequests(out *spider.Output, req *crawlrequest.Request) {
+	over := len(out.Requests) - e.maxLinks
+	if e.maxLinks <= 0 || over <= 0 {
+		return
+	}
+	clear(out.Requests[e.maxLinks:]) // garbage now, whatever holds the array
+	out.Requests = out.Requests[:e.maxLinks:e.maxLinks]
+	if out.Refused == nil {
+		out.Refused = map[ledger.Reason]int{}
+	}
+	out.Refused[ledger.RefusedTooManyLinks] += over
+	e.log.Warning("The spider made more follow-up requests than MAX_LINKS_PER_PAGE; the rest are not followed",
+		logfactory.Extra{"url": req.URL, "crawlid": req.CrawlID, "requests": e.maxLinks + over, "followed": e.maxLinks})
 }
 
 // retry queues the request again with tally and Retried counted, or, after

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -124,6 +125,17 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 // wait: its workers, the scheduler, the publisher and the
 // acknowledgements); a trace costs the crawler more than a profile.
 //
+// CLUSTERBENCH_CRAWLER_BINARY_B=<crawler binary> compares two crawler
+// builds in one run, where comparing two runs drowns a few per cent in the
+// machine's drift: a second crawler (B) runs beside the first (A) on the
+// same Redis, broker, site and Kafka Monitor, one of them stopped
+// (SIGSTOP) while the other crawls, and each iteration crawls once with
+// each, A then B, then B then A in the next. A's figures are reported as
+// without B; B's as b-crawler-cpu-µs/page, b-crawler-cpu-per-site-cpu and
+// b-pages/s, and b-per-a-crawler-per-site is B's crawler/site over A's
+// (below 1: B is cheaper). Each crawl's crawler/site is logged, in pairs.
+// The profiles and allocation counts are A's.
+//
 // Settings: costSettings (defaults otherwise, INFO text logs included),
 // then CLUSTERBENCH_EXTRA's, space-separated NAME=value pairs, to see what
 // one setting costs (e.g. CLUSTERBENCH_EXTRA=STATS_STATUS_CODES=false).
@@ -167,6 +179,15 @@ func BenchmarkCrawlCost(b *testing.B) {
 	crawler := startProcess(b, "crawler", crawlerBin, crawlerEnv, "--spider", "link")
 	pids := map[string]int{"crawler": crawler.Pid(), "redis-server": redisPid, "broker": broker.proc.Pid(),
 		"site": site.Pid(), "kafka-monitor": monitor.Pid()}
+	var crawlerB *harness.Process // CLUSTERBENCH_CRAWLER_BINARY_B's, stopped while A crawls
+	if path := os.Getenv("CLUSTERBENCH_CRAWLER_BINARY_B"); path != "" {
+		crawlerB = startProcess(b, "crawler-b", path, env, "--spider", "link")
+		crawlerB.Signal(syscall.SIGSTOP)
+		b.Cleanup(func() { // before they are stopped: a stopped process takes no SIGTERM
+			crawler.Signal(syscall.SIGCONT)
+			crawlerB.Signal(syscall.SIGCONT)
+		})
+	}
 
 	kc := kafkaclient.Config{Brokers: []string{broker.addr}, TopicPrefix: "demo", ConnTimeout: 5 * time.Second,
 		BatchLinger: time.Millisecond, MaxRequestBytes: 1 << 20, Partitions: 1, ReplicationFactor: 1}
@@ -188,6 +209,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 		}
 	}
 	procs := []*harness.Process{site, monitor, crawler, broker.proc}
+	if crawlerB != nil {
+		procs = append(procs, crawlerB)
+	}
 	wait := func(crawlID string, want int) int {
 		return waitCrawl(b, rdb, ledger.Crawl{SpiderID: "link", AppID: "bench", CrawlID: crawlID}, want, procs)
 	}
@@ -195,6 +219,23 @@ func BenchmarkCrawlCost(b *testing.B) {
 	// Warm up: connections, topics, the scripts in Redis, the site's tree.
 	feed("warm-up")
 	wait("warm-up", costPages)
+	var bRun crawlerBRun
+	if crawlerB != nil {
+		resume(b, crawlerB, crawler)
+		feed("warm-up-b")
+		wait("warm-up-b", costPages)
+		resume(b, crawler, crawlerB)
+		bPids := maps.Clone(pids)
+		bPids["crawler"] = crawlerB.Pid()
+		bRun.crawl = func(crawlID string) {
+			resume(b, crawlerB, crawler)
+			cpuStart, start := cpuTimes(b, bPids), time.Now()
+			feed(crawlID)
+			n := wait(crawlID, costPages)
+			bRun.add(n, time.Since(start), cpuStart, cpuTimes(b, bPids))
+			resume(b, crawler, crawlerB)
+		}
+	}
 
 	var pages int
 	var elapsed time.Duration
@@ -208,6 +249,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		crawlID := "cost-" + strconv.Itoa(i)
+		if bRun.crawl != nil && i%2 == 1 { // B first in every other iteration
+			bRun.crawl(crawlID + "-b")
+		}
 		cpuStart := cpuTimes(b, pids)
 		cmdStart := commandStats(b, rdb)
 		readsStart := readsProcessed(b, rdb)
@@ -222,8 +266,13 @@ func BenchmarkCrawlCost(b *testing.B) {
 		elapsed += time.Since(start)
 		allocsEnd, allocBytesEnd := crawlerAllocs(b, adminAddr)
 		allocs, allocBytes = allocs+allocsEnd-allocsStart, allocBytes+allocBytesEnd-allocBytesStart
-		for name, t := range cpuTimes(b, pids) {
+		cpuEnd := cpuTimes(b, pids)
+		for name, t := range cpuEnd {
 			cpu[name] += t - cpuStart[name]
+		}
+		bRun.noteA(cpuEnd["crawler"]-cpuStart["crawler"], cpuEnd["site"]-cpuStart["site"])
+		if bRun.crawl != nil && i%2 == 0 {
+			bRun.crawl(crawlID + "-b")
 		}
 		if err := <-profiled; err != nil { // after the measures: it may outlast the crawl
 			b.Fatalf("CPU profile of the crawler: %v", err)
@@ -266,6 +315,9 @@ func BenchmarkCrawlCost(b *testing.B) {
 		b.ReportMetric(perPage(allocBytes), "crawler-alloc-bytes/page")
 	}
 	reportColly(b, collyRuns, collySiteCPU, float64(pages)/elapsed.Seconds())
+	if bRun.crawl != nil {
+		bRun.report(b, float64(cpu["crawler"])/float64(cpu["site"]))
+	}
 	var calls int64
 	names := make([]string, 0, len(cmds))
 	for name, s := range cmds {
@@ -357,6 +409,79 @@ func crawlerAllocs(tb testing.TB, addr string) (objects, bytes float64) {
 		tb.Fatalf("the crawler's metrics: no go_memstats_mallocs_total or go_memstats_alloc_bytes_total")
 	}
 	return objects, bytes
+}
+
+// crawlerBRun is what CLUSTERBENCH_CRAWLER_BINARY_B's crawler did in
+// BenchmarkCrawlCost: crawl runs one measured crawl with it (nil without
+// B), and each crawl's crawler/site ratio is kept beside A's of the same
+// iteration.
+type crawlerBRun struct {
+	crawl   func(crawlID string)
+	pages   int
+	elapsed time.Duration
+	cpu     map[string]time.Duration
+	ratiosA []float64
+	ratiosB []float64
+}
+
+// add counts one crawl of B's.
+func (r *crawlerBRun) add(pages int, elapsed time.Duration, start, end map[string]time.Duration) {
+	if r.cpu == nil {
+		r.cpu = map[string]time.Duration{}
+	}
+	r.pages += pages
+	r.elapsed += elapsed
+	for name, t := range end {
+		r.cpu[name] += t - start[name]
+	}
+	r.ratiosB = append(r.ratiosB, float64(end["crawler"]-start["crawler"])/float64(end["site"]-start["site"]))
+}
+
+// noteA keeps one crawl of A's crawler/site ratio (with B only).
+func (r *crawlerBRun) noteA(crawler, site time.Duration) {
+	if r.crawl != nil {
+		r.ratiosA = append(r.ratiosA, float64(crawler)/float64(site))
+	}
+}
+
+// report reports B's figures beside A's crawler/site (ratioA).
+func (r *crawlerBRun) report(b *testing.B, ratioA float64) {
+	perPage := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.pages) }
+	ratioB := float64(r.cpu["crawler"]) / float64(r.cpu["site"])
+	b.ReportMetric(perPage(r.cpu["crawler"]), "b-crawler-cpu-µs/page")
+	b.ReportMetric(ratioB, "b-crawler-cpu-per-site-cpu")
+	b.ReportMetric(float64(r.pages)/r.elapsed.Seconds(), "b-pages/s")
+	b.ReportMetric(ratioB/ratioA, "b-per-a-crawler-per-site")
+	pairs := make([]string, len(r.ratiosA))
+	for i := range r.ratiosA {
+		pairs[i] = fmt.Sprintf("%.3f/%.3f", r.ratiosA[i], r.ratiosB[i])
+	}
+	b.Logf("crawler/site per crawl, A/B: %s", strings.Join(pairs, " "))
+}
+
+// resume lets run crawl and stops idle (SIGSTOP), once idle is stopped:
+// one crawler of BenchmarkCrawlCost's two crawls at a time. Between
+// crawls neither holds a lease or a request, so the stopped one holds up
+// nothing.
+func resume(tb testing.TB, run, idle *harness.Process) {
+	tb.Helper()
+	idle.Signal(syscall.SIGSTOP)
+	waitFor(tb, idle.Name()+" stopped", 30*time.Second, func() bool { return procState(idle.Pid()) == "T" })
+	run.Signal(syscall.SIGCONT)
+}
+
+// procState is a process's state letter from /proc/<pid>/stat (T:
+// stopped), "" when it cannot be read.
+func procState(pid int) string {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	if !ok || rest == "" {
+		return ""
+	}
+	return rest[:1]
 }
 
 // costPackages are the binaries BenchmarkCrawlCost builds: the test site,
