@@ -96,17 +96,22 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 	}
 }
 
-// dueToPop are the pops to make together, due first: from every domain
-// due now with nothing popped ahead (not blocked, with a queue), as many
-// as the items popped ahead may still grow (CONCURRENT_REQUESTS), at most
-// maxDomainsPop domains; the first is the heap's top, due with nothing
-// ahead. s.mu is held. A domain due alone is popped alone, at once: none
-// waits for company.
+// dueToPop are the pops to make together, due first: from the heap's top
+// (due, with nothing popped ahead) and every other domain due now with
+// nothing popped ahead (not blocked, with a queue), at most maxBatchPop
+// domains; s.mu is held. They share the items the top alone would pop
+// (the one it hands out, and up to CONCURRENT_REQUESTS ahead in all),
+// dealt one at a time in turn, each domain to at most what it would pop
+// alone (want): a domain due alone pops as before, at once (none waits
+// for company); twenty domains due with room for sixteen items pop one
+// each from sixteen domains, in one round trip rather than sixteen. One
+// domain taking every item of the room left the others to pop one item
+// a round trip each as their turns came, due first.
 func (s *Scheduler) dueToPop(now time.Time) []duePop {
 	var due []*domain
 	// The heap's due part: a node is due no earlier than its parent.
 	stack := []int{0}
-	for len(stack) > 0 && len(due) < 4*maxDomainsPop {
+	for len(stack) > 0 && len(due) < 4*maxBatchPop {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if i >= len(s.ready) || s.ready[i].next.After(now) {
@@ -120,25 +125,28 @@ func (s *Scheduler) dueToPop(now time.Time) []duePop {
 	}
 	// Due first; the top first among those due at its time.
 	slices.SortStableFunc(due[1:], func(a, b *domain) int { return a.next.Compare(b.next) })
-	// The top pops as it would alone: the item it hands out and up to
-	// CONCURRENT_REQUESTS ahead in all; the others share what room is left.
-	pops := []duePop{{due[0], s.want(due[0])}}
-	room := s.cfg.Concurrency - s.ahead - (pops[0].n - 1)
-	for _, d := range due[1:] {
-		if room <= 0 || len(pops) == maxDomainsPop {
-			break
+	left := 1 + max(0, s.cfg.Concurrency-s.ahead)
+	pops := make([]duePop, 0, min(len(due), left, maxBatchPop))
+	for _, d := range due[:cap(pops)] {
+		pops = append(pops, duePop{d: d, most: s.want(d)})
+	}
+	for dealt := true; dealt && left > 0; {
+		dealt = false
+		for i := range pops {
+			if left > 0 && pops[i].n < pops[i].most {
+				pops[i].n++
+				left--
+				dealt = true
+			}
 		}
-		n := min(s.want(d), room)
-		pops = append(pops, duePop{d, n})
-		room -= n
 	}
 	return pops
 }
 
-// duePop is a pop of up to n items from d.
+// duePop is a pop of up to n items from d, which alone would pop most.
 type duePop struct {
-	d *domain
-	n int
+	d       *domain
+	n, most int
 }
 
 // want is how many items to pop from d: the one to hand out and up to
@@ -366,10 +374,8 @@ func (s *Scheduler) popped(ctx context.Context, d *domain, res throttle.Result, 
 	}
 }
 
-// maxDomainsPop bounds the domains one round trip pops from.
-const maxDomainsPop = 16
-
-// maxBatchPop bounds the items one pop takes from a domain.
+// maxBatchPop bounds the items one pop takes from a domain, and the
+// domains one round trip pops from.
 const maxBatchPop = 32
 
 func preview(s string) string {
