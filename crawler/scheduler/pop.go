@@ -78,7 +78,7 @@ func (s *Scheduler) next(ctx context.Context) (*Item, error) {
 			t.Stop()
 			continue
 		}
-		item, failed := s.attempt(ctx, due)
+		item, failed := s.attempt(ctx, due, errDelay)
 		if item != nil {
 			return item, nil
 		}
@@ -269,8 +269,8 @@ func (s *Scheduler) endDownload(it *Item) bool {
 // domain, or of several. (A moderated throttle pops one at a time: see
 // throttle.Queue.AttemptN.) It hands out the first item of the first
 // domain that popped one, and says whether a pop failed (each failed
-// queue is logged and tried again after a back-off).
-func (s *Scheduler) attempt(ctx context.Context, due []duePop) (item *Item, failed bool) {
+// queue is logged and tried again after errDelay).
+func (s *Scheduler) attempt(ctx context.Context, due []duePop, errDelay time.Duration) (item *Item, failed bool) {
 	pops := make([]throttle.Pop[string], 0, len(due))
 	doms := make([]*domain, 0, len(due))
 	s.mu.Lock()
@@ -308,7 +308,7 @@ func (s *Scheduler) attempt(ctx context.Context, due []duePop) (item *Item, fail
 			failed = true
 			if ctx.Err() == nil {
 				s.log.Error("Failed to pop from Redis", logfactory.Extra{"queue": d.key, "error": errs[i].Error()})
-				s.setNext(d, now.Add(errPopDelay))
+				s.setNext(d, now.Add(errDelay))
 			}
 			continue
 		}
@@ -319,9 +319,6 @@ func (s *Scheduler) attempt(ctx context.Context, due []duePop) (item *Item, fail
 	}
 	return item, failed
 }
-
-// errPopDelay is how long a domain whose pop failed waits before the next.
-const errPopDelay = 100 * time.Millisecond
 
 // popped keeps what a pop from d got in d.ahead; s.mu is held.
 func (s *Scheduler) popped(ctx context.Context, d *domain, res throttle.Result, leaseID string, leases *throttle.Leases, now time.Time) {
