@@ -3,12 +3,15 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
 // waitDomains waits until s knows n domain queues.
@@ -136,5 +139,79 @@ func TestClusterTheDomainsDueTogetherArePoppedTogether(t *testing.T) {
 	}
 	if st := s.Stats(); st.Popped != 20 {
 		t.Fatalf("popped %d, want 20", st.Popped)
+	}
+}
+
+// lockedBuffer is a log output read while the scheduler writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A domain whose pop fails beside others popped with it is logged with
+// its queue and tried again after a back-off; the others are served, and
+// the failed domain is once its queue works again.
+func TestAFailedPopAmongOthersIsLoggedWithItsQueueAndTriedAgain(t *testing.T) {
+	if err := redisServer.FlushAll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisServer.TestClient(t)
+	var out lockedBuffer
+	lc := logfactory.DefaultConfig()
+	lc.Level, lc.Output, lc.JSON = "ERROR", &out, true
+	log, err := logfactory.New(lc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(rdb, config(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// b.com's queue is not a sorted set: its pops fail (WRONGTYPE).
+	if err := rdb.Set(ctx, "link:b.com:queue", "not a queue", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Publish(ctx, "link:queue-announce", "link:b.com:queue")
+	waitDomains(t, s, 1)
+	queueRequest(t, rdb, "http://a.com/0", "c1", 1)
+	queueRequest(t, rdb, "http://a.com/1", "c1", 1)
+	waitDomains(t, s, 2)
+	for range 2 {
+		it := next(t, s, 5*time.Second)
+		if it.Domain != "a.com" {
+			t.Fatalf("served %s", it.Request.URL)
+		}
+		doneAll(t, s, it)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(out.String(), `"queue": "link:b.com:queue"`); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line of b.com's failed pop; logged:\n%s", out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "Failed to pop from Redis") || strings.Contains(out.String(), "link:a.com:queue") {
+		t.Fatalf("logged:\n%s", out.String())
+	}
+	if err := rdb.Del(ctx, "link:b.com:queue").Err(); err != nil {
+		t.Fatal(err)
+	}
+	queueRequest(t, rdb, "http://b.com/0", "c1", 1)
+	if it := next(t, s, 10*time.Second); it.Request.URL != "http://b.com/0" {
+		t.Fatalf("served %s after b.com's queue was mended", it.Request.URL)
 	}
 }
