@@ -175,14 +175,8 @@ func TestAFailedPopAmongOthersIsLoggedWithItsQueueAndTriedAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := scheduler.New(rdb, config(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	s, _ := startLogging(t, rdb, config(), log)
+	ctx := context.Background()
 	// b.com's queue is not a sorted set: its pops fail (WRONGTYPE).
 	if err := rdb.Set(ctx, "link:b.com:queue", "not a queue", 0).Err(); err != nil {
 		t.Fatal(err)
