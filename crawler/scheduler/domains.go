@@ -60,12 +60,6 @@ func (s *Scheduler) setNext(d *domain, t time.Time) {
 	}
 }
 
-func (s *Scheduler) reschedule(d *domain, t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setNext(d, t)
-}
-
 func (s *Scheduler) forget(d *domain) {
 	if d.fetching > 0 || len(d.ahead) > 0 {
 		return

@@ -29,7 +29,8 @@
 //	domains.go       the known domain queues: found by scans and announcements,
 //	                 kept in a heap by the time each is due, forgotten when idle
 //	pop.go           Next: the throttled, leased pop from the domain due first,
-//	                 popping ahead; Fetched: a fetched item's slots go to the
+//	                 popping ahead, with every other domain due then in the
+//	                 same round trip; Fetched: a fetched item's slots go to the
 //	                 next requests; Processed: its processing slot too
 //	leases.go        Done, Finish, Retry, Release; lease renewal and reaping
 //	ack.go           acknowledgements grouped into shared round trips

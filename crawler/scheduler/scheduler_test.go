@@ -67,6 +67,12 @@ func startScheduler(t *testing.T, rdb redis.UniversalClient, cfg scheduler.Confi
 	lc := logfactory.DefaultConfig()
 	lc.Level = "ERROR"
 	log, _ := logfactory.New(lc)
+	return startLogging(t, rdb, cfg, log)
+}
+
+// startLogging is startScheduler logging to log.
+func startLogging(t *testing.T, rdb redis.UniversalClient, cfg scheduler.Config, log *logfactory.Logger) (s *scheduler.Scheduler, stop context.CancelFunc) {
+	t.Helper()
 	s, err := scheduler.New(rdb, cfg, log)
 	if err != nil {
 		t.Fatal(err)

@@ -247,33 +247,90 @@ func (t *Queue[T]) Attempt(ctx context.Context, lease *Lease) (Result, error) {
 // the window still allows, from a priority queue with an unmoderated
 // throttle (otherwise one). Every item is a hit and, with a lease, leased.
 func (t *Queue[T]) AttemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
-	res, err := t.attemptN(ctx, lease, n)
-	if err == errOwnerReaped {
-		// Redis or this process was away longer than the lease TTL: every
-		// lease of the owner was reaped. Go on under a new owner.
-		lease.leases.replaceOwner(OwnerOf(lease.ID))
-		lease.ID = lease.leases.New().ID
-		res, err = t.attemptN(ctx, lease, n)
-	}
-	if err == errOwnerReaped {
-		err = fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
-	}
-	return res, err
+	out, errs := AttemptAll(ctx, t.rdb, []Pop[T]{{Queue: t, Lease: lease, N: n}})
+	return out[0], errs[0]
 }
 
-func (t *Queue[T]) attemptN(ctx context.Context, lease *Lease, n int) (Result, error) {
+// Pop is one queue's part of AttemptAll: Queue.AttemptN(ctx, Lease, N).
+type Pop[T any] struct {
+	Queue *Queue[T]
+	Lease *Lease // nil: not leased
+	N     int
+}
+
+// AttemptAll makes the pops, each as AttemptN, through one pipeline of c
+// (on a Redis Cluster one round trip per master, the masters at once):
+// the throttled pops of several domains for the price of one round trip.
+// c must reach the queues' keys (the client the queues were made with).
+// out[i] and errs[i] are pops[i]'s; each pop is atomic on its own, and
+// an error is its pop's alone. A lone pop goes as a command, not a
+// pipeline. The queues of pops must be distinct (one window hit each).
+func AttemptAll[T any](ctx context.Context, c redis.Cmdable, pops []Pop[T]) (out []Result, errs []error) {
+	out, errs = make([]Result, len(pops)), make([]error, len(pops))
+	todo := make([]int, len(pops))
+	for i := range pops {
+		todo[i] = i
+	}
+	// A second round only for the pops whose lease owner was found reaped
+	// (Redis or this process was away longer than the lease TTL: every
+	// lease of the owner was reaped): they go on under a new owner.
+	for round := 0; len(todo) > 0; round++ {
+		var args []redisscripts.Pop
+		var at []int
+		for _, i := range todo {
+			a, err := pops[i].Queue.prepare(ctx, pops[i].Lease, pops[i].N)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			args, at = append(args, a), append(at, i)
+		}
+		var cmds []*redis.Cmd
+		if len(args) == 1 {
+			cmds = []*redis.Cmd{redisscripts.Run(ctx, c, args[0])}
+		} else {
+			cmds = redisscripts.RunPipelined(ctx, c, args)
+		}
+		todo = todo[:0]
+		for k, i := range at {
+			p := pops[i]
+			res, err := p.Queue.read(cmds[k], p.Lease)
+			if err == errOwnerReaped && round == 0 {
+				p.Lease.leases.replaceOwner(OwnerOf(p.Lease.ID))
+				p.Lease.ID = p.Lease.leases.New().ID
+				todo = append(todo, i)
+				continue
+			}
+			if err == errOwnerReaped {
+				err = fmt.Errorf("throttled pop from %s: %w", p.Queue.queue.Key(), err)
+			}
+			out[i], errs[i] = res, err
+		}
+	}
+	return out, errs
+}
+
+// prepare is the pop script's keys and arguments for a pop of up to n
+// items, leased with lease when it is not nil (whose owner it registers
+// first, once).
+func (t *Queue[T]) prepare(ctx context.Context, lease *Lease, n int) (redisscripts.Pop, error) {
 	pop := t.pop
 	pop.Elastic = t.cfg.Elastic && t.moderation > 0 && t.kickIn.Load() >= int64(t.cfg.Limit)
 	pop.HitID = t.hitPrefix + strconv.FormatUint(t.hitSeq.Add(1), 10)
 	pop.Max = n
 	if lease != nil {
 		if err := lease.leases.register(ctx); err != nil {
-			return Result{}, err
+			return pop, err
 		}
 		pop.Owners, pop.Records = lease.leases.Keys()
 		pop.LeaseID, pop.Owner = lease.ID, OwnerOf(lease.ID)
 	}
-	res, err := redisscripts.Run(ctx, t.rdb, pop).Slice()
+	return pop, nil
+}
+
+// read is a pop's result from the script's answer.
+func (t *Queue[T]) read(cmd *redis.Cmd, lease *Lease) (Result, error) {
+	res, err := cmd.Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("throttled pop from %s: %w", t.queue.Key(), err)
 	}
