@@ -32,7 +32,7 @@ func (h *Hold) Arrived() <-chan struct{} { return h.arrived }
 func (h *Hold) Release() { h.releaseOnce.Do(func() { close(h.released) }) }
 
 // wait keeps a request waiting until Release; false when the client went
-// away or the site closed first (the request is then not answered).
+// away or the site closed first.
 func (h *Hold) wait(ctx context.Context, closing <-chan struct{}) bool {
 	h.arrivedOnce.Do(func() { close(h.arrived) })
 	select {
@@ -56,9 +56,11 @@ func WithHold(path string, hold *Hold) Option {
 	}
 }
 
-// held keeps r waiting when its path is held (WithHold); false when it is
-// not to be answered (see Hold.wait).
-func (s *Site) held(r *http.Request) bool {
-	h := s.opts.holds[r.URL.Path]
-	return h == nil || h.wait(r.Context(), s.closing)
+// hold keeps r waiting when its path is held (WithHold). When the client
+// goes away or the site closes first, it drops the connection without an
+// answer, as hang does (a handler that returned would answer 200).
+func (s *Site) hold(r *http.Request) {
+	if h := s.opts.holds[r.URL.Path]; h != nil && !h.wait(r.Context(), s.closing) {
+		panic(http.ErrAbortHandler)
+	}
 }

@@ -292,9 +292,7 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.hits.record(r)
-	if !s.held(r) {
-		return
-	}
+	s.hold(r)
 	if s.opts.routes != nil {
 		if _, pattern := s.opts.routes.Handler(r); pattern != "" {
 			s.opts.routes.ServeHTTP(w, r) // the mux sets the request's path values
