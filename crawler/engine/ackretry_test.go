@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -56,15 +55,7 @@ func TestRefusedAcknowledgementsAreSentAgainUntilRedisTakesThem(t *testing.T) {
 		t.Fatalf("crawled %d pages:\n%v\nwant %d:\n%v", len(got), got, len(want), want)
 	}
 	c := ledger.Crawl{SpiderID: "link", AppID: "testapp", CrawlID: "refused"}
-	var p *ledger.Progress
-	harness.WaitFor(t, "the crawl's ledger to count every page done", 30*time.Second, func() bool {
-		got, err := ledger.Read(ctx, e.rdb, c)
-		if err != nil || got[0] == nil {
-			return false
-		}
-		p = got[0]
-		return p.Outstanding() == 0
-	})
+	p := e.ledgerUntil(t, c, "the crawl's ledger to count every page done", func(p *ledger.Progress) bool { return p.Outstanding() == 0 })
 	if p.Published != int64(len(want)) || p.Seeds != 1 || p.Enqueued != int64(len(want)-1) || p.Retried != 0 {
 		t.Fatalf("ledger %+v; want %d published, 1 seed, %d enqueued, none retried", p, len(want), len(want)-1)
 	}

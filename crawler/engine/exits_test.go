@@ -6,7 +6,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/link"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -192,15 +190,7 @@ func TestEveryExitFromPopToAcknowledgementIsAPublicationOrALoggedCountedDrop(t *
 			r.SpiderID = spiderID
 			e.seedCounted(t, r)
 			c := ledger.Crawl{SpiderID: spiderID, AppID: r.AppID, CrawlID: r.CrawlID}
-			var p *ledger.Progress
-			harness.WaitFor(t, "the request's fate in its ledger", 30*time.Second, func() bool {
-				got, err := ledger.Read(context.Background(), e.rdb, c)
-				if err != nil || got[0] == nil {
-					return false
-				}
-				p = got[0]
-				return p.Done == 1
-			})
+			p := e.ledgerUntil(t, c, "the request's fate in its ledger", func(p *ledger.Progress) bool { return p.Done == 1 })
 			got := map[string]int64{"published": p.Published}
 			for k, v := range p.Refused {
 				got["refused:"+k] = v

@@ -274,6 +274,22 @@ func (e *env) logLine(t testing.TB, msg string) map[string]any {
 	return found
 }
 
+// ledgerUntil waits (30 s) until c's ledger reads as until wants, what
+// the ledger's counts are waited for, and returns it.
+func (e *env) ledgerUntil(t testing.TB, c ledger.Crawl, what string, until func(*ledger.Progress) bool) *ledger.Progress {
+	t.Helper()
+	var p *ledger.Progress
+	harness.WaitFor(t, what, 30*time.Second, func() bool {
+		got, err := ledger.Read(context.Background(), e.rdb, c)
+		if err != nil || got[0] == nil {
+			return false
+		}
+		p = got[0]
+		return until(p)
+	})
+	return p
+}
+
 func urls(pages []map[string]any) []string {
 	out := make([]string, 0, len(pages))
 	for _, p := range pages {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
-	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
 )
 
@@ -41,15 +39,7 @@ func TestASpiderBuildingTooManyRequestsIsHeldToMaxLinks(t *testing.T) {
 	seed.SpiderID = "flooding"
 	e.seedCounted(t, seed)
 	c := ledger.Crawl{SpiderID: "flooding", AppID: seed.AppID, CrawlID: seed.CrawlID}
-	var p *ledger.Progress
-	harness.WaitFor(t, "the crawl's ledger to count every page done", 30*time.Second, func() bool {
-		got, err := ledger.Read(context.Background(), e.rdb, c)
-		if err != nil || got[0] == nil {
-			return false
-		}
-		p = got[0]
-		return p.Done > 0 && p.Outstanding() == 0
-	})
+	p := e.ledgerUntil(t, c, "the crawl's ledger to count every page done", func(p *ledger.Progress) bool { return p.Done > 0 && p.Outstanding() == 0 })
 	// The seed's 7 requests are at depth 1, the crawl's maxdepth: they make
 	// none.
 	if p.Published != 8 || p.Enqueued != 7 || p.Refused[string(ledger.RefusedTooManyLinks)] != floodingRequests-7 {
