@@ -133,7 +133,8 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 // each, A then B, then B then A in the next. A's figures are reported as
 // without B; B's as b-crawler-cpu-µs/page, b-crawler-cpu-per-site-cpu and
 // b-pages/s, and b-per-a-crawler-per-site is B's crawler/site over A's
-// (below 1: B is cheaper). Each crawl's crawler/site is logged, in pairs.
+// (below 1: B is cheaper), b-per-a-crawler-cpu B's crawler µs per page
+// over A's. Each crawl's crawler/site is logged, in pairs.
 // The profiles and allocation counts are A's. Compare the crawlers' µs per
 // page too: one build run as A and as B (4 iterations, a quiet machine)
 // gave b-per-a 0.86, the site's own CPU per page moving from crawl to crawl
@@ -319,7 +320,7 @@ func BenchmarkCrawlCost(b *testing.B) {
 	}
 	reportColly(b, collyRuns, collySiteCPU, float64(pages)/elapsed.Seconds())
 	if bRun.crawl != nil {
-		bRun.report(b, float64(cpu["crawler"])/float64(cpu["site"]))
+		bRun.report(b, float64(cpu["crawler"])/float64(cpu["site"]), float64(cpu["crawler"].Microseconds())/float64(pages))
 	}
 	var calls int64
 	names := make([]string, 0, len(cmds))
@@ -447,14 +448,16 @@ func (r *crawlerBRun) noteA(crawler, site time.Duration) {
 	}
 }
 
-// report reports B's figures beside A's crawler/site (ratioA).
-func (r *crawlerBRun) report(b *testing.B, ratioA float64) {
+// report reports B's figures beside A's crawler/site (ratioA) and A's
+// crawler µs per page (usA).
+func (r *crawlerBRun) report(b *testing.B, ratioA, usA float64) {
 	perPage := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(r.pages) }
 	ratioB := float64(r.cpu["crawler"]) / float64(r.cpu["site"])
 	b.ReportMetric(perPage(r.cpu["crawler"]), "b-crawler-cpu-µs/page")
 	b.ReportMetric(ratioB, "b-crawler-cpu-per-site-cpu")
 	b.ReportMetric(float64(r.pages)/r.elapsed.Seconds(), "b-pages/s")
 	b.ReportMetric(ratioB/ratioA, "b-per-a-crawler-per-site")
+	b.ReportMetric(perPage(r.cpu["crawler"])/usA, "b-per-a-crawler-cpu")
 	pairs := make([]string, len(r.ratiosA))
 	for i := range r.ratiosA {
 		pairs[i] = fmt.Sprintf("%.3f/%.3f", r.ratiosA[i], r.ratiosB[i])
