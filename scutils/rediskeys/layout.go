@@ -445,3 +445,38 @@ func (l Layout) AllQueuePatterns() []string {
 	}
 	return []string{AllQueuesPattern, AllRenderQueuesPattern}
 }
+
+// CrawlerResponses is, in Cluster, the hash in which a crawler host counts
+// a spider's responses of one status code per time bucket,
+// "cluster:{<host>}:responses:<spiderid>:<code>" (package stats,
+// BucketSet). In Single the crawlers keep the original's sorted sets at
+// CrawlerStatusKey, which it returns.
+func (l Layout) CrawlerResponses(host, spiderID, code string) string {
+	if l.cluster {
+		return clusterKey(host, "responses", spiderID, code)
+	}
+	return CrawlerStatusKey(host, spiderID, code)
+}
+
+// CrawlerResponsesPattern is the SCAN MATCH pattern, in Cluster, of every
+// crawler host's response counts (CrawlerResponses), to be scanned on
+// every master.
+const CrawlerResponsesPattern = "cluster:{*}:responses:*"
+
+// ParseCrawlerResponses splits a Cluster CrawlerResponses key into its
+// host, spider and status code.
+func ParseCrawlerResponses(key string) (host, spiderID, code string, ok bool) {
+	rest, found := strings.CutPrefix(key, ClusterPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	host, rest, found = strings.Cut(rest, "}:responses:")
+	if !found || host == "" || strings.ContainsAny(host, "{}:") {
+		return "", "", "", false
+	}
+	spiderID, code, found = strings.Cut(rest, ":")
+	if !found || spiderID == "" || code == "" || strings.Contains(code, ":") {
+		return "", "", "", false
+	}
+	return host, spiderID, code, true
+}

@@ -276,3 +276,30 @@ func TestSlotTagsAndRequestKeysShareTheRequestsSlot(t *testing.T) {
 		t.Errorf("%q does not match %q", share, l.LedgerSharesPattern("link", "app"))
 	}
 }
+
+// A crawler host's response counts: the original's base key in Single, a
+// hash tagged by the host in Cluster, which parses back and matches its
+// pattern; other keys do not parse.
+func TestCrawlerResponsesKeys(t *testing.T) {
+	if got := rediskeys.Single.CrawlerResponses("vm", "link", "200"); got != "stats:crawler:vm:link:200" {
+		t.Errorf("Single: %q", got)
+	}
+	key := rediskeys.Cluster.CrawlerResponses("vm", "link", "200")
+	if key != "cluster:{vm}:responses:link:200" {
+		t.Fatalf("Cluster: %q", key)
+	}
+	if ok, _ := path.Match(rediskeys.CrawlerResponsesPattern, key); !ok {
+		t.Errorf("%q does not match %q", key, rediskeys.CrawlerResponsesPattern)
+	}
+	host, spider, code, ok := rediskeys.ParseCrawlerResponses(key)
+	if !ok || host != "vm" || spider != "link" || code != "200" {
+		t.Errorf("parsed %q %q %q %v", host, spider, code, ok)
+	}
+	for _, k := range []string{"stats:crawler:vm:link:200", "cluster:{}:responses:link:200", "cluster:{vm}:responses:link",
+		"cluster:{vm}:responses::200", "cluster:{vm}:responses:link:", "cluster:{a:b}:responses:link:200",
+		"cluster:{vm}:responses:link:200:900", "cluster:{vm}:queue:link"} {
+		if _, _, _, ok := rediskeys.ParseCrawlerResponses(k); ok {
+			t.Errorf("ParseCrawlerResponses took %q", k)
+		}
+	}
+}
