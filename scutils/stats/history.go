@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 )
 
 // History is the crawlers' responses per step over a span of time, from
@@ -50,13 +52,19 @@ func (r Reader) CrawlerHistory(ctx context.Context, span, step time.Duration) (*
 	steps := int((span + step - 1) / step)
 	h := &History{Start: r.Now.Add(-time.Duration(steps) * step), Step: step, Counts: make([]int64, steps)}
 	keys := windowKeys{want: int64(span / time.Second), best: map[string]int64{}}
-	if err := r.scan(ctx, crawlerPattern, &keys); err != nil {
-		return nil, err
+	for _, p := range r.crawlerPatterns(crawlerPattern) {
+		if err := r.scan(ctx, p, &keys); err != nil {
+			return nil, err
+		}
 	}
-	if len(keys.best) == 0 {
+	if len(keys.best) == 0 && len(keys.hashes) == 0 {
 		return h, nil
 	}
 	pipe := r.Redis.Pipeline()
+	hashes := make([]*redis.MapStringStringCmd, len(keys.hashes))
+	for i, k := range keys.hashes {
+		hashes[i] = pipe.HGetAll(ctx, k)
+	}
 	cmds := make([]*redis.IntCmd, 0, len(keys.best)*steps)
 	var covered int64
 	for base, window := range keys.best {
@@ -78,22 +86,67 @@ func (r Reader) CrawlerHistory(ctx context.Context, span, step time.Duration) (*
 			h.Counts[i%steps] += n
 		}
 	}
+	for _, cmd := range hashes {
+		if fields, err := cmd.Result(); err == nil {
+			covered = max(covered, h.addBuckets(fields, keys.want, r.Now))
+		}
+	}
 	h.Covered = time.Duration(covered) * time.Second
 	return h, nil
+}
+
+// addBuckets counts a BucketSet's hash (a crawler's response counts on a
+// cluster) in h's steps: of its windows the one windowKeys would pick,
+// each bucket still in that window in the step its start falls in (a
+// bucket that starts before h.Start is left out). It returns how far back that window reaches, at
+// most want seconds.
+func (h *History) addBuckets(fields map[string]string, want int64, now time.Time) int64 {
+	var window int64
+	for f := range fields {
+		if w, _, ok := parseBucketField(f); ok && betterWindow(window, int64(w), want) {
+			window = int64(w)
+		}
+	}
+	if window == 0 {
+		return 0
+	}
+	size := BucketSeconds(int(window))
+	stepSeconds := h.Step.Seconds()
+	for f, v := range fields {
+		w, b, ok := parseBucketField(f)
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || int64(w) != window || err != nil || n <= 0 || b < oldestCounted(w, now.Unix()) {
+			continue
+		}
+		start := time.Unix(b*size, 0)
+		if start.Before(h.Start) || !start.Before(now) {
+			continue
+		}
+		if i := int(start.Sub(h.Start).Seconds() / stepSeconds); i < len(h.Counts) {
+			h.Counts[i] += n
+		}
+	}
+	return min(window, want)
 }
 
 func score(t time.Time) string { return strconv.FormatFloat(float64(t.UnixNano())/1e9, 'f', -1, 64) }
 
 // windowKeys picks, for every crawler response-code counter
 // (stats:crawler:<host>:<spiderid>:<code>), the window to read: the
-// shortest at least want seconds long, else the longest.
+// shortest at least want seconds long, else the longest. It keeps the keys
+// of the crawlers' BucketSets (on a cluster) aside, each read whole.
 type windowKeys struct {
-	want int64
-	best map[string]int64 // counter base key -> window
+	want   int64
+	best   map[string]int64 // counter base key -> window
+	hashes []string         // BucketSet keys
 }
 
 func (w *windowKeys) take(parts []string) bool {
 	if len(parts) != 6 {
+		return false
+	}
+	if parts[5] == everyWindow {
+		w.hashes = append(w.hashes, rediskeys.Cluster.CrawlerResponses(parts[2], parts[3], parts[4]))
 		return false
 	}
 	window, err := strconv.ParseInt(parts[5], 10, 64)
@@ -101,14 +154,23 @@ func (w *windowKeys) take(parts []string) bool {
 		return false // lifetime
 	}
 	base := strings.Join(parts[:5], ":")
-	old, ok := w.best[base]
-	switch {
-	case !ok:
+	if betterWindow(w.best[base], window, w.want) {
 		w.best[base] = window
-	case old < w.want && window > old:
-		w.best[base] = window // longer, still too short or now enough
-	case window >= w.want && window < old:
-		w.best[base] = window // long enough and shorter
+	}
+	return false
+}
+
+// betterWindow reports whether window is a better one to read than old (0:
+// none yet) for a span of want seconds: the shortest at least want
+// seconds long, else the longest.
+func betterWindow(old, window, want int64) bool {
+	switch {
+	case old == 0:
+		return true
+	case old < want && window > old:
+		return true // longer, still too short or now enough
+	case window >= want && window < old:
+		return true // long enough and shorter
 	}
 	return false
 }

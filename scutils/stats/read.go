@@ -207,8 +207,10 @@ func (r Reader) Component(ctx context.Context, component string) (*ComponentStat
 // Crawlers reads the crawlers' heartbeats and response-code counters.
 func (r Reader) Crawlers(ctx context.Context) (*CrawlerStats, error) {
 	c := newCrawlerStats()
-	if err := r.scan(ctx, crawlerPattern, c); err != nil {
-		return nil, err
+	for _, p := range r.crawlerPatterns(crawlerPattern) {
+		if err := r.scan(ctx, p, c); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -226,7 +228,7 @@ func (r Reader) Queues(ctx context.Context) (*QueueStats, error) {
 // CrawlersAndQueues reads what Crawlers and Queues read, both at once.
 func (r Reader) CrawlersAndQueues(ctx context.Context) (*CrawlerStats, *QueueStats, error) {
 	c, q := newCrawlerStats(), newQueueStats()
-	if err := r.scanAll(ctx, scanJob{[]string{crawlerPattern}, c}, r.queueJob(q)); err != nil {
+	if err := r.scanAll(ctx, scanJob{r.crawlerPatterns(crawlerPattern), c}, r.queueJob(q)); err != nil {
 		return nil, nil, err
 	}
 	q.finish()
@@ -242,7 +244,7 @@ func (r Reader) Cluster(ctx context.Context) (*ClusterStats, error) {
 		out.Components[name] = newComponentStats()
 		route[name] = out.Components[name]
 	}
-	if err := r.scanAll(ctx, scanJob{[]string{allStatsPattern}, route}, r.queueJob(out.Queues)); err != nil {
+	if err := r.scanAll(ctx, scanJob{r.crawlerPatterns(allStatsPattern), route}, r.queueJob(out.Queues)); err != nil {
 		return nil, err
 	}
 	for _, c := range out.Components {
@@ -337,6 +339,7 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 		key   string
 		parts []string
 		cmd   *redis.IntCmd
+		hash  *redis.MapStringStringCmd // a BucketSet's hash: every window's count
 	}
 	var (
 		cursor  uint64
@@ -348,6 +351,10 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 	for {
 		pipe := r.Redis.Pipeline()
 		for i := range pending {
+			if pending[i].parts[len(pending[i].parts)-1] == everyWindow {
+				pending[i].hash = pipe.HGetAll(ctx, pending[i].key)
+				continue
+			}
 			pending[i].cmd = r.count(ctx, pipe, pending[i].key, pending[i].parts, bounds)
 		}
 		var scan *redis.ScanCmd
@@ -357,6 +364,12 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 		// Errors are per command: a wrong-typed key fails only its own read.
 		_, _ = pipe.Exec(ctx)
 		for _, p := range pending {
+			if p.hash != nil {
+				if err := r.addBuckets(p.key, p.parts, p.hash, c); err != nil {
+					return err
+				}
+				continue
+			}
 			n, err := p.cmd.Result()
 			if redis.HasErrorPrefix(err, "WRONGTYPE") {
 				continue // not a counter of ours; leave it out
@@ -381,7 +394,7 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 				continue
 			}
 			seen[k] = struct{}{}
-			if parts := strings.Split(k, ":"); c.take(parts) {
+			if parts := keyParts(k); c.take(parts) {
 				pending = append(pending, read{key: k, parts: parts})
 			}
 		}
@@ -390,6 +403,51 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 			return nil
 		}
 	}
+}
+
+// everyWindow is the window part keyParts gives a crawler's BucketSet hash:
+// one key that holds every window's count.
+const everyWindow = "*"
+
+// keyParts is a key split on ':', but for a crawler host's response counts
+// on a cluster (rediskeys.ParseCrawlerResponses), which a collector sees
+// as the original's window keys, stats:crawler:<host>:<spiderid>:<code>,
+// with the window everyWindow: one hash read (HGETALL) gives each window's
+// count, each added as the original's key of that window would be.
+func keyParts(key string) []string {
+	if host, spider, code, ok := rediskeys.ParseCrawlerResponses(key); ok {
+		return []string{"stats", "crawler", host, spider, code, everyWindow}
+	}
+	return strings.Split(key, ":")
+}
+
+// addBuckets adds each window's count of a BucketSet's hash to c as the
+// original's key of that window (parts with the window in place of
+// everyWindow).
+func (r Reader) addBuckets(key string, parts []string, hash *redis.MapStringStringCmd, c collector) error {
+	fields, err := hash.Result()
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return nil // not a counter of ours; leave it out
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	for window, n := range CountBuckets(fields, r.Now) {
+		one := slices.Clone(parts)
+		one[len(one)-1] = window
+		c.add(one, n)
+	}
+	return nil
+}
+
+// crawlerPatterns are the SCAN MATCH patterns of the crawlers' heartbeats
+// and response counts: crawlerPattern, and on a cluster also the
+// response counts' hashes (rediskeys.CrawlerResponsesPattern).
+func (r Reader) crawlerPatterns(first string) []string {
+	if r.Layout.IsCluster() {
+		return []string{first, rediskeys.CrawlerResponsesPattern}
+	}
+	return []string{first}
 }
 
 // scanMasters is scan on every master of a Redis Cluster, one after the
