@@ -13,7 +13,9 @@
 // "private_address"). Every
 // response, 4xx and 5xx included, is parsed and published, as the original
 // does. Response codes are counted in stats:crawler:<host>:<spiderid>:<code>
-// and the process reports itself at stats:crawler:<host>:<spiderid>:<id>.
+// (on a Redis Cluster in a hash of time buckets,
+// cluster:{<host>}:responses:<spiderid>:<code>) and the process reports
+// itself at stats:crawler:<host>:<spiderid>:<id>.
 //
 // Live domain configuration (blacklist and throttles) comes from ZooKeeper
 // (ZOOKEEPER_HOSTS) or from Redis when ZOOKEEPER_HOSTS is empty; while its
@@ -102,7 +104,7 @@ type Engine struct {
 	configOnce  sync.Once
 	configLate  atomic.Bool // the crawler stopped waiting for it
 
-	codeStats map[int]*stats.WindowSet
+	codeStats map[int]codeCounter
 	pendingMu sync.Mutex
 	pending   map[int]int // response codes not yet written
 
@@ -237,7 +239,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		host: host, id: heartbeat.NewID(),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
-		codeStats: map[int]*stats.WindowSet{}, pending: map[int]int{},
+		codeStats: map[int]codeCounter{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
 		maxLinks: links.MaxPerPage.From(s),
@@ -272,14 +274,33 @@ func (e *Engine) setupStats(ctx context.Context) error {
 	if !slices.Contains(codes, 504) {
 		codes = append(codes, 504)
 	}
+	layout := redisconn.KeyLayout(e.settings)
 	for _, code := range codes {
-		ws, err := stats.NewWindowSet(ctx, e.rdb, rediskeys.CrawlerStatusKey(e.host, e.spider.Name(), strconv.Itoa(code)), windows, true, opts...)
+		key := layout.CrawlerResponses(e.host, e.spider.Name(), strconv.Itoa(code))
+		var (
+			c   codeCounter
+			err error
+		)
+		if layout.IsCluster() {
+			c, err = stats.NewBucketSet(ctx, e.rdb, key, windows, opts...)
+		} else {
+			c, err = stats.NewWindowSet(ctx, e.rdb, key, windows, true, opts...)
+		}
 		if err != nil {
 			return err
 		}
-		e.codeStats[code] = ws
+		e.codeStats[code] = c
 	}
 	return nil
+}
+
+// codeCounter counts the responses of one status code: the original's
+// sorted sets on one Redis (stats.WindowSet), a hash of time buckets on a
+// Redis Cluster (stats.BucketSet), whose memory does not grow with the
+// pages crawled (docs/redis-cluster.md).
+type codeCounter interface {
+	AddTo(ctx context.Context, pipe redis.Pipeliner, n int)
+	Close() error
 }
 
 // MemoryBound is the most memory the crawler should need with its

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/testsite"
@@ -189,6 +190,58 @@ func TestInfoStatsStopAndExpireOnARedisCluster(t *testing.T) {
 	if num(sq, "queues", "total_backlog") != 8 || num(sq, "queues", "queue_link", "num_domains") != 2 {
 		t.Errorf("queue stats: %v", sq)
 	}
+	// The crawler's response counts, kept on a cluster in a hash of time
+	// buckets per host and code (stats.BucketSet): the pages fetched (the
+	// two seen, a third if a minute passed), the same in every window and
+	// the lifetime, by spider and by machine. The crawler writes them every
+	// 250 ms, so ask until they are in.
+	var sc map[string]any
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("stats-crawler-%d", i)
+		feedLines(t, k, map[string]any{"stats": "crawler", "appid": "e2e", "uuid": id})
+		sc, _ = outbound.first(t, "the crawler stats", uuid(id))
+		if num(sc, "spiders", "link", "200", "lifetime") >= 2 || i == 30 {
+			break
+		}
+	}
+	machines, _ := field(sc, "machines").(map[string]any)
+	if len(machines) != 2 || num(sc, "machines", "count") != 1 {
+		t.Errorf("crawler stats: machines %v, want one", machines)
+	}
+	for host := range machines {
+		if host == "count" {
+			continue
+		}
+		pages := num(sc, "spiders", "link", "200", "lifetime")
+		for _, w := range []string{"900", "3600", "21600", "43200", "86400", "604800", "lifetime"} {
+			if n := num(sc, "spiders", "link", "200", w); n < 2 || n != pages || num(sc, "machines", host, "200", w) != pages {
+				t.Errorf("crawler stats, window %s: spider %d, machine %s %d, want the %d pages of the lifetime (at least 2)", w,
+					n, host, num(sc, "machines", host, "200", w), pages)
+			}
+		}
+	}
+	if num(sc, "spiders", "link", "count") != 1 {
+		t.Errorf("crawler stats: %v, want one link crawler", field(sc, "spiders"))
+	}
+	// Kept in the one hash, not in the original's sorted sets (a member
+	// for every page in every window).
+	var mu sync.Mutex
+	var hashes, zsets []string
+	err = rc.TestClient(t).ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		h, err := m.Keys(ctx, rediskeys.CrawlerResponsesPattern).Result()
+		if err != nil {
+			return err
+		}
+		z, err := m.Keys(ctx, "stats:crawler:*:link:200:*").Result()
+		mu.Lock()
+		hashes, zsets = append(hashes, h...), append(zsets, z...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil || len(hashes) != 1 || len(zsets) != 0 {
+		t.Errorf("response count keys: %q and %q (%v), want one hash of buckets and no sorted set", hashes, zsets, err)
+	}
+
 	// Asked once the three above are answered (and so counted): asked
 	// with them, the other monitor could answer it before it counted them.
 	feedLines(t, k, map[string]any{"stats": "redis-monitor", "appid": "e2e", "uuid": "stats-rm"})
