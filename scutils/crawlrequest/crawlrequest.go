@@ -609,6 +609,37 @@ func (r *Request) Retry() *Request {
 	return c
 }
 
+// requestBytes is about what a Request's own struct takes in memory,
+// extraMapBytes its extra fields' map (a clone's, when it has any) and
+// extraEntryBytes each of their entries.
+const (
+	requestBytes    = 320
+	extraMapBytes   = 256
+	extraEntryBytes = 48
+)
+
+// HeldBytes estimates the memory r holds: its struct, its URL, cookie and
+// user agent, its lists' and attrs' copies (Clone copies them) and its
+// extra fields, counting in full what it may share with the request it
+// was made from (a follow-up's strings), so that a bound in these bytes
+// holds in memory.
+func (r *Request) HeldBytes() int {
+	n := requestBytes + len(r.URL) + len(r.Cookie) + len(r.UserAgent) + len(r.Attrs)
+	for _, l := range [][]string{r.AllowedDomains, r.AllowRegex, r.DenyRegex, r.DenyExtensions} {
+		n += 16 * len(l)
+		for _, s := range l {
+			n += len(s)
+		}
+	}
+	if len(r.extra) > 0 {
+		n += extraMapBytes
+	}
+	for k, v := range r.extra {
+		n += extraEntryBytes + len(k) + len(v)
+	}
+	return n
+}
+
 // Clone returns a copy of r that shares nothing r's changes could reach.
 func (r *Request) Clone() *Request {
 	c := r.knownValues()

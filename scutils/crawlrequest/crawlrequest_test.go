@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -302,4 +304,42 @@ func TestEncodeRefusesAttrsThatAreNotJSON(t *testing.T) {
 	if _, err := r.Encode(); err == nil || !strings.Contains(err.Error(), "attrs") {
 		t.Fatalf("Encode = %v, want an error about attrs", err)
 	}
+}
+
+// HeldBytes is an estimate that errs high: a page's follow-ups, as
+// Follow makes them from a decoded request with lists, attrs and extra
+// fields, hold no more memory than their HeldBytes add up to.
+func TestHeldBytesIsAtLeastWhatFollowUpsAllocate(t *testing.T) {
+	member := []byte(`{"url":"http://example.com/a","appid":"app","crawlid":"c1","spiderid":"link","priority":1,"maxdepth":3,` +
+		`"allow_regex":["/page/","/item/"],"deny_regex":["/private/"],"allowed_domains":["example.com"],` +
+		`"attrs":{"customer":"acme","tags":["x","y","z"]},"ts":1795941519.96658,"referer":"http://example.com/","useragent":"bot/1.0"}`)
+	page, err := crawlrequest.Decode(member)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("http://example.com/page/%d/item/%d", i, i*7)
+	}
+	reqs := make([]*crawlrequest.Request, n)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range reqs {
+		reqs[i] = page.Follow(urls[i])
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	var estimated uint64
+	for _, r := range reqs {
+		estimated += uint64(r.HeldBytes())
+	}
+	if estimated < allocated {
+		t.Fatalf("%d follow-ups allocated %d bytes, HeldBytes adds up to %d", n, allocated, estimated)
+	}
+	if estimated > 4*allocated {
+		t.Errorf("%d follow-ups allocated %d bytes, HeldBytes adds up to %d: more than 4 times", n, allocated, estimated)
+	}
+	t.Logf("%d follow-ups: %d bytes allocated, %d estimated (%d a request)", n, allocated, estimated, estimated/n)
 }
