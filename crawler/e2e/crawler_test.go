@@ -422,11 +422,11 @@ func attrs(t *testing.T, p *spider.Page) map[string]any {
 // TestCrawlerSetsItsGarbageCollectorFromItsMemoryBound: a crawler runs Go's
 // collector at GOGC=400 with a soft memory limit of 2 × CONCURRENT_REQUESTS
 // × DOWNLOAD_MAXSIZE + 3 × KAFKA_PRODUCER_MAX_REQUEST_SIZE (its results
-// waiting for Kafka) + 64 MiB, and says so at start; GOGC and GOMEMLIMIT
-// in its environment win.
+// waiting for Kafka) + FOLLOWUPS_HELD_BYTES + 64 MiB, and says so at start;
+// GOGC and GOMEMLIMIT in its environment win.
 func TestCrawlerSetsItsGarbageCollectorFromItsMemoryBound(t *testing.T) {
 	c := newCluster(t)
-	small := map[string]string{"CONCURRENT_REQUESTS": "4", "DOWNLOAD_MAXSIZE": strconv.Itoa(1 << 20)}
+	small := map[string]string{"CONCURRENT_REQUESTS": "4", "DOWNLOAD_MAXSIZE": strconv.Itoa(1 << 20), "FOLLOWUPS_HELD_BYTES": strconv.Itoa(5 << 20)}
 	withEnv := maps.Clone(small)
 	withEnv["GOGC"], withEnv["GOMEMLIMIT"] = "100", "1GiB"
 	for _, tc := range []struct {
@@ -435,7 +435,7 @@ func TestCrawlerSetsItsGarbageCollectorFromItsMemoryBound(t *testing.T) {
 		want      map[string]any
 	}{
 		{"defaults", small, map[string]any{"gogc": 400.0, "gogc_from_env": false,
-			"memory_limit_bytes": float64(2*4<<20 + 3<<20 + 64<<20), "memory_limit_from_env": false}},
+			"memory_limit_bytes": float64(2*4<<20 + 3<<20 + 5<<20 + 64<<20), "memory_limit_from_env": false}},
 		{"environment", withEnv, map[string]any{"gogc": 100.0, "gogc_from_env": true,
 			"memory_limit_bytes": float64(1 << 30), "memory_limit_from_env": true}},
 	} {

@@ -119,6 +119,10 @@ type Engine struct {
 	// most tokens(); acks counts them, for Run to wait for.
 	acking chan struct{}
 	acks   sync.WaitGroup
+	// followups bounds the bytes of the follow-up requests those hold
+	// (FOLLOWUPS_HELD_BYTES): a worker with a page's follow-ups waits for
+	// room before it takes a token.
+	followups *byteGate
 }
 
 // ending is a request whose fate is decided (its result published, or
@@ -130,6 +134,7 @@ type ending struct {
 	tally   *ledger.Tally
 	reqs    []*crawlrequest.Request
 	refused map[ledger.Reason]int
+	held    int64 // the bytes of followups reqs hold, given back with the token
 }
 
 // acknowledgersPerRequest times CONCURRENT_REQUESTS is how many requests
@@ -236,7 +241,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
 		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub, sessions: session.NewStore(rdb, session.TTL.From(s)),
 		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes), resultsHeld: kcfg.PublishHeldBytes,
-		host: host, id: heartbeat.NewID(),
+		host: host, id: heartbeat.NewID(), followups: newByteGate(int64(FollowupsHeldBytes.From(s))),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
 		codeStats: map[int]codeCounter{}, pending: map[int]int{},
@@ -312,7 +317,7 @@ type codeCounter interface {
 // it to Go's garbage collector as the soft memory limit (package gctune).
 func (e *Engine) MemoryBound() int64 {
 	c := e.fetcher.Config()
-	return 2*int64(c.MaxConns)*c.MaxSize + int64(e.resultsHeld) + 64<<20
+	return 2*int64(c.MaxConns)*c.MaxSize + int64(e.resultsHeld) + e.followups.max + 64<<20
 }
 
 // Scheduler returns the engine's scheduler (for tests and benchmarks).
@@ -605,15 +610,14 @@ func (e *Engine) fetchFailed(ctx context.Context, item *scheduler.Item, tally *l
 // (kafkaclient.Config.PublishHeldBytes: publish waits for room), and
 // their number by the tokens.
 func (e *Engine) publish(ctx context.Context, item *scheduler.Item, out spider.Output, tally *ledger.Tally, extra logfactory.Extra) {
-	select {
-	case e.acking <- struct{}{}:
-	case <-ctx.Done():
+	held, ok := e.takeToken(ctx, out.Requests)
+	if !ok {
 		return // shutting down: released later
 	}
 	e.acks.Add(1)
 	e.metrics.inFlight.Inc() // until Kafka's answer (sent)
 	pages := out.Pages
-	pb := &publishing{e: e, ctx: ctx, item: item, tally: tally, extra: extra, reqs: out.Requests, refused: out.Refused, start: time.Now()}
+	pb := &publishing{e: e, ctx: ctx, item: item, tally: tally, extra: extra, reqs: out.Requests, refused: out.Refused, held: held, start: time.Now()}
 	pb.left.Store(int32(len(pages)) + 1) // and this loop's own
 	processed := func() { e.sched.Processed(item) }
 	for i := range pages {
@@ -643,6 +647,7 @@ type publishing struct {
 	extra   logfactory.Extra
 	reqs    []*crawlrequest.Request
 	refused map[ledger.Reason]int
+	held    int64 // the bytes of followups reqs hold
 	start   time.Time
 	left    atomic.Int32 // pages not answered yet, and publish's loop
 
@@ -690,7 +695,7 @@ func (pb *publishing) pageDone() {
 	e.metrics.inFlight.Dec()
 	switch {
 	case pb.stopped:
-		e.release()
+		e.release(pb.held)
 		return
 	case pb.published > 0:
 		pb.tally.Published(crawl, pb.cut)
@@ -703,7 +708,7 @@ func (pb *publishing) pageDone() {
 		e.metrics.drop(ledger.DroppedNoResult)
 	}
 	e.metrics.acknowledging.Inc()
-	e.acknowledge(pb.ctx, ending{item: pb.item, tally: pb.tally, reqs: pb.reqs, refused: pb.refused}, firstBackoff)
+	e.acknowledge(pb.ctx, ending{item: pb.item, tally: pb.tally, reqs: pb.reqs, refused: pb.refused, held: pb.held}, firstBackoff)
 }
 
 // finish ends the request's lease with tally and queues the spider's
@@ -725,9 +730,8 @@ func (e *Engine) done(ctx context.Context, item *scheduler.Item, tally *ledger.T
 // their slots, and the crawler takes no more requests. When ctx ends
 // first, the request stays leased: Run releases it.
 func (e *Engine) end(ctx context.Context, end ending) {
-	select {
-	case e.acking <- struct{}{}:
-	case <-ctx.Done():
+	var ok bool
+	if end.held, ok = e.takeToken(ctx, end.reqs); !ok {
 		return
 	}
 	e.acks.Add(1)
@@ -751,7 +755,7 @@ func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Durat
 				}
 				e.log.Debug("Queued follow-up requests", fields)
 			}
-			e.acknowledged()
+			e.acknowledged(end.held)
 			return
 		}
 		what := "acknowledge a request"
@@ -760,7 +764,7 @@ func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Durat
 		}
 		go func() {
 			if !e.backOff(ctx, what, err, backoff) {
-				e.acknowledged()
+				e.acknowledged(end.held)
 				return
 			}
 			e.acknowledge(ctx, end, nextBackoff(backoff))
@@ -768,14 +772,34 @@ func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Durat
 	})
 }
 
-// acknowledged ends an acknowledgement queued by end, done or given up.
-func (e *Engine) acknowledged() {
+// acknowledged ends an acknowledgement queued by end, done or given up,
+// whose follow-ups held held bytes.
+func (e *Engine) acknowledged(held int64) {
 	e.metrics.acknowledging.Dec()
-	e.release()
+	e.release(held)
 }
 
-// release gives back a token of acking (end, publish).
-func (e *Engine) release() {
+// takeToken waits for room for reqs' bytes in followups, then for a token
+// of acking (end, publish), and returns the bytes taken; false when ctx
+// ended first, holding nothing.
+func (e *Engine) takeToken(ctx context.Context, reqs []*crawlrequest.Request) (int64, bool) {
+	held, ok := e.followups.acquire(ctx, followupBytes(reqs))
+	if !ok {
+		return 0, false
+	}
+	select {
+	case e.acking <- struct{}{}:
+		return held, true
+	case <-ctx.Done():
+		e.followups.release(held)
+		return 0, false
+	}
+}
+
+// release gives back a token of acking and the held bytes of followups
+// taken with it (takeToken).
+func (e *Engine) release(held int64) {
+	e.followups.release(held)
 	<-e.acking
 	e.acks.Done()
 }

@@ -102,6 +102,11 @@ func newMetrics(e *Engine) *metrics {
 		gauge("scrapy_crawler_results_held_bytes", "Bytes of encoded results waiting for Kafka's acknowledgement "+
 			"(at most 3 × KAFKA_PRODUCER_MAX_REQUEST_SIZE; pages wait for room beyond).",
 			func() int { bytes, _ := e.pub.Held(); return bytes }),
+		gauge("scrapy_crawler_followups_held_bytes", "Bytes (estimated) of follow-up requests held by requests waiting for their acknowledgement "+
+			"(at most FOLLOWUPS_HELD_BYTES; pages wait for room beyond).",
+			func() int { return int(e.followups.Held()) }),
+		counter("scrapy_crawler_followups_waits_total", "Times a page's follow-ups waited for room in FOLLOWUPS_HELD_BYTES (requests waiting for Redis hold that much).",
+			e.followups.waits.Load),
 	}
 	e.pub.OnError = func(error) { m.publishErrors.Inc() }
 	return m

@@ -45,7 +45,7 @@ func BenchmarkMetricsPerPage(b *testing.B) {
 	}
 	pub := kafkaclient.Config{Brokers: []string{"127.0.0.1:1"}}.NewPublisher("crawled", false, nil)
 	defer pub.Close()
-	m := newMetrics(&Engine{spider: sp, sched: sched, pub: pub})
+	m := newMetrics(&Engine{spider: sp, sched: sched, pub: pub, followups: newByteGate(1)})
 	res := &fetch.Result{Status: 200, Body: make([]byte, 20<<10)}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

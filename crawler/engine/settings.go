@@ -34,7 +34,10 @@ var (
 		"and applies the config when it comes; 0: no wait").Ours().AtLeast(0)
 	MetaRefreshEnabled  = settings.Bool("METAREFRESH_ENABLED", true, "follow a page's `<meta http-equiv=\"refresh\">` as Scrapy's MetaRefreshMiddleware: the target is queued at the page's depth and published under its own URL, the page is not published (ledger `dropped:meta_refresh`)")
 	MetaRefreshMaxDelay = settings.Seconds("METAREFRESH_MAXDELAY", 100.0, "the longest meta refresh delay followed, in seconds (a refresh of this delay or longer leaves the page as it is)")
-	ResultsLinger       = settings.Millis("KAFKA_RESULTS_LINGER_MS", 2, "ms a batch of crawl results waits for more results before it is sent to Kafka (each page is acknowledged to Redis only once Kafka has its result, so this is added to a page's time in hand); "+
+	FollowupsHeldBytes  = settings.Int("FOLLOWUPS_HELD_BYTES", 32<<20, "bytes (estimated) of follow-up requests the requests waiting for Kafka or for their acknowledgement may hold together; "+
+		"a worker with a page's follow-ups waits for room (a page with more than this waits until it holds it all), so the crawler takes no more requests while Redis is slow or away "+
+		"([requests in hand](crawler.md#requests-in-hand-go)); part of the crawler's memory bound").Ours().Within(64<<10, 1<<30)
+	ResultsLinger = settings.Millis("KAFKA_RESULTS_LINGER_MS", 2, "ms a batch of crawl results waits for more results before it is sent to Kafka (each page is acknowledged to Redis only once Kafka has its result, so this is added to a page's time in hand); "+
 		"larger batches cost the crawler and the broker less per page ([publishing in batches](crawler.md#publishing-in-batches-go)); 0: send as soon as a sender is free").Ours().Within(0, time.Second)
 )
 
@@ -52,6 +55,6 @@ func Settings() settings.Group {
 		scheduler.Settings(), fetch.Settings(), referer.Settings(), stats.Settings(), ledger.Settings(), recrawl.PageSettings(),
 		admin.Settings(admin.CrawlerAddr), session.Settings(),
 		settings.Declare(Spider, AppIDTopics, Base64Encode, StatusCodes, StatusResponseCodes, ShutdownGrace, DomainConfigWait,
-			MetaRefreshEnabled, MetaRefreshMaxDelay, ResultsLinger, links.MaxPerPage),
+			MetaRefreshEnabled, MetaRefreshMaxDelay, ResultsLinger, FollowupsHeldBytes, links.MaxPerPage),
 		render.Settings())
 }

@@ -44,7 +44,7 @@ func defaultHeaders() map[string]string {
 // CONCURRENT_REQUESTS_PER_DOMAIN: they cap the requests in flight.
 var (
 	DownloadTimeout    = settings.Seconds("DOWNLOAD_TIMEOUT", defaultTimeout.Seconds(), "seconds for a whole request (redirects and body included)").Positive()
-	DownloadMaxSize    = settings.Int("DOWNLOAD_MAXSIZE", defaultMaxSize, "bodies are cut here; (Go) with `CONCURRENT_REQUESTS` it sets the soft memory limit of Go's garbage collector, 2 × `CONCURRENT_REQUESTS` × `DOWNLOAD_MAXSIZE` + 3 × `KAFKA_PRODUCER_MAX_REQUEST_SIZE` + 64 MiB, unless `GOMEMLIMIT` is set ([memory](production.md#fetching-safely))").Positive()
+	DownloadMaxSize    = settings.Int("DOWNLOAD_MAXSIZE", defaultMaxSize, "bodies are cut here; (Go) with `CONCURRENT_REQUESTS` it sets the soft memory limit of Go's garbage collector, 2 × `CONCURRENT_REQUESTS` × `DOWNLOAD_MAXSIZE` + 3 × `KAFKA_PRODUCER_MAX_REQUEST_SIZE` + `FOLLOWUPS_HELD_BYTES` + 64 MiB, unless `GOMEMLIMIT` is set ([memory](production.md#fetching-safely))").Positive()
 	RedirectEnabled    = settings.Bool("REDIRECT_ENABLED", true, "follow redirects; false: 3xx responses are crawl results as they are")
 	RedirectMaxTimes   = settings.Int("REDIRECT_MAX_TIMES", defaultMaxRedirects, "redirects one request follows (`REDIRECT_ENABLED` false turns redirects off)").AtLeast(1)
 	UserAgent          = settings.String("USER_AGENT", DefaultUserAgent, "sent when a request has no `useragent`")
