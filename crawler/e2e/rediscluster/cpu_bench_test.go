@@ -46,6 +46,13 @@ const (
 // pays for feeding it (its replication stream, the replica's socket
 // writes), reported beside with the prefix "replicas-".
 //
+// Each mode counts the crawlers' responses as it does in production: the
+// one Redis in the original's sorted sets (a member a page in each of six
+// windows, about a fifth of its CPU here), a cluster in a hash of time
+// buckets per host and code (docs/redis-cluster.md, "The crawlers'
+// response counts on a cluster"). CPUBENCH_SETTINGS=STATS_STATUS_CODES=false
+// leaves them out of both, comparing the frontiers alone.
+//
 // From /proc/<pid>/stat (utime + stime) of each redis-server process:
 //
 //   - single-redis-cpu-µs/page: the one Redis's CPU per page;
