@@ -16,9 +16,10 @@ type byteGate struct {
 	max   int64
 	waits atomic.Int64 // acquires that had to wait for room
 
-	mu   sync.Mutex
-	held int64
-	room chan struct{} // closed (and replaced) when bytes are given back
+	mu      sync.Mutex
+	held    int64
+	waiting int           // acquires waiting on room
+	room    chan struct{} // closed (and replaced) when bytes are given back while some wait
 }
 
 func newByteGate(max int64) *byteGate {
@@ -40,11 +41,19 @@ func (g *byteGate) acquire(ctx context.Context, n int64) (int64, bool) {
 			return n, true
 		}
 		room := g.room
+		g.waiting++
 		g.mu.Unlock()
 		g.waits.Add(1)
+		var ended bool
 		select {
 		case <-room:
 		case <-ctx.Done():
+			ended = true
+		}
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+		if ended {
 			return 0, false
 		}
 	}
@@ -57,8 +66,10 @@ func (g *byteGate) release(n int64) {
 	}
 	g.mu.Lock()
 	g.held -= n
-	close(g.room)
-	g.room = make(chan struct{})
+	if g.waiting > 0 {
+		close(g.room)
+		g.room = make(chan struct{})
+	}
 	g.mu.Unlock()
 }
 
