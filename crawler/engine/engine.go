@@ -55,6 +55,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/session"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider/links"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/bytebudget"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/crawlrequest"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/domainconfig"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/heartbeat"
@@ -122,7 +123,7 @@ type Engine struct {
 	// followups bounds the bytes of the follow-up requests those hold
 	// (FOLLOWUPS_HELD_BYTES): a worker with a page's follow-ups waits for
 	// room before it takes a token.
-	followups *byteGate
+	followups *bytebudget.Budget
 }
 
 // ending is a request whose fate is decided (its result published, or
@@ -134,7 +135,7 @@ type ending struct {
 	tally   *ledger.Tally
 	reqs    []*crawlrequest.Request
 	refused map[ledger.Reason]int
-	held    int64 // the bytes of followups reqs hold, given back with the token
+	held    int // the bytes of followups reqs hold, given back with the token
 }
 
 // acknowledgersPerRequest times CONCURRENT_REQUESTS is how many requests
@@ -241,7 +242,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		settings: s, log: log, rdb: rdb, spider: sp, sched: sched,
 		fetcher: fetch.New(fcfg), fetchCfg: fcfg, pub: pub, sessions: session.NewStore(rdb, session.TTL.From(s)),
 		pipe: pipeline.New(pub, log, Base64Encode.From(s), kcfg.MaxRequestBytes), resultsHeld: kcfg.PublishHeldBytes,
-		host: host, id: heartbeat.NewID(), followups: newByteGate(int64(FollowupsHeldBytes.From(s))),
+		host: host, id: heartbeat.NewID(), followups: bytebudget.New(FollowupsHeldBytes.From(s)),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
 		codeStats: map[int]codeCounter{}, pending: map[int]int{},
@@ -317,7 +318,7 @@ type codeCounter interface {
 // it to Go's garbage collector as the soft memory limit (package gctune).
 func (e *Engine) MemoryBound() int64 {
 	c := e.fetcher.Config()
-	return 2*int64(c.MaxConns)*c.MaxSize + int64(e.resultsHeld) + e.followups.max + 64<<20
+	return 2*int64(c.MaxConns)*c.MaxSize + int64(e.resultsHeld) + int64(e.followups.Max()) + 64<<20
 }
 
 // Scheduler returns the engine's scheduler (for tests and benchmarks).
@@ -647,7 +648,7 @@ type publishing struct {
 	extra   logfactory.Extra
 	reqs    []*crawlrequest.Request
 	refused map[ledger.Reason]int
-	held    int64 // the bytes of followups reqs hold
+	held    int // the bytes of followups reqs hold
 	start   time.Time
 	left    atomic.Int32 // pages not answered yet, and publish's loop
 
@@ -774,32 +775,49 @@ func (e *Engine) acknowledge(ctx context.Context, end ending, backoff time.Durat
 
 // acknowledged ends an acknowledgement queued by end, done or given up,
 // whose follow-ups held held bytes.
-func (e *Engine) acknowledged(held int64) {
+func (e *Engine) acknowledged(held int) {
 	e.metrics.acknowledging.Dec()
 	e.release(held)
 }
 
-// takeToken waits for room for reqs' bytes in followups, then for a token
-// of acking (end, publish), and returns the bytes taken; false when ctx
-// ended first, holding nothing.
-func (e *Engine) takeToken(ctx context.Context, reqs []*crawlrequest.Request) (int64, bool) {
-	held, ok := e.followups.acquire(ctx, followupBytes(reqs))
-	if !ok {
-		return 0, false
+// takeToken waits for room for reqs' bytes in followups (after the pages
+// that asked before), then for a token of acking (end, publish), and
+// returns the bytes taken; false when ctx ended first, holding nothing.
+func (e *Engine) takeToken(ctx context.Context, reqs []*crawlrequest.Request) (int, bool) {
+	var held int
+	if n := followupBytes(reqs); n > 0 {
+		var err error
+		if held, err = e.followups.Take(ctx, n); err != nil {
+			return 0, false
+		}
 	}
 	select {
 	case e.acking <- struct{}{}:
 		return held, true
 	case <-ctx.Done():
-		e.followups.release(held)
+		if held > 0 {
+			e.followups.Give(held)
+		}
 		return 0, false
 	}
 }
 
-// release gives back a token of acking and the held bytes of followups
-// taken with it (takeToken).
-func (e *Engine) release(held int64) {
-	e.followups.release(held)
+// followupBytes estimates the memory a page's follow-up requests hold
+// until their acknowledgement has queued them (crawlrequest.Request.HeldBytes).
+func followupBytes(reqs []*crawlrequest.Request) int {
+	var n int
+	for _, r := range reqs {
+		n += r.HeldBytes()
+	}
+	return n
+}
+
+// release gives back a token of acking and the bytes of followups taken
+// with it (takeToken).
+func (e *Engine) release(held int) {
+	if held > 0 {
+		e.followups.Give(held)
+	}
 	<-e.acking
 	e.acks.Done()
 }

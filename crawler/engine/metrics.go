@@ -104,9 +104,9 @@ func newMetrics(e *Engine) *metrics {
 			func() int { bytes, _ := e.pub.Held(); return bytes }),
 		gauge("scrapy_crawler_followups_held_bytes", "Bytes (estimated) of follow-up requests held by requests waiting for their acknowledgement "+
 			"(at most FOLLOWUPS_HELD_BYTES; pages wait for room beyond).",
-			func() int { return int(e.followups.Held()) }),
+			func() int { bytes, _ := e.followups.State(); return bytes }),
 		counter("scrapy_crawler_followups_waits_total", "Times a page's follow-ups waited for room in FOLLOWUPS_HELD_BYTES (requests waiting for Redis hold that much).",
-			e.followups.waits.Load),
+			e.followups.Waits),
 	}
 	e.pub.OnError = func(error) { m.publishErrors.Inc() }
 	return m

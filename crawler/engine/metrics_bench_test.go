@@ -11,6 +11,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/scheduler"
 	"github.com/scrapycluster/scrapy-cluster-go/crawler/spider"
 	_ "github.com/scrapycluster/scrapy-cluster-go/crawler/spiders/link"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/bytebudget"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
@@ -45,7 +46,7 @@ func BenchmarkMetricsPerPage(b *testing.B) {
 	}
 	pub := kafkaclient.Config{Brokers: []string{"127.0.0.1:1"}}.NewPublisher("crawled", false, nil)
 	defer pub.Close()
-	m := newMetrics(&Engine{spider: sp, sched: sched, pub: pub, followups: newByteGate(1)})
+	m := newMetrics(&Engine{spider: sp, sched: sched, pub: pub, followups: bytebudget.New(1)})
 	res := &fetch.Result{Status: 200, Body: make([]byte, 20<<10)}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

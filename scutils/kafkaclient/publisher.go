@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/bytebudget"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/logfactory"
 )
 
@@ -38,7 +39,7 @@ type Publisher struct {
 	mu      sync.Mutex
 	ensured map[string]bool
 
-	held *held // Config.PublishHeldBytes; nil: no bound
+	held *bytebudget.Budget // Config.PublishHeldBytes; nil: no bound
 
 	// MaxBackoff bounds the wait between attempts while Kafka is away (5 s).
 	MaxBackoff time.Duration
@@ -75,7 +76,7 @@ func (c Config) NewPublisher(family string, appIDTopics bool, log *logfactory.Lo
 	}
 	p.firehose = []string{p.FirehoseTopic()}
 	if c.PublishHeldBytes > 0 {
-		p.held = &held{max: c.PublishHeldBytes}
+		p.held = bytebudget.New(c.PublishHeldBytes)
 	}
 	return p
 }
@@ -155,7 +156,7 @@ func (p *Publisher) PublishThen(ctx context.Context, appID string, value []byte,
 	}
 	pb := &publishing{p: p, ctx: ctx, value: value, then: then, backoff: 100 * time.Millisecond}
 	if p.held != nil {
-		n, err := p.held.take(ctx, len(value))
+		n, err := p.held.Take(ctx, len(value))
 		if err != nil {
 			then(err)
 			return
@@ -304,7 +305,7 @@ func (pb *publishing) end(err error) {
 		pb.stop()
 	}
 	if pb.n > 0 {
-		pb.p.held.give(pb.n)
+		pb.p.held.Give(pb.n)
 	}
 	pb.then(err)
 }
@@ -316,7 +317,7 @@ func (p *Publisher) Held() (bytes, waiting int) {
 	if p.held == nil {
 		return 0, 0
 	}
-	return p.held.state()
+	return p.held.State()
 }
 
 // recordSize is a keyless record's size as kafka-go counts it: a record
