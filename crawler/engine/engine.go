@@ -105,6 +105,7 @@ type Engine struct {
 	configOnce  sync.Once
 	configLate  atomic.Bool // the crawler stopped waiting for it
 
+	layout    rediskeys.Layout // of the keys, by the settings' mode (redisconn.KeyLayout)
 	codeStats map[int]codeCounter
 	pendingMu sync.Mutex
 	pending   map[int]int // response codes not yet written
@@ -245,7 +246,7 @@ func New(ctx context.Context, s *settings.Settings, log *logfactory.Logger, rdb 
 		host: host, id: heartbeat.NewID(), followups: bytebudget.New(FollowupsHeldBytes.From(s)),
 		retryTimes: fcfg.RetryTimes, grace: ShutdownGrace.From(s),
 		heartbeatTTL: 2 * scfg.IPRefresh, persist: scfg.Persist,
-		codeStats: map[int]codeCounter{}, pending: map[int]int{},
+		layout: scfg.Layout, codeStats: map[int]codeCounter{}, pending: map[int]int{},
 		configWhere: configWhere, configWait: DomainConfigWait.From(s), configReady: make(chan struct{}),
 		referer: ref, metaRefresh: MetaRefreshEnabled.From(s), metaRefreshMax: MetaRefreshMaxDelay.From(s),
 		maxLinks: links.MaxPerPage.From(s),
@@ -280,14 +281,13 @@ func (e *Engine) setupStats(ctx context.Context) error {
 	if !slices.Contains(codes, 504) {
 		codes = append(codes, 504)
 	}
-	layout := redisconn.KeyLayout(e.settings)
 	for _, code := range codes {
-		key := layout.CrawlerResponses(e.host, e.spider.Name(), strconv.Itoa(code))
+		key := e.layout.CrawlerResponses(e.host, e.spider.Name(), strconv.Itoa(code))
 		var (
 			c   codeCounter
 			err error
 		)
-		if layout.IsCluster() {
+		if e.layout.IsCluster() {
 			c, err = stats.NewBucketSet(ctx, e.rdb, key, windows, opts...)
 		} else {
 			c, err = stats.NewWindowSet(ctx, e.rdb, key, windows, true, opts...)
