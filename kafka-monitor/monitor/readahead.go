@@ -2,8 +2,8 @@ package monitor
 
 import (
 	"context"
-	"sync"
 
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/bytebudget"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -15,17 +15,14 @@ const messageOverhead = 512
 // not yet stored and reported (READ_AHEAD_BYTES). The fetcher takes a
 // message's bytes before handing it on and waits while the budget is
 // spent; they are given back once its batch is reported. A message larger
-// than the whole budget is taken when nothing else is held, so that it
-// cannot stop the monitor.
+// than the whole budget takes all of it, once nothing else is held, so
+// that it cannot stop the monitor (bytebudget.Budget).
 type readAhead struct {
-	mu    sync.Mutex
-	held  int64
-	limit int64
-	freed chan struct{} // closed, and replaced, whenever bytes are given back
+	budget *bytebudget.Budget
 }
 
 func newReadAhead(limit int64) *readAhead {
-	return &readAhead{limit: max(1, limit), freed: make(chan struct{})}
+	return &readAhead{budget: bytebudget.New(int(limit))}
 }
 
 // heldCost is what msg counts for in the budget.
@@ -33,42 +30,29 @@ func heldCost(msg *kafka.Message) int64 {
 	return int64(len(msg.Key)+len(msg.Value)) + messageOverhead
 }
 
-// take waits until n bytes fit in the budget (or nothing is held) and takes
-// them; it fails only when ctx is done first.
+// take waits until n bytes fit in the budget (all of it for n beyond it)
+// and takes them; it fails only when ctx is done first.
 func (r *readAhead) take(ctx context.Context, n int64) error {
-	for {
-		r.mu.Lock()
-		if r.held == 0 || r.held+n <= r.limit {
-			r.held += n
-			r.mu.Unlock()
-			return nil
-		}
-		freed := r.freed
-		r.mu.Unlock()
-		select {
-		case <-freed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	_, err := r.budget.Take(ctx, r.clip(n))
+	return err
+}
+
+// clip is what n bytes take of the budget: at most all of it.
+func (r *readAhead) clip(n int64) int {
+	return int(min(n, int64(r.budget.Max())))
 }
 
 // giveBack returns the bytes of batch's messages to the budget.
 func (r *readAhead) giveBack(batch []kafka.Message) {
-	var n int64
+	n := 0
 	for i := range batch {
-		n += heldCost(&batch[i])
+		n += r.clip(heldCost(&batch[i]))
 	}
-	r.mu.Lock()
-	r.held -= n
-	close(r.freed)
-	r.freed = make(chan struct{})
-	r.mu.Unlock()
+	r.budget.Give(n)
 }
 
 // heldBytes is how many bytes are taken now.
 func (r *readAhead) heldBytes() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.held
+	held, _ := r.budget.State()
+	return int64(held)
 }

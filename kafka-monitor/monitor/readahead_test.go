@@ -20,7 +20,7 @@ func TestReadAheadWaitsForBytesGivenBack(t *testing.T) {
 	go func() { taken <- r.take(ctx, heldCost(&msg)) }()
 	select {
 	case err := <-taken:
-		t.Fatalf("took %d bytes beyond the budget (%d held of %d): %v", heldCost(&msg), r.heldBytes(), r.limit, err)
+		t.Fatalf("took %d bytes beyond the budget (%d held of %d): %v", heldCost(&msg), r.heldBytes(), r.budget.Max(), err)
 	case <-time.After(50 * time.Millisecond):
 	}
 	r.giveBack([]kafka.Message{msg})
@@ -43,7 +43,13 @@ func TestReadAheadTakesAMessageLargerThanTheBudgetWhenNothingIsHeld(t *testing.T
 		t.Fatal("took more while a message beyond the budget was held")
 	}
 	r.giveBack([]kafka.Message{huge})
+	if got := r.heldBytes(); got != 0 {
+		t.Fatalf("%d bytes held once the large message was given back, want 0", got)
+	}
 	if err := r.take(context.Background(), heldCost(&small)); err != nil {
 		t.Fatal(err)
+	}
+	if got := r.heldBytes(); got != heldCost(&small) {
+		t.Fatalf("%d bytes held, want %d", got, heldCost(&small))
 	}
 }

@@ -6,7 +6,8 @@
 //
 // The Kafka publisher bounds the results it holds with one
 // (kafkaclient.Config.PublishHeldBytes), the crawler the follow-up requests
-// waiting for their acknowledgement (FOLLOWUPS_HELD_BYTES).
+// waiting for their acknowledgement (FOLLOWUPS_HELD_BYTES), and the Kafka
+// Monitor the requests it has read and not yet stored (READ_AHEAD_BYTES).
 package bytebudget
 
 import (
