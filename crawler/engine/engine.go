@@ -287,7 +287,7 @@ func (e *Engine) setupStats(ctx context.Context) error {
 			c   codeCounter
 			err error
 		)
-		if e.layout.IsCluster() {
+		if e.layout.ResponseBuckets() {
 			c, err = stats.NewBucketSet(ctx, e.rdb, key, windows, opts...)
 		} else {
 			c, err = stats.NewWindowSet(ctx, e.rdb, key, windows, true, opts...)
@@ -302,8 +302,9 @@ func (e *Engine) setupStats(ctx context.Context) error {
 
 // codeCounter counts the responses of one status code: the original's
 // sorted sets on one Redis (stats.WindowSet), a hash of time buckets on a
-// Redis Cluster (stats.BucketSet), whose memory does not grow with the
-// pages crawled (docs/redis-cluster.md).
+// Redis Cluster, or on one Redis with STATS_RESPONSE_BUCKETS
+// (stats.BucketSet), whose memory does not grow with the pages crawled
+// (docs/redis-cluster.md).
 type codeCounter interface {
 	AddTo(ctx context.Context, pipe redis.Pipeliner, n int)
 	Close() error

@@ -33,11 +33,17 @@ var (
 	Password      = settings.String("REDIS_PASSWORD", "", "Redis password (empty: none)")
 	SocketTimeout = settings.Seconds("REDIS_SOCKET_TIMEOUT", 10, "seconds connecting to Redis, or a call to it, may take")
 	ClusterNodes  = settings.Strings("REDIS_CLUSTER_NODES", []string{}, "Redis Cluster seed nodes, `host:port` comma-separated: cluster mode, Go components only, see docs/redis-cluster.md; empty: the one Redis at `REDIS_HOST`:`REDIS_PORT`").Ours()
+	// ResponseBuckets is read by KeyLayout: every component that counts or
+	// reads the crawlers' responses gets it from its layout.
+	ResponseBuckets = settings.Bool("STATS_RESPONSE_BUCKETS", false, "on one Redis, the crawlers count their responses in one hash of time buckets per host, spider and code, "+
+		"as on a Redis Cluster, instead of the original's sorted sets: memory that does not grow with the crawl rate and less Redis CPU a page, "+
+		"but the original's (Python) Redis Monitor does not read them; set it on every component (docs/production.md#response-counts-in-time-buckets); "+
+		"a Redis Cluster always has them").Ours()
 )
 
 // Settings are the Redis settings, for a component's settings.Group.
 func Settings() settings.Group {
-	return settings.Declare(Host, Port, DB, Password, SocketTimeout, ClusterNodes, WaitReplicas, WaitTimeout)
+	return settings.Declare(Host, Port, DB, Password, SocketTimeout, ClusterNodes, ResponseBuckets, WaitReplicas, WaitTimeout)
 }
 
 // Cluster reports whether s puts the components in cluster mode
@@ -51,7 +57,7 @@ func KeyLayout(s *settings.Settings) rediskeys.Layout {
 	if Cluster(s) {
 		return rediskeys.Cluster
 	}
-	return rediskeys.Single
+	return rediskeys.Single.WithResponseBuckets(ResponseBuckets.From(s))
 }
 
 // clusterStateReload is how often a cluster client reloads the map of

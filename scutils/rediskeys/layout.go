@@ -25,7 +25,12 @@ import (
 // and then their kind, spider and crawl, e.g.
 // "cluster:{example.com}:queue:link". Only Go components use them: cluster
 // mode has no Python counterpart (docs/redis-cluster.md).
-type Layout struct{ cluster bool }
+type Layout struct {
+	cluster bool
+	// responseBuckets: on one Redis, the crawlers' response counts in
+	// hashes of time buckets (STATS_RESPONSE_BUCKETS), as on a cluster.
+	responseBuckets bool
+}
 
 // Single is the one-Redis layout: the original's keys.
 var Single = Layout{}
@@ -35,6 +40,22 @@ var Cluster = Layout{cluster: true}
 
 // IsCluster reports whether l is Cluster.
 func (l Layout) IsCluster() bool { return l.cluster }
+
+// WithResponseBuckets is l with the crawlers' response counts in hashes of
+// time buckets (CrawlerResponses) when on is true: on one Redis an opt-in
+// (STATS_RESPONSE_BUCKETS) for a cluster whose Redis Monitor is ours, since
+// the original's reads only its sorted sets; a Redis Cluster has them
+// whatever on says.
+func (l Layout) WithResponseBuckets(on bool) Layout {
+	l.responseBuckets = on
+	return l
+}
+
+// ResponseBuckets reports whether the crawlers count their responses in
+// hashes of time buckets (CrawlerResponses, package stats' BucketSet)
+// rather than in the original's sorted sets: always on a Redis Cluster, on
+// one Redis with WithResponseBuckets.
+func (l Layout) ResponseBuckets() bool { return l.cluster || l.responseBuckets }
 
 // DomainTag is the hash tag of domain's keys in Cluster, "{<domain>}". A
 // domain (Domain, DomainOfURL) never holds a brace.
@@ -446,21 +467,23 @@ func (l Layout) AllQueuePatterns() []string {
 	return []string{AllQueuesPattern, AllRenderQueuesPattern}
 }
 
-// CrawlerResponses is, in Cluster, the hash in which a crawler host counts
-// a spider's responses of one status code per time bucket,
+// CrawlerResponses is, with ResponseBuckets (Cluster, or Single with
+// WithResponseBuckets), the hash in which a crawler host counts a spider's
+// responses of one status code per time bucket,
 // "cluster:{<host>}:responses:<spiderid>:<code>" (package stats,
-// BucketSet). In Single the crawlers keep the original's sorted sets at
-// CrawlerStatusKey, which it returns.
+// BucketSet; the same key on one Redis, outside the original's patterns).
+// Else the crawlers keep the original's sorted sets at CrawlerStatusKey,
+// which it returns.
 func (l Layout) CrawlerResponses(host, spiderID, code string) string {
-	if l.cluster {
+	if l.ResponseBuckets() {
 		return clusterKey(host, "responses", spiderID, code)
 	}
 	return CrawlerStatusKey(host, spiderID, code)
 }
 
-// CrawlerResponsesPattern is the SCAN MATCH pattern, in Cluster, of every
-// crawler host's response counts (CrawlerResponses), to be scanned on
-// every master.
+// CrawlerResponsesPattern is the SCAN MATCH pattern of every crawler
+// host's response counts in hashes (CrawlerResponses with
+// ResponseBuckets), to be scanned on every master of a cluster.
 const CrawlerResponsesPattern = "cluster:{*}:responses:*"
 
 // ParseCrawlerResponses splits a Cluster CrawlerResponses key into its

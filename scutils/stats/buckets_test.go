@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -153,6 +154,11 @@ func TestReaderReadsTheCrawlersBucketSetsAsWindows(t *testing.T) {
 	if err := rdb.Set(ctx, rediskeys.Cluster.CrawlerResponses("host3", "link", "200"), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
+	// Under the hashes' pattern but not one of them (a window's sorted set
+	// at a hash's name): left out, not read as a host named "responses".
+	if err := rdb.ZAdd(ctx, rediskeys.Cluster.CrawlerResponses("host4", "link", "200")+":900", redis.Z{Score: float64(t0.Unix()), Member: "hit"}).Err(); err != nil {
+		t.Fatal(err)
+	}
 
 	want := &CrawlerStats{
 		Spiders: map[string]*SpiderStats{
@@ -165,43 +171,63 @@ func TestReaderReadsTheCrawlersBucketSetsAsWindows(t *testing.T) {
 		},
 		Running: 2,
 	}
-	r := Reader{Redis: rdb, Now: t0, Layout: rediskeys.Cluster}
-	check(t, "Crawlers", must(r.Crawlers(ctx))(t), want)
-	crawlers, _, err := r.CrawlersAndQueues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "CrawlersAndQueues", crawlers, want)
-	check(t, "Cluster", must(r.Cluster(ctx))(t).Crawlers, want)
+	// A Redis Cluster's layout, and one Redis's with STATS_RESPONSE_BUCKETS
+	// (the same keys), read the hashes.
+	for _, layout := range []rediskeys.Layout{rediskeys.Cluster, rediskeys.Single.WithResponseBuckets(true)} {
+		r := Reader{Redis: rdb, Now: t0, Layout: layout}
+		what := func(s string) string { return fmt.Sprintf("%s (cluster %t)", s, layout.IsCluster()) }
+		check(t, what("Crawlers"), must(r.Crawlers(ctx))(t), want)
+		crawlers, _, err := r.CrawlersAndQueues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, what("CrawlersAndQueues"), crawlers, want)
+		check(t, what("Cluster"), must(r.Cluster(ctx))(t).Crawlers, want)
 
-	// With the one-Redis layout the hashes are not the crawlers' counts.
+		// The history of the last hour, a minute a step, from the 3600s
+		// window's buckets (20 s long): each in the minute it starts in.
+		h, err := r.CrawlerHistory(ctx, time.Hour, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSteps := map[int]int64{30: 3, 59: 3}
+		for i, n := range h.Counts {
+			if n != wantSteps[i] {
+				t.Errorf("%s: step %d counts %d, want %d", what("history"), i, n, wantSteps[i])
+			}
+		}
+		if h.Covered != time.Hour {
+			t.Errorf("%s: Covered %s, want 1h0m0s", what("history"), h.Covered)
+		}
+		// A span longer than every window: the longest, and how far it reaches.
+		h, err = r.CrawlerHistory(ctx, 2*time.Hour, 10*time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Total() != 6 || h.Covered != time.Hour {
+			t.Errorf("%s: two hours: %d responses covering %s, want 6 covering 1h0m0s", what("history"), h.Total(), h.Covered)
+		}
+	}
+
+	// With the original's layout the hashes are not the crawlers' counts.
 	single := must(Reader{Redis: rdb, Now: t0}.Crawlers(ctx))(t)
 	if len(single.Machines) != 0 || single.Running != 2 {
 		t.Errorf("one-Redis layout read %d machines and %d crawlers, want 0 and 2", len(single.Machines), single.Running)
 	}
 
-	// The history of the last hour, a minute a step, from the 3600s
-	// window's buckets (20 s long): each in the minute it starts in.
-	h, err := r.CrawlerHistory(ctx, time.Hour, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantSteps := map[int]int64{30: 3, 59: 3}
-	for i, n := range h.Counts {
-		if n != wantSteps[i] {
-			t.Errorf("step %d counts %d, want %d", i, n, wantSteps[i])
+	// On one Redis with the hashes, the original's sorted sets still count
+	// (a crawler not switched yet, or counts kept from before the switch):
+	// host1's 200s a minute ago in the 900 s window, beside its hash.
+	old := closeAtEnd(t, must(NewWindowSet(ctx, rdb, rediskeys.CrawlerStatusKey("host1", "link", "200"), []int{900}, false, WithClock(clock.Now), WithCycleTime(0)))(t))
+	clock.Set(t0.Add(-time.Minute))
+	for range 4 {
+		if err := old.Increment(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if h.Covered != time.Hour {
-		t.Errorf("Covered %s, want 1h0m0s", h.Covered)
-	}
-	// A span longer than every window: the longest, and how far it reaches.
-	h, err = r.CrawlerHistory(ctx, 2*time.Hour, 10*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.Total() != 6 || h.Covered != time.Hour {
-		t.Errorf("two hours: %d responses covering %s, want 6 covering 1h0m0s", h.Total(), h.Covered)
+	mixed := must(Reader{Redis: rdb, Now: t0, Layout: rediskeys.Single.WithResponseBuckets(true)}.Crawlers(ctx))(t)
+	if got := mixed.Machines["host1"]["200"]; got["900"] != 6 || got["3600"] != 5 {
+		t.Errorf("host1's 200s with a sorted set beside the hash: %v, want 900: 6 (2 + 4) and 3600: 5", got)
 	}
 }
 

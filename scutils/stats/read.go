@@ -394,7 +394,7 @@ func (r Reader) scan(ctx context.Context, pattern string, c collector) error {
 				continue
 			}
 			seen[k] = struct{}{}
-			if parts := keyParts(k); c.take(parts) {
+			if parts := keyParts(k); parts != nil && c.take(parts) {
 				pending = append(pending, read{key: k, parts: parts})
 			}
 		}
@@ -414,9 +414,14 @@ const everyWindow = "*"
 // as the original's window keys, stats:crawler:<host>:<spiderid>:<code>,
 // with the window everyWindow: one hash read (HGETALL) gives each window's
 // count, each added as the original's key of that window would be.
+// A key under the response counts' pattern that is not one of them has
+// no parts (nil): it is left out.
 func keyParts(key string) []string {
 	if host, spider, code, ok := rediskeys.ParseCrawlerResponses(key); ok {
 		return []string{"stats", "crawler", host, spider, code, everyWindow}
+	}
+	if rediskeys.IsClusterKey(key) && strings.Contains(key, "}:responses:") {
+		return nil
 	}
 	return strings.Split(key, ":")
 }
@@ -441,10 +446,13 @@ func (r Reader) addBuckets(key string, parts []string, hash *redis.MapStringStri
 }
 
 // crawlerPatterns are the SCAN MATCH patterns of the crawlers' heartbeats
-// and response counts: crawlerPattern, and on a cluster also the
-// response counts' hashes (rediskeys.CrawlerResponsesPattern).
+// and response counts: crawlerPattern, and when the crawlers count their
+// responses in hashes (a cluster, or STATS_RESPONSE_BUCKETS) also those
+// hashes (rediskeys.CrawlerResponsesPattern). The original's sorted sets
+// are read either way, so counts kept before a switch stay in the answers
+// until they leave their windows.
 func (r Reader) crawlerPatterns(first string) []string {
-	if r.Layout.IsCluster() {
+	if r.Layout.ResponseBuckets() {
 		return []string{first, rediskeys.CrawlerResponsesPattern}
 	}
 	return []string{first}
