@@ -56,6 +56,10 @@ type RedisClusterOptions struct {
 	// fail over, whose masters feed no replica (for measuring a master's
 	// own work against one Redis's, like for like).
 	NoReplicas bool
+	// OneMaster starts one node serving every slot, alone: cluster mode
+	// without keys spread over masters (for measuring what cluster mode
+	// costs a process apart from the split).
+	OneMaster bool
 }
 
 // StartRedisCluster starts a Redis Cluster of three masters with a
@@ -83,18 +87,21 @@ func LaunchRedisCluster() (*RedisCluster, error) {
 }
 
 // LaunchRedisClusterWith is LaunchRedisCluster shaped by opts: with
-// NoReplicas, three nodes, every one a master.
+// NoReplicas, three nodes, every one a master; with OneMaster, one node.
 func LaunchRedisClusterWith(opts RedisClusterOptions) (*RedisCluster, error) {
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		return nil, fmt.Errorf("redis-cli: %w (apt-get install redis-tools)", ErrMissing)
 	}
-	replicas := clusterReplicas
+	masters, replicas := clusterMasters, clusterReplicas
 	if opts.NoReplicas {
 		replicas = 0
 	}
+	if opts.OneMaster {
+		masters, replicas = 1, 0
+	}
 	c := &RedisCluster{}
-	for range clusterMasters * (1 + replicas) {
+	for range masters * (1 + replicas) {
 		n, err := launchRedis(RedisOptions{}, true)
 		if err != nil {
 			c.Close()
@@ -102,19 +109,42 @@ func LaunchRedisClusterWith(opts RedisClusterOptions) (*RedisCluster, error) {
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	args := append([]string{"--cluster", "create"}, c.addrs(c.Nodes)...)
-	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+	if err := c.create(ctx, cli, replicas); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("redis-cli --cluster create: %w; output:\n%s", err, out)
+		return nil, err
 	}
-	if err := c.waitSettled(ctx, c.Nodes, clusterMasters); err != nil {
+	if err := c.waitSettled(ctx, c.Nodes, masters); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// create joins c's nodes into a cluster with replicas replicas a master
+// (redis-cli --cluster create, which wants three masters at least); one
+// node alone is given every slot, and told its address (a node learns it
+// from the peers it meets, and a lone one has none: it would name itself
+// ":<port>" to clients).
+func (c *RedisCluster) create(ctx context.Context, cli string, replicas int) error {
+	if len(c.Nodes) == 1 {
+		rdb := c.Nodes[0].Client()
+		defer rdb.Close()
+		if err := rdb.ConfigSet(ctx, "cluster-announce-ip", "127.0.0.1").Err(); err != nil {
+			return fmt.Errorf("CONFIG SET cluster-announce-ip on %s: %w", c.Nodes[0].Addr, err)
+		}
+		if err := rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+			return fmt.Errorf("CLUSTER ADDSLOTSRANGE 0 16383 on %s: %w", c.Nodes[0].Addr, err)
+		}
+		return nil
+	}
+	args := append([]string{"--cluster", "create"}, c.addrs(c.Nodes)...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("redis-cli --cluster create: %w; output:\n%s", err, out)
+	}
+	return nil
 }
 
 // Seeds are the addresses of every node, comma-separated: a value for

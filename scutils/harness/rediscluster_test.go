@@ -98,3 +98,30 @@ func TestRedisClusterWithoutReplicasIsThreeMastersAlone(t *testing.T) {
 		t.Errorf("30 keys on %d masters, want 3", len(perMaster))
 	}
 }
+
+// A cluster of one master is one node serving every slot: a cluster
+// client's keys, and a script's keys of different slots, all land there.
+func TestRedisClusterOfOneMasterServesEverySlot(t *testing.T) {
+	c := harness.StartRedisClusterWith(t, harness.RedisClusterOptions{OneMaster: true})
+	ctx := context.Background()
+	if masters := c.Masters(t); len(masters) != 1 || len(c.Nodes) != 1 {
+		t.Fatalf("%d masters of %d nodes, want 1 of 1", len(masters), len(c.Nodes))
+	}
+	info := c.Nodes[0].TestClient(t).ClusterInfo(ctx).Val()
+	if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384") || !strings.Contains(info, "cluster_known_nodes:1") {
+		t.Fatalf("CLUSTER INFO: %s", info)
+	}
+	rdb := c.TestClient(t)
+	for i := range 30 {
+		key := fmt.Sprintf("key%d", i)
+		if err := rdb.Set(ctx, key, i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.MasterOf(t, key).Addr; got != c.Nodes[0].Addr {
+			t.Errorf("%s on %s, want the one master %s", key, got, c.Nodes[0].Addr)
+		}
+	}
+	if n := c.Nodes[0].TestClient(t).DBSize(ctx).Val(); n != 30 {
+		t.Errorf("the master holds %d keys, want 30", n)
+	}
+}

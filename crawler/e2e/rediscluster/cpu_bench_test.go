@@ -34,8 +34,9 @@ const (
 // tree, default settings, the throttle out of the way: QUEUE_HITS 100000 a
 // minute per domain), fed one seed (the cpuRoots, cpuFanout, cpuMaxDepth
 // crawl of 20 domains), per iteration once on the one Redis, once on a
-// cluster of three masters without replicas and once on a cluster of
-// three masters with a replica each (harness.StartRedisCluster's), each
+// cluster of three masters without replicas, once on a cluster of three
+// masters with a replica each (harness.StartRedisCluster's) and once on a
+// cluster of one master, each
 // with a broker of its own (a warm-up crawl to depth 1 first in each mode:
 // the scripts loaded, connections open). A mode's span runs from the feed
 // until every page is published and the crawl's ledger has nothing
@@ -85,7 +86,14 @@ const (
 //   - replicas-busiest-master-cpu-µs/page, replicas-busiest-master-per-single,
 //     replicas-masters-cpu-µs/page, replicas-masters-per-single,
 //     replicas-masters-cmds/page and replicas-pages/s: the same on the
-//     cluster with replicas (the masters' CPU only).
+//     cluster with replicas (the masters' CPU only);
+//   - one-master-cpu-µs/page, one-master-per-single (and net of idle),
+//     one-master-reads/page, one-master-slices/page, one-master-idle-cpu-ms/s
+//     and one-master-pages/s: the same crawl on a cluster of one master
+//     serving every slot (harness.RedisClusterOptions.OneMaster), the
+//     cluster layout's keys and scripts in one process: what cluster mode
+//     itself costs over the one Redis; masters-per-one-master is what
+//     spreading the keys over three masters costs on top of it.
 //
 // /proc counts CPU in 10 ms ticks: the crawl is long enough (about 0.5 s
 // of the one Redis's CPU) that a tick is a few per cent of a figure.
@@ -124,7 +132,7 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		opts harness.RedisClusterOptions
-	}{{"cluster", harness.RedisClusterOptions{NoReplicas: true}}, {"replicas", harness.RedisClusterOptions{}}} {
+	}{{"cluster", harness.RedisClusterOptions{NoReplicas: true}}, {"replicas", harness.RedisClusterOptions{}}, {"one-master", harness.RedisClusterOptions{OneMaster: true}}} {
 		rc := harness.StartRedisClusterWith(b, c.opts)
 		k := harness.StartKafka(b, harness.KafkaOptions{NoAutoCreate: true})
 		modes = append(modes, &cpuMode{name: c.name, env: clusterEnv(rc, k, quiet), k: k, nodes: rc.Masters(b), rdb: rc.TestClient(b)})
@@ -150,7 +158,7 @@ func BenchmarkRedisCPUPerPage(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	reportRedisCPU(b, modes[0], modes[1], modes[2])
+	reportRedisCPU(b, modes[0], modes[1], modes[2], modes[3])
 }
 
 // cpuMode is one mode of BenchmarkRedisCPUPerPage: its components'
@@ -326,7 +334,7 @@ func (m *cpuMode) sample(b *testing.B) []redisUse {
 
 // reportRedisCPU reports BenchmarkRedisCPUPerPage's figures and logs each
 // master's commands per page.
-func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
+func reportRedisCPU(b *testing.B, single, cluster, replicas, oneMaster *cpuMode) {
 	perPage := func(m *cpuMode, v float64) float64 { return v / float64(m.pages) }
 	one := perPage(single, float64(single.used[0].cpu.Microseconds()))
 	b.ReportMetric(one, "single-redis-cpu-µs/page")
@@ -340,6 +348,17 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 	b.ReportMetric(perPage(single, float64(single.used[0].slices)), "single-redis-slices/page")
 	b.Logf("one Redis: %.1f µs/page (%.1f to the ns), %.2f slices/page (%.2f preempted), %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s", one,
 		perPage(single, float64(single.used[0].run.Microseconds())), perPage(single, float64(single.used[0].slices)), perPage(single, float64(single.used[0].preempted)), perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
+	// The cluster of one master: cluster mode in one process.
+	u := oneMaster.used[0]
+	b.ReportMetric(perPage(oneMaster, float64(u.cpu.Microseconds())), "one-master-cpu-µs/page")
+	b.ReportMetric(perPage(oneMaster, float64(u.cpu.Microseconds()))/one, "one-master-per-single")
+	b.ReportMetric(perPage(oneMaster, float64(oneMaster.net(0).Microseconds()))/oneNet, "one-master-net-per-single")
+	b.ReportMetric(perPage(oneMaster, float64(u.reads)), "one-master-reads/page")
+	b.ReportMetric(perPage(oneMaster, float64(u.slices)), "one-master-slices/page")
+	b.ReportMetric(oneMaster.idle[0]*1e3, "one-master-idle-cpu-ms/s")
+	b.ReportMetric(float64(oneMaster.pages)/oneMaster.elapsed.Seconds(), "one-master-pages/s")
+	b.Logf("one master: %.1f µs/page (%.1f to the ns), %.2f slices/page (%.2f preempted), %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s",
+		perPage(oneMaster, float64(u.cpu.Microseconds())), perPage(oneMaster, float64(u.run.Microseconds())), perPage(oneMaster, float64(u.slices)), perPage(oneMaster, float64(u.preempted)), perPage(oneMaster, float64(u.reads)), callsLine(u, oneMaster.pages), usecLine(u, oneMaster.pages))
 	for _, m := range []*cpuMode{cluster, replicas} {
 		prefix := ""
 		if m == replicas {
@@ -368,6 +387,9 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas *cpuMode) {
 		b.ReportMetric(perPage(m, float64(busiest.cpu.Microseconds()))/one, prefix+"busiest-master-per-single")
 		b.ReportMetric(perPage(m, float64(total.Microseconds())), prefix+"masters-cpu-µs/page")
 		b.ReportMetric(perPage(m, float64(total.Microseconds()))/one, prefix+"masters-per-single")
+		if m == cluster {
+			b.ReportMetric(perPage(m, float64(total.Microseconds()))/perPage(oneMaster, float64(u.cpu.Microseconds())), "masters-per-one-master")
+		}
 		b.ReportMetric(perPage(m, float64(all.total())), prefix+"masters-cmds/page")
 		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")
 		if m == cluster {
