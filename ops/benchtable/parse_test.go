@@ -178,11 +178,13 @@ func TestParseMakeBenchOutput(t *testing.T) {
 		"processor ms per rendered page, every process":          159.8,
 		"last 500 over first 500, PSS %":                         5.386,
 		"REDIS_WAIT_REPLICAS=1: pages/s":                         335.6,
-		"the busiest master's CPU per page over the one Redis's": 0.6336,
-		"the three masters' CPU per page over the one Redis's":   1.763,
-		"with a replica each: the busiest master's CPU":          0.7675,
-		"one Redis: Redis CPU per page":                          205.0,
+		"the busiest master's CPU per page over the one Redis's": 0.4615,
+		"the three masters' CPU per page over the one Redis's":   1.346,
+		"with a replica each: the busiest master's CPU":          0.5263,
+		"one Redis: Redis CPU per page":                          70.14,
 		"Redis Cluster, 20 domains of 5,000 URLs, bloom":         3.35,
+		"a cluster of one master (cluster mode in one process)":  0.9211,
+		"the three masters' CPU per page over one master's":      1.416,
 	}
 	for _, l := range lines {
 		if l.Err != nil || len(l.Values) != 3 {

@@ -504,6 +504,8 @@ var shardFigures = []Figure{
 	{Label: "the three masters' CPU per page over the one Redis's (no replicas)", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-per-single", Target: AtMost(1.20)},
 	{Label: "with a replica each: the busiest master's CPU per page over the one Redis's", Result: "BenchmarkRedisCPUPerPage", Unit: "replicas-busiest-master-per-single"},
 	{Label: "with a replica each: the three masters' CPU per page over the one Redis's", Result: "BenchmarkRedisCPUPerPage", Unit: "replicas-masters-per-single"},
+	{Label: "a cluster of one master (cluster mode in one process): its CPU per page over the one Redis's", Result: "BenchmarkRedisCPUPerPage", Unit: "one-master-per-single"},
+	{Label: "the three masters' CPU per page over one master's (the cost of the split on this machine)", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-per-one-master"},
 	{Label: "one Redis: commands per page (INFO commandstats)", Result: "BenchmarkRedisCPUPerPage", Unit: "single-redis-cmds/page"},
 	{Label: "cluster: commands per page, the three masters", Result: "BenchmarkRedisCPUPerPage", Unit: "masters-cmds/page"},
 	{Label: "cluster: finish and pop script calls per page, the three masters (EVALSHA)", Result: "BenchmarkRedisCPUPerPage", Unit: "cluster-cmd-evalsha/page"},
