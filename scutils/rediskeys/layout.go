@@ -24,7 +24,10 @@ import (
 // Cluster-mode keys start with "cluster:", name their domain in the tag
 // and then their kind, spider and crawl, e.g.
 // "cluster:{example.com}:queue:link". Only Go components use them: cluster
-// mode has no Python counterpart (docs/redis-cluster.md).
+// mode has no Python counterpart (docs/redis-cluster.md). One of them may
+// be on one Redis too: the crawlers' response counts with
+// WithResponseBuckets, a key no pattern of the original's components
+// matches.
 type Layout struct {
 	cluster bool
 	// responseBuckets: on one Redis, the crawlers' response counts in
@@ -43,8 +46,8 @@ func (l Layout) IsCluster() bool { return l.cluster }
 
 // WithResponseBuckets is l with the crawlers' response counts in hashes of
 // time buckets (CrawlerResponses) when on is true: on one Redis an opt-in
-// (STATS_RESPONSE_BUCKETS) for a cluster whose Redis Monitor is ours, since
-// the original's reads only its sorted sets; a Redis Cluster has them
+// (STATS_RESPONSE_BUCKETS) for a deployment whose Redis Monitors are ours,
+// since the original's reads only its sorted sets; a Redis Cluster has them
 // whatever on says.
 func (l Layout) WithResponseBuckets(on bool) Layout {
 	l.responseBuckets = on
