@@ -319,6 +319,13 @@ func (cfg *Config) plan(svc services) ([][]spec, error) {
 		"PUBLIC_IP_URL":        "",
 		"SCHEDULER_IP_ENABLED": "false",
 	}
+	// A Redis of the launcher's own is read by no Python component: the
+	// crawlers' response counts go in hashes of time buckets, whose memory
+	// does not grow with the pages crawled (an embedded Redis holds them in
+	// this machine's memory), rather than the original's sorted sets.
+	if svc.redisEmbedded {
+		defaults["STATS_RESPONSE_BUCKETS"] = "true"
+	}
 	for k, v := range defaults {
 		if _, set := lookupEnvOK(cfg.Env, k); !set {
 			env = append(env, k+"="+v)

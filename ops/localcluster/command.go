@@ -52,7 +52,9 @@ Real services instead of embedded ones: set KAFKA_HOSTS (no broker is started), 
 REDIS_PORT, or REDIS_CLUSTER_NODES (no Redis is started) and ZOOKEEPER_HOSTS (the domain config lives there) in the
 environment. Every other setting in the environment (LOG_LEVEL, QUEUE_HITS, ...) reaches the
 components as it is; the launcher only defaults FLASK_HOST to 127.0.0.1, PUBLIC_IP_URL to empty
-and SCHEDULER_IP_ENABLED to false, which suit one machine.
+and SCHEDULER_IP_ENABLED to false, which suit one machine, and with a Redis of its own (which no
+Python component reads) STATS_RESPONSE_BUCKETS to true: the crawlers' response counts in hashes
+of time buckets, whose memory does not grow with the pages crawled.
 
 Data: the broker keeps its log in --data-dir/kafka (consumer offsets and messages survive a
 restart, within the retention); miniredis keeps nothing across restarts. --redis system runs the

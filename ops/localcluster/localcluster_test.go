@@ -690,3 +690,37 @@ func TestCrawlersAndTryMayFetchLoopbackOnlyWithTheTestSite(t *testing.T) {
 		})
 	}
 }
+
+// With a Redis of the launcher's own, the components count the crawlers'
+// responses in hashes of time buckets (STATS_RESPONSE_BUCKETS true), unless
+// the environment says otherwise; with the operator's Redis the setting is
+// left as the environment has it (the original's sorted sets by default:
+// a Python Redis Monitor may read that Redis).
+func TestResponseBucketsAreTheDefaultOnlyWithTheLaunchersOwnRedis(t *testing.T) {
+	bin := fakeBin(t, map[string]string{
+		"crawler": `trap 'exit 0' TERM; echo "buckets=[$STATS_RESPONSE_BUCKETS]"; while :; do sleep 0.05; done`,
+	})
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"the embedded Redis", nil, "buckets=[true]"},
+		{"the embedded Redis, the environment saying false", []string{"STATS_RESPONSE_BUCKETS=false"}, "buckets=[false]"},
+		{"the operator's Redis", []string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=1"}, "buckets=[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &harness.OutputBuffer{}
+			cfg := fakeConfig(t, bin, out)
+			cfg.Env = append(cfg.Env, tc.env...)
+			// rest up too: stopped before its trap is set, it would die of
+			// the signal.
+			runUntil(t, cfg, out, "the crawler prints its STATS_RESPONSE_BUCKETS", func() bool {
+				return out.Contains("crawler-link-1 | buckets=") && out.Contains("/rest  up\n")
+			})
+			if !out.Contains("crawler-link-1 | " + tc.want + "\n") {
+				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
