@@ -106,7 +106,8 @@ func TestWaitForAReplicaOfOneRedis(t *testing.T) {
 		info, err := rc.Info(context.Background(), "replication").Result()
 		return err == nil && strings.Contains(info, "master_link_status:up")
 	})
-	w, s, out := waiter(t, "REDIS_HOST=127.0.0.1", "REDIS_PORT="+strconv.Itoa(r.Port), "REDIS_WAIT_REPLICAS=1")
+	// A timeout a loaded machine's replica meets.
+	w, s, out := waiter(t, "REDIS_HOST=127.0.0.1", "REDIS_PORT="+strconv.Itoa(r.Port), "REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT_MS=5000")
 	c := redisconn.New(s)
 	defer c.Close()
 	ctx := w.Context(context.Background())
@@ -132,12 +133,13 @@ func TestWaitForAReplicaOfOneRedis(t *testing.T) {
 // are acknowledged.
 func TestWaitOnEveryMasterOfAClusterAndAfterAFailover(t *testing.T) {
 	rc := harness.StartRedisCluster(t)
-	w, s, out := waiter(t, "REDIS_CLUSTER_NODES="+rc.Seeds(), "REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT_MS=200")
+	// Every replica up: a timeout a loaded machine's replicas meet (a
+	// replica descheduled for 200 ms once made a write short here).
+	w, s, out := waiter(t, "REDIS_CLUSTER_NODES="+rc.Seeds(), "REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT_MS=5000")
 	c := redisconn.New(s)
 	defer c.Close()
-	ctx := w.Context(context.Background())
 	keys := []string{"{a}", "{b}", "{c}", "{d}", "{e}", "{f}", "{g}", "{h}"}
-	write := func() error {
+	writeWith := func(ctx context.Context, c redis.UniversalClient) error {
 		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
 				p.Incr(ctx, k)
@@ -146,6 +148,7 @@ func TestWaitOnEveryMasterOfAClusterAndAfterAFailover(t *testing.T) {
 		})
 		return err
 	}
+	write := func() error { return writeWith(w.Context(context.Background()), c) }
 	masters := map[string]*harness.Redis{}
 	for _, k := range keys {
 		m := rc.MasterOf(t, k)
@@ -170,11 +173,16 @@ func TestWaitOnEveryMasterOfAClusterAndAfterAFailover(t *testing.T) {
 	if got := testutil.ToFloat64(w.Collector()); got != 0 {
 		t.Errorf("scrapy_redis_wait_short_total = %v with every replica up; log:\n%s", got, out.String())
 	}
+	// After the failover, writes to the promoted master wait out a short
+	// timeout (a client of its own, so each try takes 200 ms).
+	short, s2, _ := waiter(t, "REDIS_CLUSTER_NODES="+rc.Seeds(), "REDIS_WAIT_REPLICAS=1", "REDIS_WAIT_TIMEOUT_MS=200")
+	c2 := redisconn.New(s2)
+	defer c2.Close()
 	promoted := rc.KillMaster(t, rc.MasterOf(t, keys[0]))
 	harness.WaitFor(t, "the waited writes to reach the promoted master", 30*time.Second, func() bool {
-		return write() == nil && waits(t, promoted) > 0
+		return writeWith(short.Context(context.Background()), c2) == nil && waits(t, promoted) > 0
 	})
-	if got := testutil.ToFloat64(w.Collector()); got < 1 {
+	if got := testutil.ToFloat64(short.Collector()); got < 1 {
 		t.Errorf("scrapy_redis_wait_short_total = %v after writes to a master without replicas", got)
 	}
 }
