@@ -350,15 +350,16 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas, oneMaster *cpuMode)
 		perPage(single, float64(single.used[0].run.Microseconds())), perPage(single, float64(single.used[0].slices)), perPage(single, float64(single.used[0].preempted)), perPage(single, float64(single.used[0].reads)), callsLine(single.used[0], single.pages), usecLine(single.used[0], single.pages))
 	// The cluster of one master: cluster mode in one process.
 	u := oneMaster.used[0]
-	b.ReportMetric(perPage(oneMaster, float64(u.cpu.Microseconds())), "one-master-cpu-µs/page")
-	b.ReportMetric(perPage(oneMaster, float64(u.cpu.Microseconds()))/one, "one-master-per-single")
+	oneMasterCPU := perPage(oneMaster, float64(u.cpu.Microseconds()))
+	b.ReportMetric(oneMasterCPU, "one-master-cpu-µs/page")
+	b.ReportMetric(oneMasterCPU/one, "one-master-per-single")
 	b.ReportMetric(perPage(oneMaster, float64(oneMaster.net(0).Microseconds()))/oneNet, "one-master-net-per-single")
 	b.ReportMetric(perPage(oneMaster, float64(u.reads)), "one-master-reads/page")
 	b.ReportMetric(perPage(oneMaster, float64(u.slices)), "one-master-slices/page")
 	b.ReportMetric(oneMaster.idle[0]*1e3, "one-master-idle-cpu-ms/s")
 	b.ReportMetric(float64(oneMaster.pages)/oneMaster.elapsed.Seconds(), "one-master-pages/s")
 	b.Logf("one master: %.1f µs/page (%.1f to the ns), %.2f slices/page (%.2f preempted), %.2f reads/page, commands per page: %s; Redis µs per page in commands: %s",
-		perPage(oneMaster, float64(u.cpu.Microseconds())), perPage(oneMaster, float64(u.run.Microseconds())), perPage(oneMaster, float64(u.slices)), perPage(oneMaster, float64(u.preempted)), perPage(oneMaster, float64(u.reads)), callsLine(u, oneMaster.pages), usecLine(u, oneMaster.pages))
+		oneMasterCPU, perPage(oneMaster, float64(u.run.Microseconds())), perPage(oneMaster, float64(u.slices)), perPage(oneMaster, float64(u.preempted)), perPage(oneMaster, float64(u.reads)), callsLine(u, oneMaster.pages), usecLine(u, oneMaster.pages))
 	for _, m := range []*cpuMode{cluster, replicas} {
 		prefix := ""
 		if m == replicas {
@@ -388,7 +389,7 @@ func reportRedisCPU(b *testing.B, single, cluster, replicas, oneMaster *cpuMode)
 		b.ReportMetric(perPage(m, float64(total.Microseconds())), prefix+"masters-cpu-µs/page")
 		b.ReportMetric(perPage(m, float64(total.Microseconds()))/one, prefix+"masters-per-single")
 		if m == cluster {
-			b.ReportMetric(perPage(m, float64(total.Microseconds()))/perPage(oneMaster, float64(u.cpu.Microseconds())), "masters-per-one-master")
+			b.ReportMetric(perPage(m, float64(total.Microseconds()))/oneMasterCPU, "masters-per-one-master")
 		}
 		b.ReportMetric(perPage(m, float64(all.total())), prefix+"masters-cmds/page")
 		b.ReportMetric(float64(m.pages)/m.elapsed.Seconds(), m.name+"-pages/s")

@@ -12,6 +12,7 @@ import (
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/rediskeys"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/redisscripts"
+	"github.com/scrapycluster/scrapy-cluster-go/scutils/throttle"
 )
 
 // BenchmarkRedisClusterModeOwnCost is what Redis Cluster itself costs, our
@@ -34,10 +35,10 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 	one := harness.StartRedis(b)
 	rc := harness.StartRedisClusterWith(b, harness.RedisClusterOptions{NoReplicas: true})
 	master := rc.Masters(b)[0]
-	var domains []string
+	var domains []domainKeys
 	for i := 0; len(domains) < 16; i++ {
-		d := fmt.Sprintf("d%d.com", i)
-		if rc.MasterOf(b, rediskeys.Cluster.Queue("link", d)).Addr == master.Addr {
+		d := keysOf(fmt.Sprintf("d%d.com", i))
+		if rc.MasterOf(b, d.queue).Addr == master.Addr {
 			domains = append(domains, d)
 		}
 	}
@@ -50,11 +51,14 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 		defer clients[i].Close()
 	}
 	idle := make([]time.Duration, len(nodes))
-	const idleSpan = 5 * time.Second
-	before := runTimes(b, pids)
-	time.Sleep(idleSpan)
-	for i, t := range runTimes(b, pids) {
-		idle[i] = t - before[i]
+	const idleFor = 5 * time.Second
+	before := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		before[i] = runTime(b, pid)
+	}
+	time.Sleep(idleFor)
+	for i, pid := range pids {
+		idle[i] = runTime(b, pid) - before[i]
 	}
 
 	const rounds, member = 250, 400
@@ -68,28 +72,24 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 			// them in rounds of one pop a domain.
 			pipe := rdb.Pipeline()
 			for _, d := range domains {
-				q := rediskeys.Cluster.Queue("link", d)
 				members := make([]redis.Z, rounds)
 				for r := range members {
 					members[r] = redis.Z{Score: float64(r), Member: fmt.Sprintf("%d:%d:%s", it, r, body)}
 				}
-				pipe.ZAdd(ctx, q, members...)
-				owners, _ := leaseKeys(d)
-				pipe.ZAdd(ctx, owners, redis.Z{Score: float64(time.Now().Add(time.Hour).Unix()), Member: "o1"})
+				pipe.ZAdd(ctx, d.queue, members...)
+				pipe.ZAdd(ctx, d.owners, redis.Z{Score: float64(time.Now().Add(time.Hour).Unix()), Member: "o1"})
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatalf("%s: fill the queues: %v", names[i], err)
 			}
-			start := runTimes(b, pids[i:i+1])[0]
+			start := runTime(b, pids[i])
 			for r := range rounds {
 				as := make([]redisscripts.Pop, len(domains))
 				for k, d := range domains {
-					owners, records := leaseKeys(d)
 					id := fmt.Sprintf("o1:%d:%d:%d", it, r, k)
-					as[k] = redisscripts.Pop{Queue: rediskeys.Cluster.Queue("link", d), Command: "ZPOPMIN",
-						Window: rediskeys.Cluster.Throttle("link", "", d, true, false) + ":throttle_window", Moderation: rediskeys.Cluster.Throttle("link", "", d, true, false) + ":throttle_time",
+					as[k] = redisscripts.Pop{Queue: d.queue, Command: "ZPOPMIN", Window: d.window, Moderation: d.moderation,
 						WindowSeconds: "60", ModerationSeconds: "0", Expiry: "120", Limit: 1 << 30,
-						HitID: "hit:" + id, LeaseID: id, Owner: "o1", Owners: owners, Records: records, Max: 1}
+						HitID: "hit:" + id, LeaseID: id, Owner: "o1", Owners: d.owners, Records: d.records, Max: 1}
 				}
 				for k, cmd := range redisscripts.RunPipelined(ctx, rdb, as) {
 					if res, err := cmd.Slice(); err != nil || len(res) == 0 || res[0] != int64(3) {
@@ -97,20 +97,19 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 					}
 				}
 			}
-			popRun[i] += runTimes(b, pids[i:i+1])[0] - start
-			start = runTimes(b, pids[i:i+1])[0]
+			popped := runTime(b, pids[i])
+			popRun[i] += popped - start
 			for range rounds {
 				if err := rdb.Ping(ctx).Err(); err != nil {
 					b.Fatalf("%s: ping: %v", names[i], err)
 				}
 			}
-			pingRun[i] += runTimes(b, pids[i:i+1])[0] - start
+			pingRun[i] += runTime(b, pids[i]) - popped
 			// The block's lease records and hits go, so every block pops
 			// from the same state.
 			pipe = rdb.Pipeline()
 			for _, d := range domains {
-				_, records := leaseKeys(d)
-				pipe.Del(ctx, records, rediskeys.Cluster.Throttle("link", "", d, true, false)+":throttle_window")
+				pipe.Del(ctx, d.records, d.window)
 			}
 			if _, err := pipe.Exec(ctx); err != nil {
 				b.Fatalf("%s: clear the block: %v", names[i], err)
@@ -122,7 +121,7 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 	b.StopTimer()
 	perPop := func(i int) float64 { return float64(popRun[i].Nanoseconds()) / 1e3 / float64(pops) }
 	perPing := func(i int) float64 { return float64(pingRun[i].Nanoseconds()) / 1e3 / float64(pings) }
-	perSec := func(i int) float64 { return float64(idle[i].Nanoseconds()) / 1e6 / idleSpan.Seconds() }
+	perSec := func(i int) float64 { return float64(idle[i].Nanoseconds()) / 1e6 / idleFor.Seconds() }
 	b.ReportMetric(perPop(0), "one-redis-µs/pop")
 	b.ReportMetric(perPop(1), "cluster-master-µs/pop")
 	b.ReportMetric(perPop(1)/perPop(0), "cluster-per-one-pop")
@@ -132,22 +131,25 @@ func BenchmarkRedisClusterModeOwnCost(b *testing.B) {
 	b.ReportMetric(perSec(1), "cluster-master-idle-ms/s")
 }
 
-// leaseKeys are domain d's lease owners and records on a Redis Cluster.
-func leaseKeys(d string) (owners, records string) {
-	leases := rediskeys.Cluster.Leases("link", d)
-	return leases + ":owners", leases + ":items"
+// domainKeys are a link domain's queue, throttle and lease keys on a
+// Redis Cluster.
+type domainKeys struct {
+	queue, window, moderation, owners, records string
 }
 
-// runTimes is the run time so far of each process of pids (taskRun).
-func runTimes(tb testing.TB, pids []int) []time.Duration {
+func keysOf(domain string) domainKeys {
+	throttleKey := rediskeys.Cluster.Throttle("link", "", domain, true, false)
+	leases := rediskeys.Cluster.Leases("link", domain)
+	return domainKeys{queue: rediskeys.Cluster.Queue("link", domain), window: throttleKey + throttle.WindowSuffix,
+		moderation: throttleKey + throttle.ModerateSuffix, owners: leases + ":owners", records: leases + ":items"}
+}
+
+// runTime is the run time so far of process pid (taskRun).
+func runTime(tb testing.TB, pid int) time.Duration {
 	tb.Helper()
-	out := make([]time.Duration, len(pids))
-	for i, pid := range pids {
-		run, _, _, err := taskRun(pid)
-		if err != nil {
-			tb.Fatalf("run time of redis-server %d: %v", pid, err)
-		}
-		out[i] = run
+	run, _, _, err := taskRun(pid)
+	if err != nil {
+		tb.Fatalf("run time of redis-server %d: %v", pid, err)
 	}
-	return out
+	return run
 }
