@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,6 +83,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := checkPorts(cfg.ports(svc)); err != nil {
 		return err
 	}
+	hostsService := svc.kafkaEmbedded || (svc.redisEmbedded && cfg.Redis == RedisEmbedded)
+	own, coresSummary := cfg.shareCores(plan, hostsService)
+	if own > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(own))
+	}
 	names := []string{"kafka"}
 	for _, tier := range plan {
 		for _, s := range tier {
@@ -95,6 +101,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer closeServices()
 
+	if coresSummary != "" {
+		con.logf("%s", coresSummary)
+	}
 	con.logf("admin endpoints: %s", adminSummary(plan))
 	procs := &processes{cfg: &cfg, con: con, exited: make(chan *child, len(names))}
 	if err := procs.start(ctx, plan, svc, cwd); err != nil {

@@ -56,6 +56,14 @@ and SCHEDULER_IP_ENABLED to false, which suit one machine, and with a Redis of i
 Python component reads) STATS_RESPONSE_BUCKETS to true: the crawlers' response counts in hashes
 of time buckets, whose memory does not grow with the pages crawled.
 
+Cores: every process shares this machine's cores, so each one it starts gets GOMAXPROCS, an
+equal share of them (the cores Go gives the launcher over the processes, the launcher counted
+when it hosts the embedded broker or Redis, which then runs with its share too; at least 1), and
+the launcher says so. A Go process left a P per core that uses less than a core keeps waking a
+second thread for nothing: on 2 cores each spends about a fifth less CPU a page with its share
+(docs/production.md, "Sharing the cores of one machine"). GOMAXPROCS in the environment
+reaches every process as it is instead.
+
 Data: the broker keeps its log in --data-dir/kafka (consumer offsets and messages survive a
 restart, within the retention); miniredis keeps nothing across restarts. --redis system runs the
 redis-server on PATH instead, with an append-only file in --data-dir/redis; --redis cluster runs a

@@ -73,6 +73,13 @@ type Config struct {
 	// and Redis connected before the next steps are printed anyway
 	// (default 30 s).
 	ReadyTimeout time.Duration
+	// Cores is how many cores the cluster's processes share (DefaultConfig:
+	// what Go gives the launcher, the CPUs it may run on). Each process the
+	// launcher starts gets GOMAXPROCS, its equal share (CoresEach, at least
+	// one), and so does the launcher itself while it runs with an embedded
+	// broker or Redis. 0, or GOMAXPROCS in Env, leaves every process at
+	// what Go or Env gives it.
+	Cores int
 	// Env is the environment the settings are read from and the processes
 	// inherit (os.Environ() in the command).
 	Env []string
@@ -100,6 +107,7 @@ func DefaultConfig() Config {
 		KafkaRetention: 24 * time.Hour,
 		StopTimeout:    20 * time.Second,
 		ReadyTimeout:   30 * time.Second,
+		Cores:          defaultCores(),
 		Env:            os.Environ(),
 		Out:            os.Stdout,
 	}

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +96,8 @@ func cleanEnv(extra ...string) []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "REDIS_CLUSTER_NODES", "ZOOKEEPER_HOSTS", "KAFKA_TOPIC_PREFIX", "NO_COLOR":
+		case "KAFKA_HOSTS", "REDIS_HOST", "REDIS_PORT", "REDIS_CLUSTER_NODES", "ZOOKEEPER_HOSTS", "KAFKA_TOPIC_PREFIX", "NO_COLOR",
+			localcluster.EnvGoMaxProcs:
 			continue
 		}
 		env = append(env, kv)
@@ -722,5 +724,66 @@ func TestResponseBucketsAreTheDefaultOnlyWithTheLaunchersOwnRedis(t *testing.T) 
 				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
 			}
 		})
+	}
+}
+
+// Each process the launcher starts gets an equal share of the cores as its
+// GOMAXPROCS, and so does the launcher itself (it hosts the embedded broker
+// and Redis) until Run returns; GOMAXPROCS in the environment, or Cores 0,
+// leaves every process as Go or the environment has it.
+func TestEachProcessGetsItsShareOfTheCores(t *testing.T) {
+	bin := fakeBin(t, map[string]string{
+		"crawler": `trap 'exit 0' TERM; echo "procs=[$GOMAXPROCS]"; while :; do sleep 0.05; done`,
+	})
+	before := runtime.GOMAXPROCS(0)
+	for _, tc := range []struct {
+		name      string
+		cores     int
+		env       []string
+		want      string // the crawler's line
+		wantOwn   int    // the launcher's GOMAXPROCS while it runs
+		wantShare string // the launcher's line ("": none)
+	}{
+		// kafka-monitor, redis-monitor, crawler-link-1, rest and the launcher.
+		{"12 cores", 12, nil, "procs=[2]", 2, "12 cores shared by 5 processes: GOMAXPROCS=2 each"},
+		{"2 cores", 2, nil, "procs=[1]", 1, "2 cores shared by 5 processes: GOMAXPROCS=1 each"},
+		{"GOMAXPROCS in the environment", 12, []string{"GOMAXPROCS=3"}, "procs=[3]", before, ""},
+		{"no cores given", 0, nil, "procs=[]", before, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &harness.OutputBuffer{}
+			cfg := fakeConfig(t, bin, out)
+			cfg.Cores = tc.cores
+			cfg.Env = append(cfg.Env, tc.env...)
+			own := 0
+			runUntil(t, cfg, out, "the crawler prints its GOMAXPROCS", func() bool {
+				own = runtime.GOMAXPROCS(0)
+				return out.Contains("crawler-link-1 | procs=") && out.Contains("/rest  up\n")
+			})
+			if !out.Contains("crawler-link-1 | " + tc.want + "\n") {
+				t.Errorf("the crawler's line is not %q:\n%s", tc.want, out)
+			}
+			if own != tc.wantOwn {
+				t.Errorf("the launcher ran with GOMAXPROCS %d, want %d", own, tc.wantOwn)
+			}
+			if got := runtime.GOMAXPROCS(0); got != before {
+				t.Errorf("after Run, GOMAXPROCS %d, want %d as before", got, before)
+			}
+			if shared := out.Contains("cores shared by"); tc.wantShare == "" && shared {
+				t.Errorf("the launcher says it shared the cores:\n%s", out)
+			} else if tc.wantShare != "" && !out.Contains(tc.wantShare) {
+				t.Errorf("no line %q:\n%s", tc.wantShare, out)
+			}
+		})
+	}
+}
+
+func TestCoresEachIsAnEqualShareOfAtLeastOne(t *testing.T) {
+	for _, tc := range []struct{ cores, processes, want int }{
+		{2, 6, 1}, {16, 5, 3}, {16, 4, 4}, {1, 1, 1}, {8, 0, 8}, {0, 3, 1},
+	} {
+		if got := localcluster.CoresEach(tc.cores, tc.processes); got != tc.want {
+			t.Errorf("CoresEach(%d, %d) = %d, want %d", tc.cores, tc.processes, got, tc.want)
+		}
 	}
 }
