@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/scrapycluster/scrapy-cluster-go/ops/localcluster"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/harness"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/kafkaclient"
 	"github.com/scrapycluster/scrapy-cluster-go/scutils/ledger"
@@ -109,6 +111,11 @@ var costProcesses = []string{"crawler", "redis-server", "broker", "site", "kafka
 //     colly-site-cpu-µs/page (the site's CPU while Colly crawled).
 //
 // The broker keeps its log in files, as the local cluster does by default.
+// The five processes share the cores as the local cluster shares them
+// (localcluster.CoresEach of five: GOMAXPROCS 1 each on 2 cores), unless
+// GOMAXPROCS is in the environment (GOMAXPROCS= gives every process Go's
+// default, as before 2026-11-29); the Colly crawler, a plain one, keeps
+// Go's default.
 //
 // CLUSTERBENCH_CPUPROFILE=<file> writes a CPU profile of the crawler
 // during the crawl measured (the first CLUSTERBENCH_CPUPROFILE_SECONDS,
@@ -161,13 +168,15 @@ func BenchmarkCrawlCost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	broker := startBroker(b)
+	shared := sharedCoresEnv(len(costProcesses))
+	broker := startBroker(b, shared...)
 	sitePort := harness.Port(b)
-	site := startProcess(b, "site", filepath.Join(bin, "testsite"), nil, "--addr", "127.0.0.1:"+strconv.Itoa(sitePort),
+	site := startProcess(b, "site", filepath.Join(bin, "testsite"), shared, "--addr", "127.0.0.1:"+strconv.Itoa(sitePort),
 		"--pages", strconv.Itoa(costSeeds), "--fanout", strconv.Itoa(costFanout), "--depth", strconv.Itoa(costDepth+1))
 	waitFor(b, "the test site", 30*time.Second, func() bool { return dialable("127.0.0.1:" + strconv.Itoa(sitePort)) })
 
 	env := append([]string{"REDIS_HOST=127.0.0.1", "REDIS_PORT=" + strconv.Itoa(rs.Port), "KAFKA_HOSTS=" + broker.addr}, costSettings...)
+	env = append(env, shared...)
 	if x := os.Getenv("CLUSTERBENCH_EXTRA"); x != "" {
 		env = append(env, strings.Fields(x)...)
 	}
@@ -695,6 +704,17 @@ func startProcess(tb testing.TB, name, path string, env []string, args ...string
 		OutputLimit: 64 << 10, StopGrace: 20 * time.Second, Supervise: true})
 }
 
+// sharedCoresEnv is GOMAXPROCS as the local cluster would give each of
+// processes on this machine's cores (localcluster.CoresEach), or nothing
+// when this process's environment sets GOMAXPROCS (it reaches every
+// process as it is, as with the launcher).
+func sharedCoresEnv(processes int) []string {
+	if _, set := os.LookupEnv(localcluster.EnvGoMaxProcs); set {
+		return nil
+	}
+	return []string{localcluster.EnvGoMaxProcs + "=" + strconv.Itoa(localcluster.CoresEach(runtime.GOMAXPROCS(0), processes))}
+}
+
 // brokerEnv names, in this test binary run as a broker, the port to serve
 // on (see TestMain).
 const brokerEnv = "CLUSTERBENCH_BROKER_PORT"
@@ -711,7 +731,7 @@ type broker struct {
 	dir  string // where it keeps its log
 }
 
-func startBroker(tb testing.TB) *broker {
+func startBroker(tb testing.TB, env ...string) *broker {
 	tb.Helper()
 	port := harness.Port(tb)
 	self, err := os.Executable()
@@ -719,7 +739,7 @@ func startBroker(tb testing.TB) *broker {
 		tb.Fatal(err)
 	}
 	b := &broker{addr: "127.0.0.1:" + strconv.Itoa(port), dir: filepath.Join(tb.TempDir(), "kafka-data")}
-	b.proc = startProcess(tb, "broker", self, []string{brokerEnv + "=" + strconv.Itoa(port), brokerDirEnv + "=" + b.dir}, "-test.run", "^$")
+	b.proc = startProcess(tb, "broker", self, append([]string{brokerEnv + "=" + strconv.Itoa(port), brokerDirEnv + "=" + b.dir}, env...), "-test.run", "^$")
 	waitFor(tb, "the broker", 30*time.Second, func() bool {
 		if b.proc.Exited() {
 			tb.Fatalf("the broker exited: %v\n%s", b.proc.Wait(), b.proc.Output())
