@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -107,7 +108,7 @@ func DefaultConfig() Config {
 		KafkaRetention: 24 * time.Hour,
 		StopTimeout:    20 * time.Second,
 		ReadyTimeout:   30 * time.Second,
-		Cores:          defaultCores(),
+		Cores:          runtime.GOMAXPROCS(0), // the CPUs it may run on, or a container's CPU limit
 		Env:            os.Environ(),
 		Out:            os.Stdout,
 	}

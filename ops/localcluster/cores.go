@@ -2,7 +2,6 @@ package localcluster
 
 import (
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 )
@@ -26,18 +25,26 @@ func CoresEach(cores, processes int) int {
 	return max(1, cores/max(1, processes))
 }
 
-// shareCores gives each child of plan GOMAXPROCS = CoresEach(cfg.Cores,
-// processes), processes being the children and, when it hosts an embedded
-// service (self), the launcher, and says so in a line for the console. It
-// returns the launcher's own share (0: leave it). It does nothing and
-// returns 0 and "" when cfg.Cores is 0 or the environment sets GOMAXPROCS.
+// CoresShare is each process's GOMAXPROCS when processes share cores, as
+// the launcher gives it (CoresEach), with ok false when nothing is to be
+// shared out: cores is 0, or env (NAME=value pairs) sets GOMAXPROCS, which
+// then reaches every process as it is.
+func CoresShare(env []string, cores, processes int) (each int, ok bool) {
+	if cores <= 0 {
+		return 0, false
+	}
+	if _, set := lookupEnvOK(env, EnvGoMaxProcs); set {
+		return 0, false
+	}
+	return CoresEach(cores, processes), true
+}
+
+// shareCores gives each child of plan its CoresShare of cfg.Cores,
+// processes being the children and, when it hosts an embedded service
+// (self), the launcher, and says so in a line for the console. It returns
+// the launcher's own share (0: leave it); nothing, and no line, when
+// CoresShare shares nothing out.
 func (cfg *Config) shareCores(plan [][]spec, self bool) (own int, summary string) {
-	if cfg.Cores <= 0 {
-		return 0, ""
-	}
-	if _, set := lookupEnvOK(cfg.Env, EnvGoMaxProcs); set {
-		return 0, ""
-	}
 	processes := 0
 	for _, tier := range plan {
 		processes += len(tier)
@@ -45,7 +52,10 @@ func (cfg *Config) shareCores(plan [][]spec, self bool) (own int, summary string
 	if self {
 		processes++
 	}
-	each := CoresEach(cfg.Cores, processes)
+	each, ok := CoresShare(cfg.Env, cfg.Cores, processes)
+	if !ok {
+		return 0, ""
+	}
 	for _, tier := range plan {
 		for i := range tier {
 			// The specs' environments share arrays: each gets a copy.
@@ -58,11 +68,4 @@ func (cfg *Config) shareCores(plan [][]spec, self bool) (own int, summary string
 		return 0, summary
 	}
 	return each, summary
-}
-
-// defaultCores is what Go gives this process before the launcher shares
-// anything out: the CPUs it may run on, or fewer under a container's CPU
-// limit.
-func defaultCores() int {
-	return runtime.GOMAXPROCS(0)
 }

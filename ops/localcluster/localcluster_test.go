@@ -787,3 +787,23 @@ func TestCoresEachIsAnEqualShareOfAtLeastOne(t *testing.T) {
 		}
 	}
 }
+
+func TestCoresShareIsNothingWithGOMAXPROCSSetOrNoCores(t *testing.T) {
+	for _, tc := range []struct {
+		env       []string
+		cores     int
+		wantEach  int
+		wantShare bool
+	}{
+		{nil, 2, 1, true},
+		{[]string{"A=1"}, 16, 4, true},
+		{[]string{"GOMAXPROCS=3"}, 16, 0, false},
+		{[]string{"GOMAXPROCS="}, 16, 0, false}, // set empty: Go's default, passed on
+		{nil, 0, 0, false},
+	} {
+		each, ok := localcluster.CoresShare(tc.env, tc.cores, 4)
+		if each != tc.wantEach || ok != tc.wantShare {
+			t.Errorf("CoresShare(%q, %d, 4) = %d, %v; want %d, %v", tc.env, tc.cores, each, ok, tc.wantEach, tc.wantShare)
+		}
+	}
+}

@@ -705,14 +705,15 @@ func startProcess(tb testing.TB, name, path string, env []string, args ...string
 }
 
 // sharedCoresEnv is GOMAXPROCS as the local cluster would give each of
-// processes on this machine's cores (localcluster.CoresEach), or nothing
-// when this process's environment sets GOMAXPROCS (it reaches every
-// process as it is, as with the launcher).
+// processes on this machine's cores (localcluster.CoresShare: nothing when
+// this process's environment sets GOMAXPROCS, which every process then
+// inherits as it is).
 func sharedCoresEnv(processes int) []string {
-	if _, set := os.LookupEnv(localcluster.EnvGoMaxProcs); set {
+	each, ok := localcluster.CoresShare(os.Environ(), runtime.GOMAXPROCS(0), processes)
+	if !ok {
 		return nil
 	}
-	return []string{localcluster.EnvGoMaxProcs + "=" + strconv.Itoa(localcluster.CoresEach(runtime.GOMAXPROCS(0), processes))}
+	return []string{localcluster.EnvGoMaxProcs + "=" + strconv.Itoa(each)}
 }
 
 // brokerEnv names, in this test binary run as a broker, the port to serve
